@@ -1,0 +1,28 @@
+"""Device choice: CUDA when present, else CPU. Never hard-code a device elsewhere."""
+
+from __future__ import annotations
+
+import torch
+
+
+def pick_device(prefer: str | None = None) -> torch.device:
+    """Return `prefer` if given ("cpu", "cuda", "cuda:1", ...), else CUDA when available, else CPU.
+
+    Notebooks expose this as a `DEVICE: str = "auto"` parameter; "auto" maps to `prefer=None`.
+    """
+    if prefer is not None and prefer != "auto":
+        try:
+            device = torch.device(prefer)
+        except RuntimeError:
+            raise ValueError(f"DEVICE={prefer!r} is not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'.") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"DEVICE={prefer!r} was requested but CUDA is not available here; use 'auto' or 'cpu'.")
+        return device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def describe(device: torch.device) -> str:
+    """A human-readable name for `device`, used in notebook headers and benchmark reports."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({torch.get_num_threads()} threads)"

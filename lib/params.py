@@ -1,0 +1,82 @@
+"""Parameter validation: fail at once, naming the parameter, the value given and what is allowed.
+
+Every check raises `ValueError` (the notebooks call these before any heavy work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Integral, Real
+from typing import Any
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """`value` must be one of `allowed`."""
+    allowed = list(allowed)
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {allowed}.")
+    return value
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """`value` must be an integer (not a bool) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ValueError(f"{name}={value!r} must be an integer.")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={value!r} must be >= {minimum}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}={value!r} must be <= {maximum}.")
+    return int(value)
+
+
+def check_ints(name: str, values: Any, *, minimum: int | None = None, min_len: int = 1) -> tuple[int, ...]:
+    """`values` must be a non-empty sequence of distinct integers, each >= minimum."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name}={values!r} must be a list of integers.")
+    values = tuple(values)
+    if len(values) < min_len:
+        raise ValueError(f"{name}={values!r} must hold at least {min_len} value(s).")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}={values!r} holds duplicates.")
+    for v in values:
+        check_int(f"{name} entry", v, minimum=minimum)
+    return tuple(int(v) for v in values)
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> float:
+    """`value` must be a finite real number within the interval given (closed unless `open_*`)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or value != value:
+        raise ValueError(f"{name}={value!r} must be a real number.")
+    too_low = low is not None and (value <= low if open_low else value < low)
+    too_high = high is not None and (value >= high if open_high else value > high)
+    if too_low or too_high:
+        left, right = "(" if open_low else "[", ")" if open_high else "]"
+        interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise ValueError(f"{name}={value!r} must lie in {interval}.")
+    return float(value)
+
+
+def check_probability(name: str, value: Any) -> float:
+    """`value` must lie in the open interval (0, 1), as a test level or a miscoverage rate does."""
+    return check_real(name, value, low=0.0, high=1.0, open_low=True, open_high=True)
+
+
+def check_percentiles(name: str, value: Any) -> tuple[float, float]:
+    """`value` must be a pair (lo, hi) with 0 <= lo < hi <= 100."""
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a pair (lo, hi) of percentiles.") from None
+    lo = check_real(f"{name}[0]", lo, low=0.0, high=100.0)
+    hi = check_real(f"{name}[1]", hi, low=0.0, high=100.0)
+    if lo >= hi:
+        raise ValueError(f"{name}={value!r} needs lo < hi.")
+    return lo, hi

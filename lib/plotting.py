@@ -1,0 +1,49 @@
+"""Plotting style and figure saving shared by the notebooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from lib.cache import atomic_write
+
+PALETTE = sns.color_palette("colorblind")
+
+
+def use_style() -> None:
+    """One look for every notebook: seaborn's whitegrid, colour-blind palette, readable sizes."""
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 130, "savefig.bbox": "tight",
+                         "axes.titlesize": "medium", "legend.fontsize": "small"})
+
+
+def savefig(fig: plt.Figure, name: str, directory: str | Path | None) -> Path | None:
+    """Save `fig` as `<directory>/<name>.png` (atomically); do nothing when `directory` is empty/None.
+
+    Notebooks pass their `FIGURES_DIR` parameter; `make run` sets it to docs/figures.
+    """
+    if not directory:
+        return None
+    path = Path(directory) / f"{name}.png"
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+
+
+def plot_band(ax: plt.Axes, band: dict, *, label: str, color, members: bool = False) -> None:
+    """Mean curve and percentile band of an ensemble (a dict from `lib.prcurves.ensemble_band`).
+
+    With `members`, each member's curve is drawn faintly underneath.
+    """
+    if members:
+        for curve in band["members"]:
+            ax.plot(band["recall"], curve, color=color, lw=0.5, alpha=0.25)
+    ax.fill_between(band["recall"], band["lo"], band["hi"], color=color, alpha=0.25, lw=0)
+    ax.plot(band["recall"], band["mean"], color=color, lw=2, label=label)
+    ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.02))
+
+
+def shade_mask(ax: plt.Axes, x, mask, *, color, label: str | None = None) -> None:
+    """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant)."""
+    ax.fill_between(x, 0, 1, where=mask, transform=ax.get_xaxis_transform(), color=color, alpha=0.15, lw=0,
+                    label=label, step="mid")

@@ -1,0 +1,32 @@
+import json
+
+import nbformat
+import numpy as np
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from lib import glue
+
+
+def test_glued_values_read_back(tmp_path):
+    outputs = []
+    for name, value in [("auc", np.float32(0.5)), ("curve", np.arange(3)), ("auc", 0.75), ("nan", float("nan"))]:
+        payload = glue.to_jsonable(value)
+        outputs.append(new_output("display_data", data={glue.MIME_TYPE: {name: payload}, "text/plain": "x"}))
+    nb = new_notebook(cells=[new_code_cell("x", outputs=outputs)])
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    assert glue.read_results(path) == {"auc": 0.75, "curve": [0, 1, 2], "nan": None}
+
+
+def test_unserialisable_value_is_refused():
+    with pytest.raises(TypeError, match="cannot glue"):
+        glue.to_jsonable(object())
+
+
+def test_glue_displays_mime_bundle(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
+    glue.glue("fraction", np.float64(0.25))
+    assert shown[0][glue.MIME_TYPE] == {"fraction": 0.25}
+    json.dumps(shown[0])

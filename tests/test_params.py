@@ -1,0 +1,35 @@
+import pytest
+
+from lib import params
+
+
+def test_choice_names_parameter_value_and_allowed():
+    with pytest.raises(ValueError, match=r"PRESET='fast' is not allowed; choose one of \['smoke', 'cpu'\]"):
+        params.check_choice("PRESET", "fast", ["smoke", "cpu"])
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, True, "4"])
+def test_int_rejects(value):
+    with pytest.raises(ValueError, match="C"):
+        params.check_int("C", value, minimum=1)
+
+
+def test_probability_is_open_interval():
+    assert params.check_probability("alpha", 0.05) == 0.05
+    for bad in (0, 1, -0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            params.check_probability("alpha", bad)
+
+
+def test_ints_rejects_duplicates_and_empty():
+    assert params.check_ints("complexities", [1, 2]) == (1, 2)
+    with pytest.raises(ValueError, match="duplicates"):
+        params.check_ints("complexities", [2, 2])
+    with pytest.raises(ValueError, match="at least 1"):
+        params.check_ints("complexities", [])
+
+
+def test_percentiles():
+    assert params.check_percentiles("band", (10, 90)) == (10.0, 90.0)
+    with pytest.raises(ValueError, match="lo < hi"):
+        params.check_percentiles("band", (90, 10))
