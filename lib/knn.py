@@ -1,0 +1,135 @@
+"""Exact k-nearest-neighbour search on faiss, chunked so that no N x N matrix is ever built.
+
+Shared by notebooks 01 (PR curves), 02 (captions) and 04 (retrieval). faiss computes squared L2
+distances in float32 (with the ||q||^2 + ||x||^2 - 2 q.x expansion, which loses precision far from
+the origin); `exact_knn` and `neighbourhood_counts` therefore take a few extra float32 candidates,
+recompute their distances in float64, and fall back to a float64 brute-force pass for the rare rows
+where float32 rounding could have hidden a neighbour. Their results are the exact float64 ones.
+"""
+
+from __future__ import annotations
+
+import faiss
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def knn_search(queries: np.ndarray, base: np.ndarray, k: int, *, query_chunk: int = 8192,
+               base_chunk: int = 262_144) -> tuple[np.ndarray, np.ndarray]:
+    """faiss float32 kNN: squared L2 distances (nq, k) float32 ascending and base indices (nq, k) int64.
+
+    Memory stays at O(query_chunk * (k + base_chunk)) beyond the inputs: queries are processed in
+    chunks, and a base larger than `base_chunk` rows is searched block by block, merging top-k lists.
+    """
+    if not 1 <= k <= len(base):
+        raise ValueError(f"k={k} must lie in [1, {len(base)}] (the number of base points).")
+    queries, base = np.ascontiguousarray(queries, np.float32), np.ascontiguousarray(base, np.float32)
+    dist = np.empty((len(queries), k), np.float32)
+    idx = np.empty((len(queries), k), np.int64)
+    for q0 in range(0, len(queries), query_chunk):
+        rows = slice(q0, q0 + query_chunk)
+        dist[rows], idx[rows] = _search_blocks(queries[rows], base, k, base_chunk)
+    return dist, idx
+
+
+def _search_blocks(queries: np.ndarray, base: np.ndarray, k: int, base_chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    best_d = np.full((len(queries), 0), np.inf, np.float32)
+    best_i = np.empty((len(queries), 0), np.int64)
+    for b0 in range(0, len(base), base_chunk):
+        block = base[b0 : b0 + base_chunk]
+        d, i = faiss.knn(queries, block, min(k, len(block)))
+        best_d, best_i = np.hstack([best_d, d]), np.hstack([best_i, i + b0])
+        if best_d.shape[1] > k:  # keep the k best of the merged lists
+            keep = np.argsort(best_d, axis=1, kind="stable")[:, :k]
+            best_d, best_i = np.take_along_axis(best_d, keep, 1), np.take_along_axis(best_i, keep, 1)
+    return best_d, best_i
+
+
+def _float32_error_bound(queries: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """A generous bound (per query) on faiss's float32 error in a squared distance."""
+    dim = queries.shape[1]
+    scale = np.einsum("ij,ij->i", queries, queries) + np.max(np.einsum("ij,ij->i", base, base))
+    return 8.0 * (dim + 2) * EPS32 * scale
+
+
+def _exact_candidates(queries: np.ndarray, base: np.ndarray, k: int, margin: int):
+    """Float64 squared distances to the k + margin float32 candidates, sorted; plus a per-row flag that
+    is True where a point outside the candidates might still lie within the k-th distance."""
+    center = base.mean(axis=0)  # centring shrinks the float32 cancellation error
+    q, b = queries - center, base - center
+    num = min(k + margin, len(base))
+    sq32, idx = knn_search(q, b, num)
+    sq64 = np.einsum("ijd,ijd->ij", q[:, None, :] - b[idx], q[:, None, :] - b[idx])
+    order = np.argsort(sq64, axis=1, kind="stable")
+    sq64, idx = np.take_along_axis(sq64, order, 1), np.take_along_axis(idx, order, 1)
+    unsure = (sq32[:, -1] - _float32_error_bound(q, b) <= sq64[:, k - 1]) if num < len(base) else np.zeros(len(q), bool)
+    return sq64, idx, unsure
+
+
+def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """Exact float64 squared distances (nq, N) for a few queries (nq small), base processed in chunks."""
+    out = np.empty((len(queries), len(base)))
+    for b0 in range(0, len(base), chunk):
+        diff = queries[:, None, :] - base[None, b0 : b0 + chunk, :]
+        out[:, b0 : b0 + chunk] = np.einsum("ijd,ijd->ij", diff, diff)
+    return out
+
+
+def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16, query_chunk: int = 4096) -> dict:
+    """Exact k nearest base points of each query, in float64.
+
+    queries: (nq, D), base: (N, D) float. Returns {"distances": (nq, k) float64 Euclidean, ascending;
+    "indices": (nq, k) int64}. Ties keep the lower base index first.
+    """
+    queries, base = np.asarray(queries, np.float64), np.asarray(base, np.float64)
+    dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
+    for q0 in range(0, len(queries), query_chunk):
+        q = queries[q0 : q0 + query_chunk]
+        sq, ids, unsure = _exact_candidates(q, base, k, margin)
+        sq, ids = _stable_by_index(sq, ids)
+        if sq.shape[1] < len(base):
+            unsure |= sq[:, -1] <= sq[:, k - 1]  # ties at the k-th distance may continue past the candidates
+        for row in np.flatnonzero(unsure):
+            full = _brute_force_sq(q[row : row + 1], base)[0]
+            ids[row, :k] = np.argsort(full, kind="stable")[:k]
+            sq[row, :k] = full[ids[row, :k]]
+        dist[q0 : q0 + len(q)], idx[q0 : q0 + len(q)] = np.sqrt(sq[:, :k]), ids[:, :k]
+    return {"distances": dist, "indices": idx}
+
+
+def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each row by (distance, index), so that ties do not depend on faiss's internal order."""
+    order = np.lexsort((ids, sq), axis=1)
+    return np.take_along_axis(sq, order, 1), np.take_along_axis(ids, order, 1)
+
+
+def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarray, k: int, *,
+                         margin: int = 16, query_chunk: int = 4096) -> dict:
+    """For each query z: r_k(z), its k-th smallest distance to `base` (1-indexed), and, per group g,
+    #{x in base with groups[x] == g and d(z, x) <= r_k(z)}: every point at the k-th distance counts,
+    so ties can push the total above k. Exact in float64.
+
+    queries: (nq, D); base: (N, D); groups: (N,) int in [0, G). Returns {"radius": (nq,) float64,
+    "counts": (nq, G) int64}.
+    """
+    queries, base = np.asarray(queries, np.float64), np.asarray(base, np.float64)
+    groups = np.asarray(groups, np.int64)
+    num_groups = int(groups.max()) + 1
+    radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
+    for q0 in range(0, len(queries), query_chunk):
+        q = queries[q0 : q0 + query_chunk]
+        sq, ids, unsure = _exact_candidates(q, base, k, margin)
+        r2 = sq[:, k - 1]
+        if sq.shape[1] < len(base):
+            unsure |= sq[:, -1] <= r2  # a run of ties reaching past the candidates
+        inside = sq <= r2[:, None]
+        rows = np.repeat(np.arange(len(q)), inside.sum(1))
+        flat = np.bincount(rows * num_groups + groups[ids[inside]], minlength=len(q) * num_groups)
+        block = flat.reshape(len(q), num_groups)
+        for row in np.flatnonzero(unsure):
+            full = _brute_force_sq(q[row : row + 1], base)[0]
+            r2[row] = np.partition(full, k - 1)[k - 1]
+            block[row] = np.bincount(groups[full <= r2[row]], minlength=num_groups)
+        radius[q0 : q0 + len(q)], counts[q0 : q0 + len(q)] = np.sqrt(r2), block
+    return {"radius": radius, "counts": counts}

@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from lib import knn
+
+
+def brute_knn(queries, base, k):
+    dist = cdist(queries, base)
+    order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dist, order, 1), order
+
+
+@pytest.mark.parametrize("dim", [2, 17])
+def test_exact_knn_matches_brute_force(dim):
+    rng = np.random.default_rng(dim)
+    base, queries = rng.normal(size=(3_000, dim)) + 50.0, rng.normal(size=(500, dim)) + 50.0  # far from 0
+    result = knn.exact_knn(queries, base, 10, query_chunk=128)
+    dist, idx = brute_knn(queries, base, 10)
+    np.testing.assert_array_equal(result["indices"], idx)
+    np.testing.assert_allclose(result["distances"], dist, rtol=1e-12)
+
+
+def test_exact_knn_resolves_ties_by_index():
+    base = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0], [5.0, 5.0]])
+    result = knn.exact_knn(np.zeros((1, 2)), base, 3, margin=0)
+    np.testing.assert_array_equal(result["indices"], [[0, 1, 2]])
+
+
+def test_float32_search_chunked_over_base_equals_unchunked():
+    rng = np.random.default_rng(1)
+    base, queries = rng.normal(size=(2_000, 8)), rng.normal(size=(300, 8))
+    d1, i1 = knn.knn_search(queries, base, 7)
+    d2, i2 = knn.knn_search(queries, base, 7, query_chunk=64, base_chunk=300)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_allclose(d1, d2, rtol=1e-6)
+
+
+def brute_counts(queries, base, groups, k):
+    dist = cdist(queries, base)
+    radius = np.sort(dist, axis=1)[:, k - 1]
+    inside = dist <= radius[:, None]
+    return radius, np.stack([(inside & (groups == g)).sum(1) for g in range(groups.max() + 1)], axis=1)
+
+
+def test_neighbourhood_counts_match_brute_force():
+    rng = np.random.default_rng(2)
+    base, queries = rng.normal(size=(2_500, 2)) * 0.1 + 5.0, rng.normal(size=(400, 2)) * 0.1 + 5.0
+    groups = rng.integers(0, 2, len(base))
+    result = knn.neighbourhood_counts(queries, base, groups, 40, query_chunk=100)
+    radius, counts = brute_counts(queries, base, groups, 40)
+    np.testing.assert_allclose(result["radius"], radius, rtol=1e-12)
+    np.testing.assert_array_equal(result["counts"], counts)
+
+
+def test_neighbourhood_counts_include_every_tie():
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 4, size=(600, 2)).astype(float)  # a 4x4 lattice: massive ties and duplicates
+    queries = rng.integers(0, 4, size=(50, 2)).astype(float)
+    groups = rng.integers(0, 3, len(base))
+    result = knn.neighbourhood_counts(queries, base, groups, 25, margin=4)
+    radius, counts = brute_counts(queries, base, groups, 25)
+    np.testing.assert_array_equal(result["counts"], counts)
+    assert np.all(result["counts"].sum(1) >= 25) and np.any(result["counts"].sum(1) > 25)
+
+
+def test_k_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="k=5"):
+        knn.knn_search(np.zeros((2, 2)), np.zeros((3, 2)), 5)
