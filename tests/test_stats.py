@@ -1,0 +1,136 @@
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from lib import stats
+
+
+@pytest.fixture(scope="module")
+def ensembles():
+    rng = np.random.default_rng(0)
+    b = rng.normal(0.8, 0.05, size=(12, 40))
+    a = rng.normal(0.8, 0.05, size=(12, 40))
+    a[:, :15] += 0.1  # a is better on the first 15 grid points
+    return a, b
+
+
+@pytest.mark.parametrize("test, scipy_p", [
+    ("paired_t", lambda a, b: sps.ttest_rel(a, b).pvalue),
+    ("student", lambda a, b: sps.ttest_ind(a, b).pvalue),
+    ("welch", lambda a, b: sps.ttest_ind(a, b, equal_var=False).pvalue),
+    ("wilcoxon", lambda a, b: sps.wilcoxon(a, b).pvalue),
+])
+def test_pvalues_agree_with_scipy_column_by_column(ensembles, test, scipy_p):
+    a, b = ensembles
+    out = stats.pointwise_compare(a, b, test)
+    expected = [scipy_p(a[:, j], b[:, j]) for j in range(a.shape[1])]
+    np.testing.assert_allclose(out["pvalues"], expected, rtol=1e-10)
+    assert out["significant"][:15].mean() > 0.8 and out["significant"][15:].mean() < 0.2
+    assert out["fraction"] == pytest.approx(out["significant"].mean())
+
+
+def test_significant_needs_a_better_not_just_different(ensembles):
+    a, b = ensembles
+    out = stats.pointwise_compare(b, a, "welch")
+    assert out["pvalues"][:15].max() < 0.05 and not out["significant"].any()
+
+
+def test_benjamini_hochberg_by_hand():
+    p = np.array([0.01, 0.04, 0.03, 0.2, np.nan])
+    ranked = np.array([0.01, 0.03, 0.04, 0.2, 1.0])
+    adjusted = np.minimum.accumulate((ranked * 5 / np.arange(1, 6))[::-1])[::-1]
+    np.testing.assert_allclose(stats.benjamini_hochberg(p), adjusted[[0, 2, 1, 3, 4]])
+
+
+def test_zero_variance_columns_are_not_significant():
+    a = np.ones((5, 3))
+    b = np.ones((5, 3))
+    a[:, 2] += np.linspace(0.1, 0.5, 5)
+    for test in stats.TESTS:
+        out = stats.pointwise_compare(a, b, test, num_permutations=99)
+        assert not out["significant"][:2].any(), test
+
+
+def test_maxT_equals_exhaustive_permutation_on_a_tiny_case():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(4, 6)) + 0.8, rng.normal(size=(4, 6))
+    data = np.vstack([b, a])
+    observed = np.abs(stats.welch_t(a, b))
+    maxima = []
+    for chosen in itertools.combinations(range(8), 4):  # all 70 relabelings, group "a" = chosen
+        mask = np.zeros(8, bool)
+        mask[list(chosen)] = True
+        maxima.append(np.abs(stats.welch_t(data[mask], data[~mask])).max())
+    exact = np.array([(np.array(maxima) >= o - 1e-10).mean() for o in observed])
+    approx = stats.permutation_maxT(a, b, num_permutations=20_000, seed=3)
+    np.testing.assert_allclose(approx, exact, atol=0.015)
+
+
+def test_maxT_controls_the_family_wise_error_under_the_null():
+    """500 null experiments (correlated curves, 8 vs 8 members): P(any rejection) <= alpha."""
+    rng = np.random.default_rng(2)
+    grid = np.linspace(0, 1, 60)
+    cov = np.exp(-np.subtract.outer(grid, grid) ** 2 / 0.02) + 1e-9 * np.eye(60)
+    chol = np.linalg.cholesky(cov)
+    any_rejection, any_uncorrected = [], []
+    for rep in range(500):
+        a, b = rng.normal(size=(8, 60)) @ chol.T, rng.normal(size=(8, 60)) @ chol.T
+        p = stats.permutation_maxT(a, b, num_permutations=199, seed=rep)
+        any_rejection.append((p < 0.05).any())
+        any_uncorrected.append((stats.pointwise_compare(a, b, "welch")["pvalues"] < 0.05).any())
+    fwer = np.mean(any_rejection)
+    assert fwer <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 500)  # binomial 3-sigma margin
+    assert fwer >= 0.02  # and the test is not vacuous
+    assert np.mean(any_uncorrected) > 2 * fwer  # uncorrected pointwise tests inflate it
+
+
+def test_maxT_detects_a_real_difference(ensembles):
+    a, b = ensembles
+    out = stats.pointwise_compare(a, b, "permutation_maxT", num_permutations=999)
+    assert out["significant"][:15].mean() > 0.5 and not out["significant"][15:].any()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"test": "t"}, "test='t'"),
+    ({"test": "welch", "alpha": 1.5}, "alpha=1.5"),
+    ({"test": "welch", "correction": "bonferroni"}, "correction='bonferroni'"),
+    ({"test": "permutation_maxT", "correction": "bh"}, "family-wise"),
+])
+def test_bad_arguments_are_refused(ensembles, kwargs, message):
+    a, b = ensembles
+    with pytest.raises(ValueError, match=message):
+        stats.pointwise_compare(a, b, **kwargs)
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match="at least 2 members"):
+        stats.pointwise_compare(np.ones((1, 3)), np.ones((4, 3)), "welch")
+    with pytest.raises(ValueError, match="equal sizes"):
+        stats.pointwise_compare(np.ones((3, 3)), np.ones((4, 3)), "paired_t")
+
+
+def test_compare_scalars_matches_scipy():
+    a, b = np.array([0.9, 0.95, 0.97, 0.93]), np.array([0.8, 0.85, 0.9, 0.7, 0.88])
+    out = stats.compare_scalars(a, b)
+    assert out["welch_p"] == pytest.approx(sps.ttest_ind(a, b, equal_var=False).pvalue)
+    assert out["mannwhitney_p"] == pytest.approx(sps.mannwhitneyu(a, b).pvalue)
+
+
+def test_wilcoxon_with_ties_and_zeros_matches_scipy():
+    """Curves of failed members are tied at 0 and 1: scipy then falls back to an exact permutation test."""
+    rng = np.random.default_rng(4)
+    a = np.round(rng.random((8, 30)), 1)
+    b = np.round(rng.random((8, 30)), 1)
+    b[:3, :10] = a[:3, :10]  # zero differences
+    for alternative in ("two-sided", "greater"):
+        ours = stats.wilcoxon_signflip(a, b, alternative=alternative)
+        np.testing.assert_allclose(ours, sps.wilcoxon(a, b, alternative=alternative).pvalue, rtol=1e-12)
+
+
+def test_wilcoxon_samples_sign_patterns_for_large_ensembles():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(30, 5)) + 0.3, rng.normal(size=(30, 5))
+    ours = stats.wilcoxon_signflip(a, b, max_flips=20_000, seed=1)
+    np.testing.assert_allclose(ours, sps.wilcoxon(a, b).pvalue, atol=0.01)  # exact null vs 20k flips
