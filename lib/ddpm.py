@@ -239,7 +239,8 @@ def train_ensemble(
 
     Member i uses `seeds[i]` for its initial weights and its training stream. With `checkpoint`, the
     full state is written there (atomically) every `checkpoint_every` steps and training resumes from
-    it; the result is the same as an uninterrupted run. Returns {"params": stacked CPU tensors,
+    it; the result is the same as an uninterrupted run (a member's stream does not depend on num_steps,
+    so the checkpoint of a shorter run also extends it). Returns {"params": stacked CPU tensors,
     "losses": (num_steps, M) float32 array of per-step training losses}.
     """
     device = torch.device(device)
@@ -248,22 +249,22 @@ def train_ensemble(
     params = {k: v.to(device).requires_grad_() for k, v in params.items()}
     optimiser = torch.optim.Adam(params.values(), lr=settings.lr)
     streams = [_MemberStream(len(data), settings, g) for g in gens]
-    losses = torch.zeros(num_steps, len(seeds))
+    losses = torch.zeros(num_steps, len(seeds), device=device)  # kept on the device: no sync per step
     start = _resume(checkpoint, params, optimiser, streams, losses) if checkpoint else 0
     data_t = torch.as_tensor(np.asarray(data, dtype=np.float32), device=device)
     alpha_bars = cosine_schedule().alpha_bars.to(device)
     bar = tqdm(range(start, num_steps), initial=start, total=num_steps, disable=not progress,
                desc=f"train C={complexity}, M={len(seeds)}", mininterval=2)
     for step in bar:
-        losses[step] = _training_step(params, optimiser, data_t, streams, alpha_bars, settings).cpu()
+        losses[step] = _training_step(params, optimiser, data_t, streams, alpha_bars, settings)
         if checkpoint and (step + 1) % checkpoint_every == 0 and step + 1 < num_steps:
             _save_checkpoint(checkpoint, step + 1, params, optimiser, streams, losses)
-    return {"params": {k: v.detach().cpu() for k, v in params.items()}, "losses": losses.numpy()}
+    return {"params": {k: v.detach().cpu() for k, v in params.items()}, "losses": losses.cpu().numpy()}
 
 
 def _save_checkpoint(path, step, params, optimiser, streams, losses) -> None:
     state = {"step": step, "params": {k: v.detach().cpu() for k, v in params.items()},
-             "optimiser": optimiser.state_dict(), "streams": [s.state() for s in streams], "losses": losses[:step]}
+             "optimiser": optimiser.state_dict(), "streams": [s.state() for s in streams], "losses": losses[:step].cpu()}
     atomic_torch_save(state, path)
 
 
@@ -281,7 +282,7 @@ def _resume(path: Path, params, optimiser, streams, losses) -> int:
     step = int(state["step"])
     if step > len(losses):
         raise ValueError(f"checkpoint {path} is at step {step}, beyond num_steps={len(losses)}; delete it to retrain.")
-    losses[:step] = state["losses"]
+    losses[:step] = state["losses"].to(losses.device)
     return step
 
 

@@ -121,21 +121,26 @@ def split_half(points: np.ndarray, rng: np.random.Generator, train_fraction: flo
     return points[order[:cut]], points[order[cut:]]
 
 
+def seeded_split(real: np.ndarray, fake: np.ndarray, train_fraction: float = 0.5, seed: int = 0) -> dict:
+    """The split `pr_curve` uses: {"real_train", "real_test", "fake_train", "fake_test"}."""
+    check_probability("train_fraction", train_fraction)
+    rng = np.random.default_rng(seed)
+    real_train, real_test = split_half(real, rng, train_fraction)
+    fake_train, fake_test = split_half(fake, rng, train_fraction)
+    return {"real_train": real_train, "real_test": real_test, "fake_train": fake_train, "fake_test": fake_test}
+
+
 def pr_curve(real: np.ndarray, fake: np.ndarray, k: int | None = None, num_angles: int = 200,
              train_fraction: float = 0.5, seed: int = 0) -> dict:
     """`pr_curve_from_split` after a seeded split of each set; k defaults to floor(sqrt(len(real))).
 
     real: (n, D), fake: (m, D) float; rows with a non-finite value are refused (drop them first).
     """
-    check_probability("train_fraction", train_fraction)
     for name, arr in (("real", real), ("fake", fake)):
         if arr.ndim != 2 or len(arr) < 4 or not np.isfinite(arr).all():
             raise ValueError(f"{name} must be a finite (n, D) array with n >= 4; got shape {arr.shape}.")
-    rng = np.random.default_rng(seed)
-    real_train, real_test = split_half(real, rng, train_fraction)
-    fake_train, fake_test = split_half(fake, rng, train_fraction)
     k = default_k(len(real)) if k is None else k
-    return pr_curve_from_split(real_train, fake_train, real_test, fake_test, k=k, num_angles=num_angles)
+    return pr_curve_from_split(**seeded_split(real, fake, train_fraction, seed), k=k, num_angles=num_angles)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -91,5 +91,5 @@ def test_per_member_clipping_matches_torch(points):
 
 
 def test_training_reduces_the_loss(points):
-    result = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=300, progress=False)
+    result = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=150, progress=False)
     assert result["losses"][-50:].mean() < result["losses"][:10].mean()

@@ -1,0 +1,351 @@
+"""Notebook 01's experiment: presets, and the cached train -> sample -> PR-curve pipeline per ensemble.
+
+An *ensemble* is M DDPM members of one complexity C trained on one training set for one number of
+steps (spec 01 §2.3-2.5). `run_ensemble` trains them (batched, checkpointed), samples from each, and
+computes each member's kNN PR curve against the held-out ring. Every stage is cached under
+data/cache/01/ by a hash of everything it depends on, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from lib import ddpm, prcurves
+from lib.cache import cache_path, cached_npz, cached_torch
+from lib.data.ring import RingSettings, ring_train_heldout
+from lib.params import check_choice, check_int, check_ints, check_percentiles, check_probability, check_real
+from lib.seeds import derive_seed
+from lib.stats import TESTS, pointwise_compare
+
+CACHE_NAMESPACE = "01"
+PAPER_EPOCHS = {1: 10_001, 2: 10_001, 4: 15_001, 8: 20_001}  # spec §2.3
+RESAMPLING = ("resplit", "bootstrap")
+
+
+@dataclass(frozen=True)
+class EnsemblePRConfig:
+    """Every setting of notebook 01. Comments give the spec section or ambiguity (A#) each follows."""
+
+    preset: str
+    n_train: int = 10_000  # A1: training-set size; the held-out set has the same size
+    complexities: tuple[int, ...] = (1, 2, 4, 8)  # C2: residual blocks
+    num_members: int = 30  # C1: M
+    budget_unit: str = "epochs"  # A2: "epochs" (the authors') or "steps"
+    budget: int | None = None  # per member, in budget_unit; None: the authors' epochs per C (§2.3)
+    num_generated: int = 10_000  # samples per member for evaluation (the authors: n_train)
+    k: int | None = None  # A10: None -> floor(sqrt(n_real))
+    num_angles: int = 200
+    grid_size: int = 1000
+    band: tuple[float, float] = (10.0, 90.0)  # A11: percentile band
+    dup_recall: str = "replicate"  # A8
+    compare: tuple[int, int] = (4, 2)  # Fig. 3: is the first better than the second?
+    test: str = "paired_t"  # A3: the paper's test; the notebook shows the others beside it
+    alpha: float = 0.05
+    num_permutations: int = 10_000
+    small_n: int = 2_500  # A1: Fig. 4's small training set
+    small_complexities: tuple[int, ...] = (4,)
+    num_resplits: int = 10  # sampling uncertainty: re-splits / bootstrap draws per member
+    base_seed: int = 0  # A4: member seed = base_seed + 1000 C + i
+    split_seed: int = 0  # A4: member i's PR split uses derive_seed(split_seed, C, i)
+    ring: RingSettings = field(default_factory=RingSettings)  # A5, A6
+    train: ddpm.TrainSettings = field(default_factory=ddpm.TrainSettings)
+
+
+PRESETS: dict[str, EnsemblePRConfig] = {
+    "smoke": EnsemblePRConfig(
+        preset="smoke", n_train=2_000, complexities=(2, 4), num_members=4, budget_unit="steps", budget=200,
+        num_generated=1_000, num_permutations=999, small_n=1_000, num_resplits=3),
+    "cpu": EnsemblePRConfig(
+        preset="cpu", n_train=10_000, complexities=(1, 2, 4, 8), num_members=8, budget_unit="steps",
+        budget=2_500, num_generated=5_000, small_n=2_500, num_resplits=5),
+    "paper": EnsemblePRConfig(preset="paper"),
+}
+
+
+def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
+    """The preset's config with `overrides` applied (a value of None keeps the preset's), checked.
+
+    Raises ValueError naming the parameter for any bad value, before any work is done.
+    """
+    check_choice("PRESET", preset, PRESETS)
+    base = PRESETS[preset]
+    unknown = set(overrides) - set(asdict(base))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+    config = replace(base, **changes)
+    validate(config)
+    return config
+
+
+def validate(config: EnsemblePRConfig) -> None:
+    """Check every field; raise ValueError naming the parameter, the value and what is allowed."""
+    check_ints("complexities", config.complexities, minimum=1)
+    check_ints("small_complexities", config.small_complexities, minimum=1, min_len=0)
+    if set(config.small_complexities) - set(config.complexities):
+        raise ValueError(f"small_complexities={config.small_complexities!r} must be among "
+                         f"complexities={config.complexities!r} (Fig. 4 compares with the large training set).")
+    check_int("num_members", config.num_members, minimum=2)
+    check_int("n_train", config.n_train, minimum=32)
+    check_int("small_n", config.small_n, minimum=32)
+    check_choice("budget_unit", config.budget_unit, ("epochs", "steps"))
+    if config.budget is None:
+        if config.budget_unit != "epochs" or set(config.complexities) - set(PAPER_EPOCHS):
+            raise ValueError(f"budget=None means the authors' epochs, defined for budget_unit='epochs' and "
+                             f"complexities in {sorted(PAPER_EPOCHS)}; give an integer budget instead.")
+    else:
+        check_int("budget", config.budget, minimum=1)
+    check_int("num_generated", config.num_generated, minimum=8, maximum=config.n_train)
+    if config.k is not None:
+        check_int("k", config.k, minimum=1, maximum=config.num_generated // 2)
+    check_int("num_angles", config.num_angles, minimum=1)
+    check_int("grid_size", config.grid_size, minimum=2)
+    check_percentiles("band", config.band)
+    check_choice("dup_recall", config.dup_recall, prcurves.DUP_RECALL)
+    if len(config.compare) != 2 or any(c not in config.complexities for c in config.compare):
+        raise ValueError(f"compare={config.compare!r} must name two of complexities={config.complexities}.")
+    check_choice("test", config.test, TESTS)
+    check_probability("alpha", config.alpha)
+    check_int("num_permutations", config.num_permutations, minimum=99)
+    check_int("num_resplits", config.num_resplits, minimum=2)
+    check_int("base_seed", config.base_seed, minimum=0)
+    check_int("split_seed", config.split_seed, minimum=0)
+    check_real("trunc_factor", config.ring.trunc_factor, low=0.0, open_low=True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Budgets and seeds
+# ----------------------------------------------------------------------------------------------------
+def steps_per_epoch(n_train: int, batch_size: int) -> int:
+    """Minibatches per epoch; the last partial batch is kept (spec §2.3)."""
+    return math.ceil(n_train / batch_size)
+
+
+def training_steps(config: EnsemblePRConfig, complexity: int, n_train: int | None = None,
+                   match: str = "steps") -> int:
+    """Adam steps per member for complexity C on a training set of `n_train` points.
+
+    At the config's own n_train this is the budget. For another n (Fig. 4's small set), match="steps"
+    keeps the same number of steps, match="epochs" the same number of epochs (the authors' choice,
+    which gives a small set fewer steps: spec A2).
+    """
+    check_choice("match", match, ("steps", "epochs"))
+    batch = config.train.batch_size
+    budget = PAPER_EPOCHS[complexity] if config.budget is None else config.budget
+    epochs = budget if config.budget_unit == "epochs" else budget / steps_per_epoch(config.n_train, batch)
+    steps = round(epochs * steps_per_epoch(config.n_train, batch))
+    if n_train is None or n_train == config.n_train or match == "steps":
+        return steps
+    return max(1, round(epochs * steps_per_epoch(n_train, batch)))
+
+
+def member_seeds(config: EnsemblePRConfig, complexity: int) -> list[int]:
+    """Seed of member i of complexity C: base_seed + 1000 C + i (spec A4)."""
+    return [config.base_seed + 1000 * complexity + i for i in range(config.num_members)]
+
+
+def ring_data(config: EnsemblePRConfig, n_train: int | None = None) -> dict:
+    """Training (seed 7) and held-out (seed 3) rings (spec §2.1, A1).
+
+    The held-out set has n_train points (the authors' choice), or num_generated if that is larger (a
+    small training set), so that every ensemble is evaluated on num_generated real and fake points.
+    """
+    n = config.n_train if n_train is None else n_train
+    return ring_train_heldout(n, max(n, config.num_generated), settings=config.ring)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The cached pipeline
+# ----------------------------------------------------------------------------------------------------
+def _train_key(config: EnsemblePRConfig, complexity: int, n_train: int, num_steps: int) -> dict:
+    return {"stage": "train", "version": 1, "complexity": complexity, "n_train": n_train, "num_steps": num_steps,
+            "seeds": member_seeds(config, complexity), "ring": config.ring, "train": config.train}
+
+
+def _label(complexity: int, n_train: int, num_steps: int, num_members: int) -> str:
+    return f"C{complexity}-M{num_members}-n{n_train}-{num_steps}steps"
+
+
+def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points: np.ndarray, num_steps: int,
+                     device: torch.device, force: bool = False, progress: bool = True) -> dict:
+    """{"params": stacked member weights, "losses": (num_steps, M)}; cached, resumable mid-training."""
+    key = _train_key(config, complexity, len(train_points), num_steps)
+    label = _label(complexity, len(train_points), num_steps, config.num_members)
+    path = cache_path(CACHE_NAMESPACE, f"ensemble-{label}", key, ".pt")
+    checkpoint = path.with_suffix(".ckpt")
+    if force and checkpoint.exists():
+        checkpoint.unlink()
+
+    def train() -> dict:
+        result = ddpm.train_ensemble(train_points, complexity=complexity, seeds=member_seeds(config, complexity),
+                                     num_steps=num_steps, settings=config.train, device=device,
+                                     checkpoint=checkpoint, checkpoint_every=500, progress=progress)
+        return result
+
+    result = cached_torch(path, train, force=force)
+    checkpoint.unlink(missing_ok=True)
+    return result
+
+
+def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, params: dict,
+                      device: torch.device, force: bool = False, progress: bool = True) -> np.ndarray:
+    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept); cached."""
+    key = {**_train_key(config, complexity, n_train, num_steps), "stage": "sample", "n": config.num_generated}
+    label = _label(complexity, n_train, num_steps, config.num_members)
+    path = cache_path(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
+    compute = lambda: {"samples": ddpm.sample_ensemble(  # noqa: E731
+        params, num_samples=config.num_generated, seeds=member_seeds(config, complexity), device=device,
+        progress=progress)}
+    return cached_npz(path, compute, force=force)["samples"]
+
+
+def evaluation_sets(heldout: np.ndarray, fake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(real, fake): the member's finite samples, and the held-out set truncated to their number (§2.4)."""
+    fake = fake[np.isfinite(fake).all(axis=1)]
+    return heldout[: len(fake)], fake
+
+
+def member_curves(config: EnsemblePRConfig, *, complexity: int, heldout: np.ndarray, samples: np.ndarray,
+                  resample: str | None = None, num_draws: int = 1, progress: bool = False) -> dict:
+    """PR curves of every member: {"precision", "recall": (M, R, L), "lambdas": (L,)}.
+
+    resample=None gives one curve per member (R = 1) from its own split derive_seed(split_seed, C, i).
+    "resplit" draws R = num_draws new splits; "bootstrap" keeps the member's split and resamples each
+    of its four halves with replacement. Both hold the member fixed, so their spread is the
+    sampling-induced part of the evaluation uncertainty.
+    """
+    curves = []
+    desc = f"PR curves C={complexity}" + (f" ({resample} x{num_draws})" if resample else "")
+    for i, fake in enumerate(tqdm(samples, desc=desc, disable=not progress, mininterval=2)):
+        real, fake = evaluation_sets(heldout, fake)
+        k = config.k or prcurves.default_k(len(real))
+        base_seed = derive_seed(config.split_seed, complexity, i)
+        draws = [_one_curve(real, fake, k, config.num_angles, base_seed, resample, r) for r in range(num_draws)]
+        curves.append(draws)
+    return {"precision": np.array([[c["precision"] for c in d] for d in curves]),
+            "recall": np.array([[c["recall"] for c in d] for d in curves]),
+            "lambdas": curves[0][0]["lambdas"]}
+
+
+def _one_curve(real, fake, k, num_angles, seed, resample, draw) -> dict:
+    if resample == "resplit":
+        return prcurves.pr_curve(real, fake, k=k, num_angles=num_angles, seed=derive_seed(seed, draw + 1))
+    if resample is None:
+        return prcurves.pr_curve(real, fake, k=k, num_angles=num_angles, seed=seed)
+    check_choice("resample", resample, RESAMPLING)
+    boot = np.random.default_rng(derive_seed(seed, draw + 1))
+    halves = {name: h[boot.integers(0, len(h), len(h))]
+              for name, h in prcurves.seeded_split(real, fake, seed=seed).items()}
+    return prcurves.pr_curve_from_split(**halves, k=k, num_angles=num_angles)
+
+
+def curve_list(curves: dict, draw: int = 0) -> list[dict]:
+    """The per-member dicts of draw `draw` of `member_curves`' arrays, as `ensemble_band` takes them."""
+    return [{"precision": p[draw], "recall": r[draw], "lambdas": curves["lambdas"]}
+            for p, r in zip(curves["precision"], curves["recall"])]
+
+
+def cached_curves(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, heldout: np.ndarray,
+                  samples: np.ndarray, resample: str | None = None, force: bool = False,
+                  progress: bool = False) -> dict:
+    """`member_curves`, cached (resample=None: one curve per member; else num_resplits draws each)."""
+    num_draws = 1 if resample is None else config.num_resplits
+    key = {**_train_key(config, complexity, n_train, num_steps), "stage": "curves", "n": config.num_generated,
+           "k": config.k, "angles": config.num_angles, "split": config.split_seed, "resample": resample,
+           "draws": num_draws, "heldout": heldout}
+    label = _label(complexity, n_train, num_steps, config.num_members)
+    path = cache_path(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
+    compute = lambda: member_curves(config, complexity=complexity, heldout=heldout, samples=samples,  # noqa: E731
+                                    resample=resample, num_draws=num_draws, progress=progress)
+    return cached_npz(path, compute, force=force)
+
+
+def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int, device: torch.device,
+                 force: bool = False, progress: bool = True) -> dict:
+    """Train, sample and evaluate one ensemble; each stage cached.
+
+    data: {"train": (n, 2), "heldout": (n, 2)} from `ring_data`. Returns {"complexity", "n_train",
+    "num_steps", "losses": (num_steps, M), "samples": (M, num_generated, 2), "num_dropped": (M,) non-finite
+    samples dropped, "curves": list of M curve dicts, "band": `ensemble_band` dict, "summary": list of
+    per-member `summarise` dicts}.
+    """
+    n_train = len(data["train"])
+    trained = trained_ensemble(config, complexity=complexity, train_points=data["train"], num_steps=num_steps,
+                               device=device, force=force, progress=progress)
+    samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
+                                params=trained["params"], device=device, force=force, progress=progress)
+    arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
+                           heldout=data["heldout"], samples=samples, force=force, progress=progress)
+    curves = curve_list(arrays)
+    band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
+    return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": trained["losses"],
+            "samples": samples, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
+            "curves": curves, "band": band, "summary": [prcurves.summarise(c) for c in curves]}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Summaries for the notebook's tables
+# ----------------------------------------------------------------------------------------------------
+# Spec §1: the authors' released curves (n = 10,000, 30 models per C), AUC_raw as in metrics_.json.
+PAPER_TABLE = {
+    C: {"auc_mean": mean, "auc_sd": sd, "auc_median": median, "below_0.9": below, "width": width,
+        **{f"width@{r}": w for r, w in zip((0.5, 0.8, 0.95), at)}}
+    for C, mean, sd, median, below, width, at in [
+        (1, 0.829, 0.205, 0.919, 14, 0.424, (0.52, 0.60, 0.56)),
+        (2, 0.964, 0.022, 0.975, 1, 0.057, (0.01, 0.10, 0.22)),
+        (4, 0.976, 0.015, 0.981, 0, 0.040, (0.01, 0.05, 0.23)),
+        (8, 0.869, 0.246, 0.976, 5, 0.546, (0.40, 0.96, 0.95)),
+    ]
+}
+PAPER_FRACTION_PAIRED_T = 0.442  # C6: the paper's share of the curve where C=4 beats C=2
+WIDTH_RECALLS = (0.5, 0.8, 0.95)
+
+
+def summary_row(result: dict) -> dict:
+    """One row of the AUC / band-width table for an ensemble returned by `run_ensemble`."""
+    auc = np.array([s["auc_raw"] for s in result["summary"]])
+    band = result["band"]
+    width = band["hi"] - band["lo"]
+    at = {f"width@{r}": float(np.interp(r, band["recall"], width)) for r in WIDTH_RECALLS}
+    return {"C": result["complexity"], "n_train": result["n_train"], "steps": result["num_steps"],
+            "members": len(auc), "auc_mean": float(auc.mean()), "auc_sd": float(auc.std(ddof=1)),
+            "auc_median": float(np.median(auc)), "auc_grid_mean": float(band["auc"].mean()),
+            "below_0.9": int((auc < 0.9).sum()), "width": float(width.mean()), **at,
+            "dropped_samples": int(result["num_dropped"].sum())}
+
+
+def compare_ensembles(better: dict, worse: dict, config: EnsemblePRConfig) -> list[dict]:
+    """The share of the recall grid where `better` beats `worse`, for every test and correction.
+
+    better, worse: results of `run_ensemble`. Returns rows {"test", "correction", "fraction",
+    "min_p", "pvalues": (G,) float, "significant": (G,) bool}.
+    """
+    a, b = better["band"]["members"], worse["band"]["members"]
+    rows = []
+    for test in TESTS:
+        for correction in ("none", "bh") if test != "permutation_maxT" else ("none",):
+            if test in ("paired_t", "wilcoxon") and len(a) != len(b):
+                continue
+            out = pointwise_compare(a, b, test, config.alpha, correction=correction,
+                                    num_permutations=config.num_permutations, seed=config.split_seed)
+            rows.append({"test": test, "correction": correction, "fraction": out["fraction"],
+                         "min_p": float(np.nanmin(out["pvalues"])), "pvalues": out["pvalues"],
+                         "significant": out["significant"]})
+    return rows
+
+
+def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str,
+                      force: bool = False, progress: bool = False) -> np.ndarray:
+    """(M, R, G) precision on the recall grid: each member evaluated R times by `resample`."""
+    arrays = cached_curves(config, complexity=result["complexity"], n_train=result["n_train"],
+                           num_steps=result["num_steps"], heldout=data["heldout"], samples=result["samples"],
+                           resample=resample, force=force, progress=progress)
+    per_draw = [prcurves.member_matrix(curve_list(arrays, r), config.grid_size, config.dup_recall)
+                for r in range(arrays["precision"].shape[1])]
+    return np.stack(per_draw, axis=1)

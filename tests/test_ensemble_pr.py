@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+
+from lib import ensemble_pr as ex
+from lib import prcurves, stats
+
+
+@pytest.mark.parametrize("preset, overrides, message", [
+    ("fast", {}, "PRESET='fast'"),
+    ("smoke", {"complexities": [0, 2]}, "complexities entry=0"),
+    ("smoke", {"num_members": 1}, "num_members=1"),
+    ("smoke", {"alpha": 1.5}, "alpha=1.5"),
+    ("smoke", {"test": "t"}, "test='t'"),
+    ("smoke", {"epochs": 3}, "unknown parameter"),
+    ("smoke", {"budget": 0}, "budget=0"),
+    ("smoke", {"budget_unit": "hours"}, "budget_unit='hours'"),
+    ("smoke", {"compare": (4, 1)}, "compare="),
+    ("smoke", {"num_generated": 5_000}, "num_generated=5000"),
+    ("smoke", {"small_complexities": (8,)}, "small_complexities="),
+    ("cpu", {"budget_unit": "epochs"}, None),
+    ("paper", {"budget_unit": "steps"}, "budget=None"),
+])
+def test_bad_parameters_name_themselves(preset, overrides, message):
+    if message is None:
+        assert ex.resolve_config(preset, **overrides).budget_unit == "epochs"
+        return
+    with pytest.raises(ValueError, match=message):
+        ex.resolve_config(preset, **overrides)
+
+
+def test_none_keeps_the_preset_value():
+    config = ex.resolve_config("cpu", num_members=None, complexities=[2, 4])
+    assert config.num_members == ex.PRESETS["cpu"].num_members and config.complexities == (2, 4)
+
+
+def test_training_steps_follow_the_budget_unit():
+    paper = ex.resolve_config("paper")
+    assert [ex.training_steps(paper, C) for C in (1, 2, 4, 8)] == [200_020, 200_020, 300_020, 400_020]
+    assert ex.training_steps(paper, 4, n_train=2_500, match="epochs") == 75_005  # 5 batches per epoch (A2)
+    assert ex.training_steps(paper, 4, n_train=2_500, match="steps") == 300_020
+    cpu = ex.resolve_config("cpu", budget=2_000)
+    assert ex.training_steps(cpu, 8) == 2_000
+    assert ex.training_steps(cpu, 4, n_train=2_500, match="epochs") == 500
+
+
+def test_member_seeds_follow_A4():
+    config = ex.resolve_config("smoke", base_seed=5)
+    assert ex.member_seeds(config, 4) == [4005, 4006, 4007, 4008]
+
+
+def test_evaluation_sets_drop_non_finite_and_truncate_real():
+    heldout = np.arange(20.0).reshape(10, 2)
+    fake = np.ones((6, 2))
+    fake[2, 1] = np.inf
+    real, kept = ex.evaluation_sets(heldout, fake)
+    assert kept.shape == (5, 2) and np.array_equal(real, heldout[:5])
+
+
+def test_small_training_set_is_evaluated_on_as_many_points():
+    config = ex.resolve_config("smoke")
+    small = ex.ring_data(config, n_train=config.small_n)
+    assert len(small["train"]) == 1_000 and len(small["heldout"]) == config.num_generated
+
+
+def test_variance_decomposition_is_exact():
+    values = np.random.default_rng(0).normal(size=(6, 4, 30)) + np.arange(6)[:, None, None] * 0.1
+    parts = stats.variance_decomposition(values)
+    np.testing.assert_allclose(parts["total"], parts["model"] + parts["sampling"], rtol=1e-12)
+    bands = stats.decomposition_bands(values)
+    for name in ("total", "model", "sampling"):
+        assert np.all(bands[name][0] <= bands[name][1])
+
+
+def test_resampled_curves_hold_the_member_fixed_and_vary_the_evaluation():
+    config = ex.resolve_config("smoke", num_generated=400)
+    data = ex.ring_data(config, n_train=400)
+    samples = np.stack([data["train"], data["train"] + 0.3]).astype(np.float32)
+    main = ex.member_curves(config, complexity=2, heldout=data["heldout"], samples=samples)
+    assert main["precision"].shape == (2, 1, 202)
+    for method in ex.RESAMPLING:
+        draws = ex.member_curves(config, complexity=2, heldout=data["heldout"], samples=samples, resample=method,
+                                 num_draws=3)
+        assert draws["precision"].shape == (2, 3, 202)
+        assert not np.allclose(draws["precision"][0, 0], draws["precision"][0, 1])
+        auc = np.array([[prcurves.auc_raw({"precision": p, "recall": r}) for p, r in zip(*member)]
+                        for member in zip(draws["precision"], draws["recall"])])
+        assert auc[0].min() > auc[1].max()  # the shifted member stays worse under every draw
