@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PRESET ?= cpu
+# figures of the default preset go to the README gallery; other presets keep theirs beside their runs
+FIGURES ?= $(if $(filter cpu,$(PRESET)),$(CURDIR)/docs/figures,$(CURDIR)/runs/figures-$(PRESET))
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 STAMP := $(VENV)/.installed
 
@@ -24,7 +26,6 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
@@ -35,12 +36,12 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 run: $(STAMP)
-	mkdir -p runs docs/figures
+	mkdir -p runs $(FIGURES)
 	@for nb in $(NOTEBOOKS); do \
 		name=$$(basename $$nb .ipynb); \
 		echo "== $$name (PRESET=$(PRESET))"; \
 		$(BIN)/papermill $$nb runs/$$name.ipynb --cwd notebooks -p PRESET $(PRESET) \
-			-p FIGURES_DIR $(CURDIR)/docs/figures || exit 1; \
+			-p FIGURES_DIR $(FIGURES) || exit 1; \
 		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
 

@@ -264,7 +264,8 @@ def train_ensemble(
 
 def _save_checkpoint(path, step, params, optimiser, streams, losses) -> None:
     state = {"step": step, "params": {k: v.detach().cpu() for k, v in params.items()},
-             "optimiser": optimiser.state_dict(), "streams": [s.state() for s in streams], "losses": losses[:step].cpu()}
+             "optimiser": optimiser.state_dict(), "streams": [s.state() for s in streams],
+             "losses": losses[:step].cpu()}
     atomic_torch_save(state, path)
 
 

@@ -1,0 +1,95 @@
+"""Notebook 01 run by papermill: the smoke preset's recorded results, determinism, and fast failures."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from lib.glue import read_results
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_ensemble_pr_curves.ipynb"
+VOLATILE = {"runtime_s", "device"}
+
+
+def run(tmp_path: Path, name: str, cache: Path, **parameters) -> dict:
+    out = tmp_path / f"{name}.ipynb"
+    os.environ["WORKBOOK_CACHE"] = str(cache)
+    pm.execute_notebook(NOTEBOOK, out, parameters={"PRESET": "smoke", "PROGRESS": False, **parameters},
+                        cwd=NOTEBOOK.parent, progress_bar=False)
+    return read_results(out)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nb01")
+    start = time.perf_counter()
+    results = run(tmp, "first", tmp / "cache")
+    return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp}
+
+
+def test_smoke_run_records_its_results(smoke):
+    r = smoke["results"]
+    assert r["preset"] == "smoke" and r["num_members"] == 4 and r["steps"] == {"2": 200, "4": 200}
+    assert set(r["auc_raw"]) == {"2", "4"}
+    for mean, sd in r["auc_raw"].values():
+        assert 0.0 <= mean <= 1.0 and sd >= 0.0
+    assert all(0.0 <= w <= 1.0 for w in r["band_width"].values())
+    assert all(0 <= n <= 4 for n in r["below_0.9"].values())
+    assert 0.0 <= r["auc_welch_p"] <= 1.0 and 0.0 <= r["auc_mannwhitney_p"] <= 1.0
+    assert set(r["fig4"]) == {"C4/n2000/-", "C4/n1000/steps", "C4/n1000/epochs"}
+    assert set(r["sampling_share"]) == {f"C{C}/{m}" for C in (2, 4) for m in ("resplit", "bootstrap")}
+    assert all(0.0 <= s <= 1.0 for s in r["sampling_share"].values())
+
+
+def test_corrections_never_find_more_than_the_uncorrected_test(smoke):
+    fractions = smoke["results"]["fraction_significant"]
+    assert len(fractions) == 9
+    for test in ("paired_t", "student", "welch", "wilcoxon"):
+        assert fractions[f"{test}/bh"] <= fractions[f"{test}/none"]
+
+
+def test_smoke_run_stays_small(smoke):
+    # about 40 s on an idle 2-core machine; the bound guards against a preset that silently grew, with
+    # room for a loaded CI machine
+    assert smoke["results"]["runtime_s"] < 240
+
+
+def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke):
+    tmp = smoke["tmp"]
+    fresh = run(tmp, "second", tmp / "fresh-cache")
+    cached = run(tmp, "cached", tmp / "cache")
+    strip = lambda r: {k: v for k, v in r.items() if k not in VOLATILE}  # noqa: E731
+    assert strip(fresh) == strip(smoke["results"])
+    assert strip(cached) == strip(smoke["results"])
+    assert cached["runtime_s"] < smoke["results"]["runtime_s"]
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
+    ({"COMPLEXITIES": [0, 2]}, "complexities entry=0"),
+    ({"NUM_MEMBERS": 1}, "num_members=1"),
+    ({"ALPHA": 1.5}, "alpha=1.5"),
+])
+def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
+    start = time.perf_counter()
+    with pytest.raises(pm.PapermillExecutionError, match=message):
+        run(tmp_path, "bad", tmp_path / "cache", **parameters)
+    assert time.perf_counter() - start < 60
+    assert not (tmp_path / "cache").exists()  # nothing was trained or cached
+
+
+@pytest.mark.full
+def test_cpu_preset_findings(tmp_path):
+    """The default preset (about 16 minutes on 2 cores): the findings its markdown states.
+
+    Skipped by default (pytest -m full runs it) because it trains 40 DDPMs."""
+    r = run(tmp_path, "cpu", tmp_path / "cache", PRESET="cpu")
+    assert r["num_members"] == 8 and set(r["auc_raw"]) == {"1", "2", "4", "8"}
+    fig4 = r["fig4"]
+    assert fig4["C4/n2496/epochs"][0] < fig4["C4/n2496/steps"][0]  # A2: 4x fewer steps at the same epochs
+    assert all(share < 0.1 for share in r["sampling_share"].values())  # model spread dominates
+    assert r["runtime_s"] < 25 * 60

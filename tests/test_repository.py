@@ -1,0 +1,56 @@
+"""Repository conventions a new user or CI would trip over (house style, set-up files)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_torch_is_pinned_exactly():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert "torch==2.13.0" in deps
+    assert not any(d.startswith("torchvision") for d in deps)
+
+
+def test_environment_yml_installs_the_project_with_its_dev_extras():
+    text = (ROOT / "environment.yml").read_text()
+    assert re.search(r"^\s+- -e \.\[dev\]\s*$", text, re.M)
+    python = re.search(r"python=(\d+)\.(\d+)", text)
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert python and requires == ">=3.11" and (int(python[1]), int(python[2])) >= (3, 11)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_committed_stripped_with_a_parameters_cell(notebook):
+    nb = json.loads(notebook.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert not any(c.get("outputs") or c.get("execution_count") for c in code)
+    tagged = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1
+    for line in "".join(tagged[0]["source"]).splitlines():  # literals only, annotated and explained
+        assert re.match(r"^[A-Z_]+: [A-Za-z\[\]]+ = .+  # .+", line), line
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_import_the_installed_lib(notebook):
+    text = notebook.read_text()
+    assert "sys.path" not in text and "np.trapz(" not in text
+
+
+def test_ci_runs_make_test():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_data_readme_documents_every_registered_file():
+    from lib.data.files import FILES
+
+    readme = (ROOT / "data" / "README.md").read_text()
+    for name, entry in FILES.items():
+        assert f"`{name}`" in readme and entry.sha256[:16] in readme, name
