@@ -53,18 +53,32 @@ def _float32_error_bound(queries: np.ndarray, base: np.ndarray) -> np.ndarray:
     return 8.0 * (dim + 2) * EPS32 * scale
 
 
-def _exact_candidates(queries: np.ndarray, base: np.ndarray, k: int, margin: int):
+def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries and base moved to the base's mean (float64), and the base in float32 for faiss: centring
+    shrinks the float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x."""
+    center = np.asarray(base, np.float64).mean(axis=0)
+    base_c = np.asarray(base, np.float64) - center
+    return np.asarray(queries, np.float64) - center, base_c, base_c.astype(np.float32)
+
+
+def _rows_per_chunk(requested: int | None, width: int, dim: int, budget_bytes: int = 1 << 27) -> int:
+    """Query rows per chunk so that a (rows, width, dim) float64 temporary stays within the budget."""
+    fit = max(1, budget_bytes // (8 * width * dim))
+    return min(fit, requested) if requested else min(fit, 4096)
+
+
+def _exact_candidates(q: np.ndarray, base_c: np.ndarray, base32: np.ndarray, k: int, margin: int):
     """Float64 squared distances to the k + margin float32 candidates, sorted; plus a per-row flag that
     is True where a point outside the candidates might still lie within the k-th distance."""
-    center = base.mean(axis=0)  # centring shrinks the float32 cancellation error
-    q, b = queries - center, base - center
-    num = min(k + margin, len(base))
-    sq32, idx = knn_search(q, b, num)
-    sq64 = np.einsum("ijd,ijd->ij", q[:, None, :] - b[idx], q[:, None, :] - b[idx])
+    num = min(k + margin, len(base_c))
+    sq32, idx = knn_search(q, base32, num)
+    diff = q[:, None, :] - base_c[idx]
+    sq64 = np.einsum("ijd,ijd->ij", diff, diff)
     order = np.argsort(sq64, axis=1, kind="stable")
     sq64, idx = np.take_along_axis(sq64, order, 1), np.take_along_axis(idx, order, 1)
-    unsure = (sq32[:, -1] - _float32_error_bound(q, b) <= sq64[:, k - 1]) if num < len(base) else np.zeros(len(q), bool)
-    return sq64, idx, unsure
+    if num == len(base_c):  # every point is a candidate
+        return sq64, idx, np.zeros(len(q), bool)
+    return sq64, idx, sq32[:, -1] - _float32_error_bound(q, base_c) <= sq64[:, k - 1]
 
 
 def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -76,22 +90,25 @@ def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) ->
     return out
 
 
-def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16, query_chunk: int = 4096) -> dict:
+def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16,
+              query_chunk: int | None = None) -> dict:
     """Exact k nearest base points of each query, in float64.
 
     queries: (nq, D), base: (N, D) float. Returns {"distances": (nq, k) float64 Euclidean, ascending;
-    "indices": (nq, k) int64}. Ties keep the lower base index first.
+    "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks sized so that
+    the refinement's temporaries stay near 128 MB (or `query_chunk` rows).
     """
-    queries, base = np.asarray(queries, np.float64), np.asarray(base, np.float64)
+    queries, base_c, base32 = _centred(queries, base)
     dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
-    for q0 in range(0, len(queries), query_chunk):
-        q = queries[q0 : q0 + query_chunk]
-        sq, ids, unsure = _exact_candidates(q, base, k, margin)
+    step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
+    for q0 in range(0, len(queries), step):
+        q = queries[q0 : q0 + step]
+        sq, ids, unsure = _exact_candidates(q, base_c, base32, k, margin)
         sq, ids = _stable_by_index(sq, ids)
-        if sq.shape[1] < len(base):
+        if sq.shape[1] < len(base_c):
             unsure |= sq[:, -1] <= sq[:, k - 1]  # ties at the k-th distance may continue past the candidates
         for row in np.flatnonzero(unsure):
-            full = _brute_force_sq(q[row : row + 1], base)[0]
+            full = _brute_force_sq(q[row : row + 1], base_c)[0]
             ids[row, :k] = np.argsort(full, kind="stable")[:k]
             sq[row, :k] = full[ids[row, :k]]
         dist[q0 : q0 + len(q)], idx[q0 : q0 + len(q)] = np.sqrt(sq[:, :k]), ids[:, :k]
@@ -105,7 +122,7 @@ def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarray, k: int, *,
-                         margin: int = 16, query_chunk: int = 4096) -> dict:
+                         margin: int = 16, query_chunk: int | None = None) -> dict:
     """For each query z: r_k(z), its k-th smallest distance to `base` (1-indexed), and, per group g,
     #{x in base with groups[x] == g and d(z, x) <= r_k(z)}: every point at the k-th distance counts,
     so ties can push the total above k. Exact in float64.
@@ -113,22 +130,23 @@ def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarr
     queries: (nq, D); base: (N, D); groups: (N,) int in [0, G). Returns {"radius": (nq,) float64,
     "counts": (nq, G) int64}.
     """
-    queries, base = np.asarray(queries, np.float64), np.asarray(base, np.float64)
+    queries, base_c, base32 = _centred(queries, base)
     groups = np.asarray(groups, np.int64)
     num_groups = int(groups.max()) + 1
     radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
-    for q0 in range(0, len(queries), query_chunk):
-        q = queries[q0 : q0 + query_chunk]
-        sq, ids, unsure = _exact_candidates(q, base, k, margin)
+    step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
+    for q0 in range(0, len(queries), step):
+        q = queries[q0 : q0 + step]
+        sq, ids, unsure = _exact_candidates(q, base_c, base32, k, margin)
         r2 = sq[:, k - 1]
-        if sq.shape[1] < len(base):
+        if sq.shape[1] < len(base_c):
             unsure |= sq[:, -1] <= r2  # a run of ties reaching past the candidates
         inside = sq <= r2[:, None]
         rows = np.repeat(np.arange(len(q)), inside.sum(1))
         flat = np.bincount(rows * num_groups + groups[ids[inside]], minlength=len(q) * num_groups)
         block = flat.reshape(len(q), num_groups)
         for row in np.flatnonzero(unsure):
-            full = _brute_force_sq(q[row : row + 1], base)[0]
+            full = _brute_force_sq(q[row : row + 1], base_c)[0]
             r2[row] = np.partition(full, k - 1)[k - 1]
             block[row] = np.bincount(groups[full <= r2[row]], minlength=num_groups)
         radius[q0 : q0 + len(q)], counts[q0 : q0 + len(q)] = np.sqrt(r2), block
