@@ -12,6 +12,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-full", action="store_true", help="also run the notebooks' default presets (slow)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-full"):
+        return
+    skip = pytest.mark.skip(reason="runs a notebook's default preset (tens of minutes on 2 cores); "
+                                   "use `pytest --run-full -m full`")
+    for item in items:
+        if "full" in item.keywords:
+            item.add_marker(skip)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if "WORKBOOK_DATA" not in os.environ and SHARED_DATA.is_dir():
         os.environ["WORKBOOK_DATA"] = str(SHARED_DATA)

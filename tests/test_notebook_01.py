@@ -86,7 +86,7 @@ def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
 def test_cpu_preset_findings(tmp_path):
     """The default preset (about 16 minutes on 2 cores): the findings its markdown states.
 
-    Skipped by default (pytest -m full runs it) because it trains 40 DDPMs."""
+    Skipped unless `pytest --run-full` because it trains 48 DDPM members."""
     r = run(tmp_path, "cpu", tmp_path / "cache", PRESET="cpu")
     assert r["num_members"] == 8 and set(r["auc_raw"]) == {"1", "2", "4", "8"}
     fig4 = r["fig4"]
