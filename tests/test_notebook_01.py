@@ -15,11 +15,13 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_ensemble_pr_c
 VOLATILE = {"runtime_s", "device"}
 
 
-def run(tmp_path: Path, name: str, cache: Path, **parameters) -> dict:
+def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+    """Execute the notebook (smoke preset unless overridden) and return its glued results."""
     out = tmp_path / f"{name}.ipynb"
     os.environ["WORKBOOK_CACHE"] = str(cache)
-    pm.execute_notebook(NOTEBOOK, out, parameters={"PRESET": "smoke", "PROGRESS": False, **parameters},
-                        cwd=NOTEBOOK.parent, progress_bar=False)
+    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
+                        execution_timeout=cell_timeout)
     return read_results(out)
 
 
@@ -87,7 +89,7 @@ def test_cpu_preset_findings(tmp_path):
     """The default preset (about 16 minutes on 2 cores): the findings its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""
-    r = run(tmp_path, "cpu", tmp_path / "cache", PRESET="cpu")
+    r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
     assert r["num_members"] == 8 and set(r["auc_raw"]) == {"1", "2", "4", "8"}
     fig4 = r["fig4"]
     assert fig4["C4/n2496/epochs"][0] < fig4["C4/n2496/steps"][0]  # A2: 4x fewer steps at the same epochs
