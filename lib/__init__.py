@@ -6,4 +6,6 @@ Shared infrastructure: `params` (parameter checks), `cache` (configuration-keyed
 (k-NN precision/recall/density/coverage).
 
 Notebook 01 (ensemble PR curves): `ddpm`, `prcurves`, `stats`, `ensemble_pr`.
+
+"Spec 01 §2.3" or "A2" in a docstring points to docs/specs/01-ensemble-pr-curves.md.
 """
