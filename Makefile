@@ -45,9 +45,10 @@ run: $(STAMP)
 		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
 
+BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
+
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_prcurve.py
-	$(BIN)/python benchmarks/bench_training.py
+	@for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 strip: $(STAMP)
 	$(BIN)/nbstripout --keep-id $(NOTEBOOKS)
