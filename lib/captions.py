@@ -59,6 +59,11 @@ class CaptionSettings:
     near_band: tuple[int, int] = (1, 10)
     mid_band: tuple[int, int] = (20, 100)
     unrelated_min_rank: int = 1000
+    # "shared": one random image, drawn once, is every image's UNREL source (an image ranked within
+    # unrelated_min_rank of it falls back to its own random far image); "per_image": a random far image per
+    # image. The spec's "one random image" reads both ways [interpretation]; a per-image failure mode is a
+    # different random caption for every x, which no LGM conditioned on x can learn (see notebook 02, §4).
+    unrelated_mode: str = "shared"
     pca_dim: int | None = 32
     latent_dim: int = 3
     n_directions: int = 64
@@ -89,6 +94,8 @@ def validate(s: CaptionSettings) -> None:
                          f"the number of images {n} - 1.")
     for c in s.captioners:
         captioner_weights(c)
+    if s.unrelated_mode not in ("shared", "per_image"):
+        raise ValueError(f"unrelated_mode={s.unrelated_mode!r} is not allowed; choose 'shared' or 'per_image'.")
     for p in s.p_fail_sweep:
         if not 0 <= p < 1:
             raise ValueError(f"p_fail_sweep entry {p} must lie in [0, 1).")
@@ -175,6 +182,7 @@ def build_pools(texts: list[str], roles: dict, ranks: np.ndarray, s: CaptionSett
     """Caption-index pools OWN, NEAR, MID, UNREL per image (§2.4); copies of c_gt are removed."""
     rng = np.random.default_rng(s.seed + 1)
     n_img = len(roles["cx"])
+    shared = int(rng.integers(n_img))
 
     def captions_of(images: np.ndarray, gt_text: str) -> np.ndarray:
         idx = np.concatenate([np.arange(roles["starts"][j], roles["ends"][j]) for j in images])
@@ -187,7 +195,10 @@ def build_pools(texts: list[str], roles: dict, ranks: np.ndarray, s: CaptionSett
         pools["near"].append(captions_of(ranks[i, s.near_band[0]:s.near_band[1] + 1], gt_text))
         pools["mid"].append(captions_of(ranks[i, s.mid_band[0]:s.mid_band[1] + 1], gt_text))
         far = ranks[i, s.unrelated_min_rank + 1:]
-        pools["unrel"].append(captions_of(far[rng.integers(len(far))][None], gt_text))
+        source = far[rng.integers(len(far))]
+        if s.unrelated_mode == "shared" and shared in far:
+            source = shared
+        pools["unrel"].append(captions_of(np.array([source]), gt_text))
     return pools
 
 
@@ -305,7 +316,7 @@ def prepare(s: CaptionSettings, force: bool = False, progress: bool = True) -> d
     pools = build_pools(texts, roles, ranks, s)
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
     return {"texts": texts, "rows": rows, "emb": emb["emb"], "sentences_per_s": emb["sentences_per_s"],
-            "embeddings_from_cache": emb["from_cache"], "roles": roles, "pools": pools,
+            "embeddings_from_cache": emb["from_cache"], "roles": roles, "pools": pools, "ranks": ranks,
             "folds": image_folds(int(rows.max()) + 1, s), "digest": digest}
 
 
