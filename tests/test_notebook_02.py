@@ -70,7 +70,8 @@ def test_smoke_run_records_the_caption_experiment(smoke):
     assert caps["A"]["mean"] > caps["B"]["mean"]  # the designed profile (§5 hard assertion)
     assert caps["A"]["q_alpha"] < caps["B"]["q_alpha"]
     for c in caps.values():
-        assert -1 <= c["crel"] <= c["mean"] + 1e-9  # the worst case cannot beat the average
+        # a cosine; not bounded by the mean: CReL minimises over *decoded* points, the mean is over real samples
+        assert -1 <= c["crel"] <= 1 and c["spread"] >= 0 and 0 <= c["tail_sanity"] <= 1
         assert isinstance(c["worst_caption"], str) and c["worst_caption"]
     assert r["sentences_per_s"] > 0
 
