@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     os.environ.setdefault("WORKBOOK_CACHE", tempfile.mkdtemp(prefix="bench02-"))
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, torch threads 1 (MLPs), MiniLM threads default")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, torch threads: 1 for the MLPs, 2 for MiniLM")
     rows = calibration_scaling(args.repeats)
     print("calibration seconds per point (median of", args.repeats, "runs)")
     print(f"{'d':>2} {'CReL':>10} {'Feldman grid':>13} {'ratio':>8}")
