@@ -76,11 +76,12 @@ def make_cloud(decoded: np.ndarray, max_points: int, rng: np.random.Generator, h
 
 
 def latent_cloud(model: crel.CReL, x: np.ndarray, z_grid: np.ndarray, q: np.ndarray, U: np.ndarray, gamma: float,
-                 max_points: int, rng: np.random.Generator) -> Cloud | None:
-    """Decode the latent grid points of {dist(z, {U z >= q}) <= gamma} at one condition x: (p,)."""
+                 max_points: int, rng: np.random.Generator, inflation: str = "ball") -> Cloud | None:
+    """Decode the latent grid points of the set at one condition x: (p,): {dist(z, {U z >= q}) <= gamma} for the
+    ball inflation, {U z >= q - gamma} for the half-space shift or a negative (signed-score) gamma."""
     slack = (q[None, :] - z_grid @ U.T).max(1)
-    if gamma <= 0:
-        keep = slack <= gamma  # the eroded set when gamma < 0
+    if gamma <= 0 or inflation == "halfspace_shift":
+        keep = slack <= gamma
     elif U.shape[1] == 2:
         keep = slack <= 0
         try:
@@ -166,7 +167,7 @@ def crel_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, z_gri
     q, pts = model.quantiles(x), y_grid.points
     covered, area = np.zeros(len(x), bool), np.zeros(len(x))
     for i, (xi, qi, yi) in enumerate(zip(x, q, y)):
-        cloud = latent_cloud(model, xi, z_grid, qi, model.U, model.gamma, max_points, rng)
+        cloud = latent_cloud(model, xi, z_grid, qi, model.U, model.gamma, max_points, rng, model.inflation)
         if cloud is None:
             continue
         covered[i] = cloud.distance(yi[None])[0] <= cloud.h
@@ -176,16 +177,19 @@ def crel_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, z_gri
 
 def convex_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, y_grid: Grid) -> dict:
     """The identity-transform DQR region in Y (`dqr_baseline="identity_convex"`, §3.8): exact
-    membership of y and the count of grid points in S^gamma (2-D: exact polygon distances)."""
+    membership of y and the count of grid points in the calibrated set (2-D: exact polygon distances)."""
     q, pts = model.quantiles(x), y_grid.points
     covered = model.latent_scores(np.asarray(y, np.float64), q) <= model.gamma + 1e-12
     area = np.zeros(len(x))
+    shifted = model.inflation == "halfspace_shift" or model.gamma < 0
+    radius = 0.0 if shifted else model.gamma
     for i, qi in enumerate(q):
+        qi = qi - model.gamma if shifted else qi
         if pts.shape[1] == 2:
             d = crel.polygon_distances(pts, crel.polygon(model.U, qi))
         else:
             d = crel.distances_to_regions(pts, model.U, np.repeat(qi[None], len(pts), 0))[0]
-        area[i] = np.sum(d <= model.gamma + 1e-12)
+        area[i] = np.sum(d <= radius + 1e-12)
     return {"covered": covered, "area": area}
 
 

@@ -35,7 +35,7 @@ def test_smoke_run_records_the_synthetic_table(smoke):
     r = smoke["results"]
     assert r["preset"] == "smoke" and r["alphas"] == [0.1, 0.02] and r["seeds"] == [0]
     methods = {key.split("/")[0] for key in r["table"]}
-    assert {"CReL", "Feldman", "DQR (Y-space, ball calibration)", "PCP"} <= methods
+    assert {"CReL", "Feldman", "DQR (Y-space)", "PCP"} <= methods
     for key, row in r["table"].items():
         for name in ("coverage_z", "coverage_y"):
             if name in row:
