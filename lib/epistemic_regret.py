@@ -69,8 +69,8 @@ _SMOKE_HEAD = uq.HeadSettings(hidden=64, mc_samples=3, members=2, epochs=2)
 PRESETS: dict[str, RegretConfig] = {
     "smoke": RegretConfig(
         preset="smoke", n_train=2000, n_test=1000, head=_SMOKE_HEAD, num_dirichlet_draws=100, extra_depths=(20,),
-        n_ood=300, al_pool=1000, al_rounds=3, al_epochs=20, al_test=500,
-        synth=SynthAge(sizes=(600, 100, 400)), synth_head=replace(_SMOKE_HEAD, epochs=5, batch_size=128),
+        n_ood=200, al_pool=400, al_rounds=2, al_epochs=10, al_test=300,
+        synth=SynthAge(sizes=(400, 100, 300)), synth_head=replace(_SMOKE_HEAD, epochs=3, batch_size=128),
         sandbox=Sandbox(num_bins=100, n_train=1000)),
     "cpu": RegretConfig(preset="cpu"),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
@@ -381,3 +381,79 @@ def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False
         for loss in ("squared", "absolute"):
             out["results"][(method, loss)] = evaluate(config, method, pred, data["test"]["p_true"], loss, AGES)
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The paper's numbers (spec §1.2, §1.3; the digest is the only source)
+# ----------------------------------------------------------------------------------------------------
+PAPER_COLUMNS = ("AuReC", "ex-AuReC", "P-gap", "r_s(Â,Ê)", "r_s(A*,E*)")
+PAPER_METHOD_NAMES = {"mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble", "ddu": "DDU",
+                      "evidential": "Evidential"}
+PAPER_TABLE = {  # (data, loss, method) -> AuReC, ex-AuReC, P-gap, r_s(Â,Ê), r_s(A*,E*)
+    ("CIFAR-10H", "ce", "mc_dropout"): (0.1023, 0.0738, 0.1074, 0.912, 0.882),
+    ("CIFAR-10H", "ce", "ensemble"): (0.0752, 0.0491, 0.0753, 0.880, 0.865),
+    ("CIFAR-10H", "ce", "ddu"): (0.0958, 0.0665, 0.0979, 0.674, 0.875),
+    ("CIFAR-10H", "ce", "evidential"): (0.0673, 0.0183, 0.0379, 0.999, 0.293),
+    ("CIFAR-10H", "zero_one", "mc_dropout"): (0.0162, 0.0154, 0.0117, 0.205, 0.216),
+    ("CIFAR-10H", "zero_one", "ensemble"): (0.0058, 0.0053, 0.0097, 0.456, 0.208),
+    ("CIFAR-10H", "zero_one", "ddu"): (0.0034, 0.0027, 0.0108, 0.678, 0.212),
+    ("CIFAR-10H", "zero_one", "evidential"): (0.0030, 0.0023, 0.0103, 0.999, 0.213),
+    ("APPA-REAL", "squared", "mc_dropout"): (11.6382, 6.6169, 0.2005, 0.823, 0.316),
+    ("APPA-REAL", "squared", "ensemble"): (11.3519, 6.6908, 0.1806, 0.674, 0.273),
+    ("APPA-REAL", "squared", "evidential"): (16.9411, 8.4294, 0.1998, 0.976, -0.128),
+    ("APPA-REAL", "squared", "ddu"): (20.0456, 15.4126, 0.1843, -0.201, 0.273),
+    ("APPA-REAL", "absolute", "mc_dropout"): (0.8184, 0.4499, 0.1722, 0.718, 0.133),
+    ("APPA-REAL", "absolute", "ensemble"): (0.7948, 0.4640, 0.1531, 0.580, 0.107),
+    ("APPA-REAL", "absolute", "evidential"): (0.9707, 0.5689, 0.1678, 0.418, 0.049),
+    ("APPA-REAL", "absolute", "ddu"): (1.0422, 0.7116, 0.1595, -0.235, 0.104),
+}
+PAPER_PROXY = {  # method -> Near-OOD AuROC, Far-OOD AuROC, AL NAUC, CIFAR-10H CE AuReC (spec §1.3)
+    "ensemble": (0.907, 0.931, 0.960, 0.0752),
+    "ddu": (0.899, 0.935, 0.943, 0.0958),
+    "mc_dropout": (0.839, 0.895, 0.962, 0.1023),
+    "evidential": (0.711, 0.726, 0.177, 0.0673),
+}
+
+
+def paper_rows(data: str, loss: str) -> dict:
+    """{method: {column: the paper's value}} for one block of spec §1.2."""
+    return {m: dict(zip(PAPER_COLUMNS, v)) for (d, lo, m), v in PAPER_TABLE.items() if d == data and lo == loss}
+
+
+def ood_inputs(config: RegretConfig, test_images: np.ndarray, force: bool = False) -> dict:
+    """{set name: model inputs} of every OOD set: frozen features, or normalised images (scratch backbone)."""
+    from lib.models.cifar_resnet import to_input
+
+    out = {}
+    for name in config.ood_sets:
+        images = ood_images(name, test_images, config.n_ood, config.seed)
+        if config.backbone == "frozen":
+            feats = pretrained_outputs(config.depth, images, f"ood-{name}", force=force)["feats"]
+            out[name] = torch.from_numpy(feats)
+        else:
+            out[name] = to_input(images)
+    return out
+
+
+def ood_aurocs(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict, *,
+               device: torch.device) -> dict:
+    """{set name: AuROC of the CE Ê separating that OOD set (positive) from the in-distribution inputs}."""
+    def score(inputs: torch.Tensor, label: str) -> np.ndarray:
+        pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, device=device)
+        return acquisition_scores(method, pred, config.seed)
+
+    id_score = score(id_inputs, "ood-id")
+    return {name: auroc(negatives=id_score, positives=score(inputs, f"ood-{name}")) for name, inputs in ood.items()}
+
+
+NEAR_OOD, FAR_OOD = ("gaussian_noise", "blur"), ("mnist", "uniform_noise")
+
+
+def proxy_summary(ood: dict, nauc: dict, aurec_ce: dict) -> dict:
+    """{method: near-OOD AuROC, far-OOD AuROC (means over the sets run), AL NAUC, CE AuReC} (spec §1.3 layout)."""
+    def mean_of(row: dict, names: tuple) -> float:
+        vals = [row[n] for n in names if n in row]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    return {m: {"near-OOD AuROC": mean_of(ood[m], NEAR_OOD), "far-OOD AuROC": mean_of(ood[m], FAR_OOD),
+                "AL NAUC": nauc[m], "CE AuReC": aurec_ce.get(m, float("nan"))} for m in ood}
