@@ -58,6 +58,7 @@ class RegretConfig:
     al_batch: int = 20  # labels per acquisition round
     al_rounds: int = 10
     al_epochs: int = 100  # full-batch Adam epochs per (re)training of a head
+    al_lr: float = 1e-3  # Adam learning rate of the AL heads (also in the paper preset, whose head lr is SGD's)
     al_test: int = 2000  # test rows scoring AL accuracy
     synth: SynthAge = field(default_factory=SynthAge)
     synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128))
@@ -134,6 +135,7 @@ def validate(config: RegretConfig) -> None:
     check_int("al_rounds", config.al_rounds, minimum=1)
     check_int("al_pool", config.al_pool, minimum=config.al_initial + config.al_batch * config.al_rounds)
     check_int("al_epochs", config.al_epochs, minimum=1)
+    check_real("al_lr", config.al_lr, low=0.0, open_low=True)
     check_int("al_test", config.al_test, minimum=10, maximum=10_000)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
@@ -327,7 +329,7 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
     check_choice("strategy", strategy, ("epistemic", "random"))
     rng = np.random.default_rng(config.seed)
     labelled = train_subset(pool_labels, config.al_initial, config.seed)
-    head = replace(config.head, epochs=config.al_epochs)
+    head = replace(config.head, epochs=config.al_epochs, lr=config.al_lr)
     budgets, accs = [], []
     eye = np.eye(10, dtype=np.float32)
     for r in range(config.al_rounds + 1):
