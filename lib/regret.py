@@ -208,10 +208,15 @@ def estimate_dirichlet(alpha: np.ndarray, loss: str, values: np.ndarray | None =
     A, E = np.empty(len(alpha)), np.empty(len(alpha))
     for start in range(0, len(alpha), chunk):
         rows = slice(start, start + chunk)
-        part = estimate(dirichlet_draws(alpha[rows], num_draws, rng), loss, values)
-        if loss == "zero_one":  # the Bayes act is argmax of the exact mean, not of the draws' average
-            part = {"A": part["A"], "E": 1.0 - part["A"] - mean[rows].max(axis=1)}
-        A[rows], E[rows] = part["A"], part["E"]
+        draws = dirichlet_draws(alpha[rows], num_draws, rng)
+        # the Bayes act is that of the exact mean α/α₀, not of the draws' average
+        if loss == "zero_one":
+            A[rows] = 1.0 - draws.max(axis=2).mean(axis=0)
+            E[rows] = 1.0 - A[rows] - mean[rows].max(axis=1)
+        else:
+            own = expected_abs(draws, values, values[median_index(draws)])
+            act = np.broadcast_to(values[median_index(mean[rows])], own.shape)
+            A[rows], E[rows] = own.mean(axis=0), (expected_abs(draws, values, act) - own).mean(axis=0)
     return _round({"A": A, "E": E})
 
 
