@@ -1,0 +1,1 @@
+"""Neural network architectures shared by notebooks (CIFAR-10 ResNets)."""
