@@ -96,13 +96,14 @@ def random_projection(rp_dim: int = 256, seed: int = 0) -> Extractor:
                      {"name": "randproj", "rp_dim": rp_dim, "seed": seed, "version": 1}, batch_size=5000)
 
 
-def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0, models_dir: str | None = None) -> Extractor:
-    """A CIFAR ResNet's 64-d penultimate features (global average pool), pretrained or randomly initialised."""
+def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0) -> Extractor:
+    """A CIFAR ResNet's 64-d penultimate features (global average pool), pretrained (`lib.models.cifar_resnet`,
+    weights under the data root) or randomly initialised with torch's default init under `seed`."""
     from lib.models import cifar_resnet as cr
 
     depth = int(name.removeprefix("resnet"))
     if pretrained:
-        model = cr.load_pretrained(depth, root=models_dir)
+        model, _ = cr.load_pretrained(depth)
     else:
         torch.manual_seed(seed)
         model = cr.CifarResNet(depth)
@@ -174,12 +175,12 @@ def _user_weights(name: str, weights: str | None, image_size: int) -> Extractor:
 
 def get_extractor(name: str, **options: Any) -> Extractor:
     """The extractor `name` (one of EXTRACTORS). Options: rp_dim, seed (randproj, randcnn), image_size
-    (efficientnet_lite0, swav, inception, dinov2), weights (the paper's extractors), models_dir (resnets).
+    (efficientnet_lite0, swav, inception, dinov2), weights (the paper's extractors).
     An unknown name or option raises ValueError naming it."""
     if name not in EXTRACTORS:
         raise ValueError(f"extractor={name!r} is not known; choose from {list(EXTRACTORS)}.")
     allowed = {"pixels": set(), "randproj": {"rp_dim", "seed"}, "randcnn": {"seed"},
-               "efficientnet_lite0": {"image_size"}, **{r: {"models_dir"} for r in RESNETS},
+               "efficientnet_lite0": {"image_size"}, **{r: set() for r in RESNETS},
                **{w: {"weights", "image_size"} for w in WITH_USER_WEIGHTS}}[name]
     if set(options) - allowed:
         raise ValueError(f"extractor {name!r} takes options {sorted(allowed)}, got {sorted(options)}.")

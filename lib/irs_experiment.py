@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy import linalg
 
 from lib import irs
 from lib.cache import cache_path, cached_npz
@@ -35,6 +34,7 @@ class IRSConfig:
 
     preset: str
     data: str = "cifar10"  # "cifar10" (offline) | "folders" (paper scale: ImageNet-style image folders, §7)
+    cifar_source: str = "jpeg"  # "jpeg" (the shared JPEG copy) | "python" (the official lossless archive)
     train_per_class: int = 5000  # retrieval database: the first m train images of each class (5000 = all)
     pool_per_class: int = 500  # held-out REF and SYN pools, m test images of each class each (§2.2 E2)
     extractors: tuple[str, ...] = ("pixels", "randproj", "randcnn", "resnet20", "resnet32", "resnet44", "resnet56",
@@ -107,6 +107,7 @@ def _check_fractions(name: str, values: tuple, *, low_open: bool = True) -> None
 def validate(config: IRSConfig) -> None:
     """Raise ValueError naming the parameter, the value and what is allowed."""
     check_choice("data", config.data, DATA_SOURCES)
+    check_choice("cifar_source", config.cifar_source, ("jpeg", "python"))
     if isinstance(config.extractors, str) or not config.extractors:
         raise ValueError(f"extractors={config.extractors!r} must be a non-empty list of names from {list(EXTRACTORS)}.")
     for name in config.extractors:
@@ -159,11 +160,13 @@ def first_per_class(labels: np.ndarray, per_class: int, offset: int = 0) -> np.n
 def cifar_sets(config: IRSConfig) -> dict:
     """{"train", "train_labels"}: the retrieval database (first train_per_class of each class);
     {"ref", "ref_labels", "syn", "syn_labels"}: the held-out pools (test images 0..m-1 and m..2m-1 of each
-    class, in original test order). Images (n, 32, 32, 3) uint8 from the JPEG copy (spec §2.2)."""
+    class, in original test order). Images (n, 32, 32, 3) uint8 from the JPEG copy (spec §2.2), or from the
+    official lossless archive with cifar_source="python"."""
     from lib.data import cifar10
 
-    train_x, train_y = cifar10.load_train()
-    test_x, test_y = cifar10.load_test()
+    data = cifar10.load_cifar10(config.cifar_source)
+    train_x, train_y = data["train"].images, data["train"].labels
+    test_x, test_y = data["test"].images, data["test"].labels
     rows = first_per_class(train_y, config.train_per_class)
     ref = first_per_class(test_y, config.pool_per_class)
     syn = first_per_class(test_y, config.pool_per_class, offset=config.pool_per_class)
@@ -332,13 +335,25 @@ def sample_pca_gaussians(models: list[dict], n: int, *, classes: np.ndarray | No
 # FID-style and PRDC numbers on the same features
 # ----------------------------------------------------------------------------------------------------
 def frechet_distance(*, real: np.ndarray, fake: np.ndarray) -> float:
-    """||mu_r - mu_f||^2 + Tr(C_r + C_f - 2 (C_r C_f)^{1/2}) of Gaussian fits (real, fake: (n, D))."""
+    """||mu_r - mu_f||^2 + Tr(C_r + C_f - 2 (C_r C_f)^{1/2}) of Gaussian fits (real, fake: (n, D) float).
+
+    Tr (C_r C_f)^{1/2} is computed without a D x D matrix square root: for D <= n as the sum of square roots
+    of the eigenvalues of C_r^{1/2} C_f C_r^{1/2} (symmetric), otherwise as the nuclear norm of
+    X_r X_f^T / (n - 1) with X the centred (n, D) features (the same nonzero eigenvalues), which keeps
+    3072-d pixel features cheap at n = 2,500.
+    """
     real, fake = np.asarray(real, np.float64), np.asarray(fake, np.float64)
-    mu_r, mu_f = real.mean(0), fake.mean(0)
-    cov_r, cov_f = np.cov(real, rowvar=False), np.cov(fake, rowvar=False)
-    root = linalg.sqrtm(cov_r @ cov_f)
-    root = root.real if np.iscomplexobj(root) else root
-    return float(((mu_r - mu_f) ** 2).sum() + np.trace(cov_r + cov_f - 2 * root))
+    xr, xf = real - real.mean(0), fake - fake.mean(0)
+    mean_term = float(((real.mean(0) - fake.mean(0)) ** 2).sum())
+    trace_r, trace_f = (xr * xr).sum() / (len(xr) - 1), (xf * xf).sum() / (len(xf) - 1)
+    if real.shape[1] <= min(len(xr), len(xf)):
+        evals, evecs = np.linalg.eigh(xr.T @ xr / (len(xr) - 1))
+        root_r = (evecs * np.sqrt(np.clip(evals, 0, None))) @ evecs.T
+        inner = np.linalg.eigvalsh(root_r @ (xf.T @ xf / (len(xf) - 1)) @ root_r)
+        cross = np.sqrt(np.clip(inner, 0, None)).sum()
+    else:
+        cross = np.linalg.svd(xr @ xf.T, compute_uv=False).sum() / math.sqrt((len(xr) - 1) * (len(xf) - 1))
+    return float(mean_term + trace_r + trace_f - 2 * cross)
 
 
 def generator_scores(train_n: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
