@@ -48,7 +48,7 @@ def features(n_train: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
 def search_faiss(train: np.ndarray, queries: np.ndarray) -> np.ndarray:
     from lib.irs import nearest_train
 
-    return nearest_train(train, queries, center=False)
+    return nearest_train(train, queries)  # the default path: centred, streamed in blocks
 
 
 def search_cdist(train: np.ndarray, queries: np.ndarray, batch: int = 2048) -> np.ndarray:

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, lambertw, logsumexp
 
-from lib.knn import knn_search
+from lib.knn import nearest_neighbour
 
 STIRLING_EXACT_MAX = 5000  # spec §3: exact recurrence up to this n, Temme's asymptotic form above
 ALPHA_E = 0.05  # the authors' error probability per tail (BeyondFID default_config.py:128)
@@ -243,26 +243,23 @@ def adjusted_score(synthetic: dict, real: dict) -> dict:
 # Retrieval
 # ----------------------------------------------------------------------------------------------------
 def nearest_train(train_feats: np.ndarray, query_feats: np.ndarray, *, center: bool = True,
-                  query_chunk: int = 4096, base_chunk: int = 262_144) -> np.ndarray:
+                  query_chunk: int = 16_384, base_chunk: int = 65_536) -> np.ndarray:
     """Index of the nearest training feature (exact squared L2, float32 as in BeyondFID) of each query.
 
     train_feats: (N, D), query_feats: (n, D) float. Returns (n,) int64. Uses the shared faiss search
-    (`lib.knn.knn_search`): queries in chunks of `query_chunk`, the training set in blocks of
-    `base_chunk` rows, so no n x N distance matrix exists and memory is bounded by the chunk sizes.
-    On equal distances the lower training index wins. `center=True` subtracts the training mean first
-    (a float32 copy of the training set; it shrinks float32 cancellation in ||q||^2 + ||x||^2 - 2 q.x);
-    `center=False` searches the given float32 array in place (paper scale: 1.28 M x 2048 is 10.5 GB).
+    (`lib.knn.nearest_neighbour`), which streams the training set in blocks of `base_chunk` rows and the
+    queries in chunks of `query_chunk`: no n x N distance matrix and no copy of the training set exist,
+    so memory beyond the inputs is bounded by the chunk sizes (at N = 1.28 M, D = 2048: one 512 MB
+    block). On equal distances the lower training index wins. `center=True` subtracts the training mean
+    (block by block) to shrink float32 cancellation in ||q||^2 + ||x||^2 - 2 q.x; it changes no exact
+    distance, only rounding.
     """
     train_feats, query_feats = np.asarray(train_feats), np.asarray(query_feats)
     if train_feats.ndim != 2 or query_feats.ndim != 2 or train_feats.shape[1] != query_feats.shape[1]:
         raise ValueError(f"train_feats {train_feats.shape} and query feats {query_feats.shape} must be (N, D) and "
                          f"(n, D) with the same D.")
-    if center:
-        mean = train_feats.mean(axis=0, dtype=np.float64)
-        train_feats = (train_feats - mean).astype(np.float32)
-        query_feats = (query_feats - mean).astype(np.float32)
-    _, idx = knn_search(query_feats, train_feats, 1, query_chunk=query_chunk, base_chunk=base_chunk)
-    return idx[:, 0]
+    return nearest_neighbour(query_feats, train_feats, center=center, base_chunk=base_chunk,
+                             query_chunk=query_chunk)[1]
 
 
 def retrieval_result(n_train: int, indices: np.ndarray, alpha_e: float = ALPHA_E) -> dict:

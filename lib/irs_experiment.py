@@ -187,7 +187,7 @@ def retrieve(extractor: Extractor, train_feats: np.ndarray, images: np.ndarray, 
 
     The images' features are cached under `label`, the retrieval under `label` plus the database size."""
     feats = cached_features(extractor, images, label=label, force=force, progress=progress)
-    key = {"extractor": extractor.key, "train": train_feats, "queries": feats, "version": 1}
+    key = {"extractor": extractor.key, "train": train_feats, "queries": feats, "version": 2}
     path = cache_path(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_feats)}", key, ".npz")
     return cached_npz(path, lambda: {"idx": irs.nearest_train(train_feats, feats)}, force=force)["idx"]
 

@@ -169,6 +169,16 @@ def test_retrieval_equals_brute_force_on_random_sets():
                               dist.argmin(axis=1))
 
 
+def test_streamed_search_with_and_without_centring_matches_exact_float64():
+    from lib.knn import exact_knn
+
+    rng = np.random.default_rng(6)
+    train, queries = rng.normal(size=(3_000, 32)) + 50.0, rng.normal(size=(400, 32)) + 50.0  # far from the origin
+    exact = exact_knn(queries, train, 1)["indices"][:, 0]
+    assert np.array_equal(irs.nearest_train(train, queries, base_chunk=700, query_chunk=150), exact)
+    assert np.mean(irs.nearest_train(train, queries, center=False, base_chunk=700) == exact) > 0.95
+
+
 def test_ties_go_to_the_lowest_training_index_and_self_retrieval_reaches_everything():
     rng = np.random.default_rng(1)
     train = rng.integers(0, 4, size=(600, 3)).astype(np.float32)  # many exact duplicates
