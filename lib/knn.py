@@ -153,6 +153,17 @@ def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarr
     return {"radius": radius, "counts": counts}
 
 
+def _float32_minus(rows: np.ndarray, mean: np.ndarray | None, step: int = 4096) -> np.ndarray:
+    """float32(rows - mean), the difference taken in float64 a few thousand rows at a time, so that no
+    float64 copy of `rows` exists (each element rounds exactly as a whole-array subtraction would)."""
+    if mean is None:
+        return np.ascontiguousarray(rows, np.float32)
+    out = np.empty(rows.shape, np.float32)
+    for r0 in range(0, len(rows), step):
+        out[r0 : r0 + step] = rows[r0 : r0 + step] - mean
+    return out
+
+
 def nearest_neighbour(queries: np.ndarray, base: np.ndarray, *, center: bool = True, base_chunk: int = 65_536,
                       query_chunk: int = 16_384) -> tuple[np.ndarray, np.ndarray]:
     """1-NN by streaming the base: (squared L2 distances (nq,) float32, base indices (nq,) int64).
@@ -174,10 +185,9 @@ def nearest_neighbour(queries: np.ndarray, base: np.ndarray, *, center: bool = T
         mean /= len(base)
     best_d = np.full(len(queries), np.inf, np.float32)
     best_i = np.zeros(len(queries), np.int64)
-    q32 = np.ascontiguousarray(queries - mean if center else queries, np.float32)
+    q32 = _float32_minus(queries, mean if center else None)
     for b0 in range(0, len(base), base_chunk):
-        block = base[b0 : b0 + base_chunk]
-        block = np.ascontiguousarray(block - mean if center else block, np.float32)
+        block = _float32_minus(base[b0 : b0 + base_chunk], mean if center else None)
         for q0 in range(0, len(q32), query_chunk):
             rows = slice(q0, q0 + query_chunk)
             d, i = faiss.knn(q32[rows], block, 1)
