@@ -1,0 +1,168 @@
+"""Notebook 03's pipeline pieces: presets and validation, synth_age, the 1-D sandbox, the four methods
+(frozen-feature heads and the from-scratch path), the OOD sets, AuROC and active learning, CIFAR-10H order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lib import epistemic_regret as ex
+from lib import epistemic_sandbox as sb
+from lib import regret
+from lib import uq_methods as uq
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"methods": ("mc_dropout", "svgp")}, "methods entry='svgp'"),
+    ({"losses": ("hinge",)}, "losses entry='hinge'"),
+    ({"mc_samples": 1}, "mc_samples \\(S\\)=1"),
+    ({"members": 1}, "members \\(M\\)=1"),
+    ({"n_train": 50}, "n_train=50"),
+    ({"depth": 18}, "depth=18"),
+    ({"pgap_scale": "log"}, "pgap_scale='log'"),
+    ({"colour": 1}, "unknown parameter"),
+])
+def test_bad_settings_fail_with_the_parameter_named(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        ex.resolve_config("smoke", **overrides)
+
+
+def test_presets_resolve_and_head_fields_go_into_the_head():
+    for name in ex.PRESETS:
+        assert ex.resolve_config(name).preset == name
+    config = ex.resolve_config("cpu", mc_samples=7, members=3)
+    assert config.head.mc_samples == 7 and config.head.members == 3
+    assert ex.PRESETS["cpu"].head.mc_samples == 20 and ex.PRESETS["cpu"].head.members == 5  # the paper's S, M
+
+
+def test_synth_age_matches_the_population_values():
+    """Spec §5.6: E[A*_sqr] = 58.5 years², E[A*_abs] = 5.66 years (2e5 draws); here 2e4 draws, 4 standard errors."""
+    rng = np.random.default_rng(0)
+    p = sb.age_conditional(rng.random(20_000), rng.random(20_000))
+    sqr = regret.decompose(p, p, "squared", values=sb.AGES)["A"]
+    ab = regret.decompose(p, p, "absolute", values=sb.AGES)["A"]
+    assert sqr.mean() == pytest.approx(58.5, abs=4 * sqr.std() / np.sqrt(len(sqr)) + 0.3)
+    assert ab.mean() == pytest.approx(5.66, abs=4 * ab.std() / np.sqrt(len(ab)) + 0.03)
+    ends = sb.age_conditional(np.array([0.0, 1.0]), np.array([0.0, 1.0])).argmax(axis=1)
+    assert list(ends) == [2, 90]
+
+
+def test_synth_age_training_data_thin_out_in_the_hole():
+    data = sb.synth_age(sb.SynthAge(sizes=(20_000, 10, 20_000)), seed=1)
+    inside = lambda u: np.mean((u >= 0.55) & (u <= 0.70))  # noqa: E731
+    assert inside(data["test"]["u"]) == pytest.approx(0.15, abs=0.015)
+    # training density 0.05 inside: 0.15 * 0.05 / (0.85 + 0.15 * 0.05) of the points
+    assert inside(data["train"]["u"]) == pytest.approx(0.0075 / 0.8575, abs=0.003)
+    votes = data["train"]["soft"] * 38
+    np.testing.assert_allclose(votes, np.round(votes), atol=1e-9)
+
+
+def test_sandbox_selectors_and_closed_forms():
+    out = sb.sandbox(sb.Sandbox(num_bins=60, n_train=800))
+    lo, hi = (0.55, 0.70)
+    hole = (out["x"] >= lo) & (out["x"] <= hi)
+    # a label is worth most where there were few: EER and BALD are larger in the hole
+    assert np.median(out["eer"][hole]) > np.median(out["eer"][~hole])
+    assert np.median(out["bald"][hole]) > np.median(out["bald"][~hole])
+    assert out["ood_ratio"][hole].min() > out["ood_ratio"][~hole].max()  # Bayes OOD rejects the hole first
+    np.testing.assert_allclose(out["T_squared"], out["A_squared"] + out["E_squared"])
+    mask = sb.rejected(out["E_squared"], 0.2)
+    assert mask.sum() == 12 and out["E_squared"][mask].min() >= out["E_squared"][~mask].max()
+    assert sb.jaccard(mask, mask) == 1.0
+
+
+@pytest.mark.parametrize("method", uq.METHODS)
+def test_heads_train_predict_and_give_estimates(method):
+    rng = np.random.default_rng(2)
+    x = torch.from_numpy(rng.normal(size=(300, 5)).astype(np.float32))
+    labels = (x[:, 0] > 0).long().numpy() + 2 * (x[:, 1] > 0).long().numpy()
+    targets = torch.from_numpy(np.eye(4, dtype=np.float32)[labels])
+    settings = uq.HeadSettings(hidden=16, mc_samples=4, members=3, epochs=30, batch_size=64, lr=3e-3)
+    fit = uq.fit_method(method, x, targets, settings=settings, seed=0, groups=labels, num_groups=4,
+                        make_module=lambda s: uq.build_head(method, 5, 4, settings, s))
+    pred = uq.predict(method, fit["modules"], x, settings=settings, seed=1, ddu_fit=fit["ddu_fit"])
+    for loss in regret.CLASSIFICATION_LOSSES:
+        est = uq.estimates(method, pred, loss, num_draws=50)
+        assert est["q"].shape == (300, 4) and np.all(np.isfinite(est["E_hat"]))
+        assert np.mean(est["q"].argmax(1) == labels) > 0.8  # the toy task is learnt
+    if method in ("mc_dropout", "ensemble"):
+        n = settings.mc_samples if method == "mc_dropout" else settings.members
+        assert pred["samples"].shape == (n, 300, 4)
+        assert np.ptp(pred["samples"], axis=0).max() > 0  # the samples differ
+    if method == "ddu":  # far-away inputs get a larger Ê (a lower feature density)
+        far = uq.predict(method, fit["modules"], 20 * x, settings=settings, seed=1, ddu_fit=fit["ddu_fit"])
+        assert np.median(regret.ddu_epistemic(far["log_density"])) > np.median(regret.ddu_epistemic(
+            pred["log_density"]))
+
+
+def test_soft_spectral_norm_caps_the_largest_singular_value():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(20, 20)
+    with torch.no_grad():
+        layer.weight.mul_(10)
+    uq.add_spectral_norm(layer, coeff=3.0)
+    layer.train()
+    for _ in range(50):  # power iterations converge during training forwards
+        layer(torch.zeros(1, 20))
+    assert torch.linalg.matrix_norm(layer.weight, ord=2).item() == pytest.approx(3.0, rel=1e-3)
+
+
+@pytest.mark.parametrize("method", uq.METHODS)
+def test_the_paper_path_trains_a_resnet_from_scratch(method):
+    """One epoch of a depth-8 CIFAR ResNet + head on 32 random images: the `paper` preset's code runs."""
+    config = ex.resolve_config("paper", depth=8, scratch_epochs=1, members=2, mc_samples=2, batch_size=16)
+    rng = np.random.default_rng(3)
+    images = torch.from_numpy(rng.normal(size=(32, 3, 32, 32)).astype(np.float32))
+    labels = np.arange(32) % 10
+    targets = torch.from_numpy(np.eye(10, dtype=np.float32)[labels])
+    trained = ex.trained_method(config, method, images, targets, labels, head=config.head, num_groups=10,
+                                label="test-scratch", device=CPU)
+    pred = ex.method_prediction(config, method, trained, images, label="test-scratch", head=config.head,
+                                device=CPU)
+    est = uq.estimates(method, pred, "ce", num_draws=20)
+    assert est["q"].shape == (32, 10) and np.all(np.isfinite(est["A_hat"]))
+
+
+def test_auroc_matches_pairwise_counting():
+    rng = np.random.default_rng(4)
+    neg, pos = rng.integers(0, 5, 40).astype(float), rng.integers(2, 8, 30).astype(float)
+    pairs = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert ex.auroc(negatives=neg, positives=pos) == pytest.approx(pairs)
+
+
+def test_ood_sets_are_offline_images():
+    base = np.random.default_rng(5).integers(0, 256, (50, 32, 32, 3), dtype=np.uint8)
+    for name in ex.OOD_SETS:
+        images = ex.ood_images(name, base, 20, seed=0)
+        assert images.shape == (20, 32, 32, 3) and images.dtype == np.uint8
+    digits = ex.ood_images("mnist", base, 20, seed=0)
+    assert np.all(digits[..., 0] == digits[..., 2]) and np.all(digits[:, :2] == 0)  # grey, padded
+
+
+def test_active_learning_runs_and_its_nauc_is_an_accuracy():
+    rng = np.random.default_rng(6)
+    centres = rng.normal(size=(10, 8)) * 3
+    labels = rng.integers(0, 10, 600)
+    feats = (centres[labels] + rng.normal(size=(600, 8))).astype(np.float32)
+    config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=2, al_epochs=50, al_pool=400)
+    for strategy in ("epistemic", "random"):
+        out = ex.active_learning(config, "ensemble", feats[:400], labels[:400], feats[400:], labels[400:],
+                                 strategy=strategy, device=CPU)
+        assert list(out["budget"]) == [20, 30, 40]
+        assert out["accuracy"].min() <= out["nauc"] <= out["accuracy"].max()
+        assert out["accuracy"][-1] > 0.5  # well-separated clusters
+
+
+def test_cifar10h_rows_are_in_the_test_order(data_root):
+    """The stored test labels agree with the soft labels' argmax on about 99 % of rows (spec §5.1: 99.21 %)."""
+    from lib.data.cifar10 import cifar10h_probs
+    from lib.data.files import data_file
+
+    labels = np.load(data_file("cifar10/test_labels.npy"))
+    agreement = np.mean(cifar10h_probs().argmax(axis=1) == labels)
+    assert agreement == pytest.approx(0.9921, abs=1e-4)
+    shuffled = np.roll(labels, 1)
+    assert np.mean(cifar10h_probs().argmax(axis=1) == shuffled) < 0.2  # a misaligned order is caught

@@ -1,0 +1,101 @@
+"""Notebook 03 run by papermill: the smoke preset's recorded results, and fast failures on bad parameters."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from lib.glue import read_results
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_epistemic_regret_cifar10h.ipynb"
+METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
+
+
+def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+    """Execute the notebook (smoke preset unless overridden) and return its glued results."""
+    out = tmp_path / f"{name}.ipynb"
+    os.environ["WORKBOOK_CACHE"] = str(cache)
+    os.environ["WORKBOOK_DATA"] = str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())  # --cwd notebooks
+    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
+                        execution_timeout=cell_timeout)
+    return read_results(out)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nb03")
+    start = time.perf_counter()
+    results = run(tmp, "smoke", tmp / "cache")
+    return {"results": results, "seconds": time.perf_counter() - start}
+
+
+def test_smoke_run_records_the_table(smoke):
+    r = smoke["results"]
+    assert r["preset"] == "smoke" and r["n_train"] == 2000 and r["n_test"] == 1000
+    assert r["label_agreement"] == pytest.approx(0.9921, abs=1e-4)  # the CIFAR-10H order check (spec §5.1)
+    assert set(r["table"]) == {f"{loss}/{m}" for loss in ("ce", "zero_one") for m in METHODS}
+    for row in r["table"].values():
+        # ex-AuReC is the excess over the model's own oracle ordering: non-negative, and AuReC - ex-AuReC
+        # is that oracle's area
+        assert row["ex-AuReC"] >= 0 and row["AuReC"] == pytest.approx(row["ex-AuReC"] + row["oracle_AuReC"])
+        assert row["P-gap"] >= 0 and -1 <= row["r_s(Â,Ê)"] <= 1 and -1 <= row["r_s(A*,E*)"] <= 1
+        assert row["AuRC"] >= row["AuReC"]  # risk = regret + aleatoric >= regret at every coverage
+        assert 0.3 < row["accuracy_vs_argmax_p*"] <= 1
+
+
+def test_smoke_run_single_models_match_the_golden_decomposition(smoke):
+    """cleanlab's cross-validated q on the first 1,000 rows: T* = A* + E*, and the A* of the images is shared."""
+    single = smoke["results"]["single_models"]
+    cv, resnet = single["ce/cleanlab cross-validated q"], single["ce/ResNet-20 (JPEG test)"]
+    assert cv["mean T*"] == pytest.approx(cv["mean A*"] + cv["mean E*"])
+    assert cv["mean A*"] == pytest.approx(resnet["mean A*"])  # A* depends on p* only
+    assert cv["accuracy"] > resnet["accuracy"]  # the JPEG copy costs the lossless-trained ResNet accuracy
+    assert single["zero_one/cleanlab cross-validated q"]["r_s(A*,E*)"] < cv["r_s(A*,E*)"]  # F3's direction
+
+
+def test_smoke_run_checks_the_theorem_and_the_proxies(smoke):
+    r = smoke["results"]
+    assert r["theorem_max_igd_outside"] < 1e-3  # λ outside [1/2, 1] is (weakly) dominated by S*
+    assert r["theorem_on_front_inside"] > r["theorem_on_front_outside"]
+    assert r["sandbox_jaccard"]["regret-optimal E* (λ=1)"] == 1.0
+    assert r["sandbox_jaccard"]["Bayes OOD p_ood/p_id"] < 1.0  # the OOD-optimal selector rejects other inputs
+    for row in r["ood_auroc"].values():
+        assert set(row) == {"mnist", "gaussian_noise", "blur", "uniform_noise"}
+        assert all(0 <= v <= 1 for v in row.values())
+    assert set(r["al_nauc"]) == set(METHODS) | {"random"} and all(0 <= v <= 1 for v in r["al_nauc"].values())
+    assert set(r["synth"]) == {f"{loss}/{m}" for loss in ("squared", "absolute") for m in METHODS}
+    assert all(row["ex-AuReC"] >= 0 for row in r["synth"].values())
+
+
+def test_smoke_run_stays_small(smoke):
+    # about 65 s on a 2-core machine (with a fresh cache); the bound guards against a preset that grew
+    assert smoke["results"]["runtime_s"] < 180
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
+    ({"METHODS": ["ensemble", "laplace"]}, "methods entry='laplace'"),
+    ({"LOSSES": ["hinge"]}, "losses entry='hinge'"),
+    ({"MC_SAMPLES": 1}, "mc_samples \\(S\\)=1"),
+])
+def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
+    start = time.perf_counter()
+    with pytest.raises(pm.PapermillExecutionError, match=message):
+        run(tmp_path, "bad", tmp_path / "cache", **parameters)
+    assert time.perf_counter() - start < 60
+    assert not (tmp_path / "cache").exists()  # nothing was decoded, trained or cached
+
+
+@pytest.mark.full
+def test_cpu_preset(tmp_path):
+    """The default preset (about 20 minutes on 2 cores): every method, all 10,000 CIFAR-10H rows."""
+    r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
+    assert r["n_train"] == 50_000 and r["n_test"] == 10_000
+    for loss in ("ce", "zero_one"):
+        for m in METHODS:
+            assert r["table"][f"{loss}/{m}"]["accuracy_vs_argmax_p*"] > 0.75
