@@ -1,0 +1,479 @@
+"""Notebook 04's experiments (spec 04 §2.2, §5): presets, data, cached features and retrievals, and the
+four studies: the estimator on simulated ground truth, the measurement gap (E1), the controlled class
+fraction and memorising-generator control (E2, E3), and toy generators ranked by IRS, FID and PRDC (E5).
+
+The nearest training image of every held-out test image is computed once per extractor; E1 and E2 then
+reduce to counting distinct indices over subsets (spec §6). All features and retrievals are cached under
+data/cache/04/ by the extractor's settings and the images' content.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from lib import irs
+from lib.cache import cache_path, cached_npz
+from lib.features import EXTRACTORS, Extractor, cached_features, get_extractor
+from lib.params import check_choice, check_int, check_real
+from lib.seeds import derive_seed
+
+CACHE_NAMESPACE = "04"
+NUM_CLASSES = 10
+POOL_SPLITS = ("disjoint", "shared")
+DATA_SOURCES = ("cifar10", "folders")
+
+
+@dataclass(frozen=True)
+class IRSConfig:
+    """Every setting of notebook 04; comments name the spec section."""
+
+    preset: str
+    data: str = "cifar10"  # "cifar10" (offline) | "folders" (paper scale: ImageNet-style image folders, §7)
+    cifar_source: str = "jpeg"  # "jpeg" (the shared JPEG copy) | "python" (the official lossless archive)
+    train_per_class: int = 5000  # retrieval database: the first m train images of each class (5000 = all)
+    pool_per_class: int = 500  # held-out REF and SYN pools, m test images of each class each (§2.2 E2)
+    extractors: tuple[str, ...] = ("pixels", "randproj", "randcnn", "resnet20", "resnet32", "resnet44", "resnet56",
+                                   "efficientnet_lite0")
+    rp_dim: int = 256  # randproj m
+    efficientnet_size: int = 224  # input size of EfficientNet-Lite0 (its native 224; the cpu preset reduces it)
+    # 1. simulation (§5)
+    sim_n_train: int = 10_000
+    sim_s_fractions: tuple[float, ...] = (0.3, 0.6, 0.9)
+    sim_ratios: tuple[float, ...] = (0.05, 0.2, 0.5, 1.0)  # n / N
+    sim_reps: int = 200
+    # 2. measurement gap (E1)
+    gap_ns: tuple[int, ...] = (1000, 2500, 5000, 10000)
+    gap_reps: int = 5
+    # 3. controlled experiment (E2, E3)
+    fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+    pool_split: str = "disjoint"
+    n_fixed: int = 500  # regime (a)
+    e2_reps: int = 10
+    mem_fractions: tuple[float, ...] = (0.1, 0.3, 0.6)  # g
+    mem_noise: float = 0.02  # sigma of the Gaussian pixel noise on copies (pixels in [0, 1])
+    gen_n: int = 2500  # E3 and toy generators: queries per generated set (reference: as many REF images)
+    # 4. toy generators
+    pca_dims: int = 40  # per-class PCA-Gaussian generator: principal components kept
+    prdc_k: int = 5
+    alpha_e: float = 0.05
+    seed: int = 0
+    # 5. paper scale (data="folders")
+    train_dir: str = ""
+    real_dir: str = ""
+    fake_dir: str = ""
+    image_size: int = 224
+    weights: str = ""  # the paper's extractor weights (swav / inception / dinov2)
+
+
+PRESETS: dict[str, IRSConfig] = {
+    "smoke": IRSConfig(
+        preset="smoke", train_per_class=200, pool_per_class=50, extractors=("pixels", "randproj", "resnet20"),
+        sim_n_train=2000, sim_s_fractions=(0.3, 0.9), sim_ratios=(0.1, 0.5), sim_reps=40, gap_ns=(250, 500),
+        gap_reps=2, fractions=(0.2, 0.5, 1.0), n_fixed=100, e2_reps=2, mem_fractions=(0.1, 0.5), gen_n=250,
+        pca_dims=10),
+    "cpu": IRSConfig(
+        preset="cpu", train_per_class=2000, pool_per_class=500,
+        extractors=("pixels", "randproj", "randcnn", "resnet20", "resnet56", "efficientnet_lite0"),
+        efficientnet_size=64, gap_ns=(1000, 2500, 5000, 10000), gap_reps=5, e2_reps=10, gen_n=2500),
+    "paper": IRSConfig(preset="paper", data="folders", extractors=("swav",), gen_n=50_000),
+}
+
+
+def resolve_config(preset: str, **overrides: Any) -> IRSConfig:
+    """The preset's config with `overrides` applied (None keeps the preset's value), validated at once."""
+    check_choice("PRESET", preset, PRESETS)
+    base = PRESETS[preset]
+    unknown = set(overrides) - set(asdict(base))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+    config = replace(base, **changes)
+    validate(config)
+    return config
+
+
+def _check_fractions(name: str, values: tuple, *, low_open: bool = True) -> None:
+    if isinstance(values, (str, bytes)) or len(values) == 0:
+        raise ValueError(f"{name}={values!r} must be a non-empty list of numbers in (0, 1].")
+    for v in values:
+        check_real(f"{name} entry", v, low=0.0, high=1.0, open_low=low_open)
+
+
+def validate(config: IRSConfig) -> None:
+    """Raise ValueError naming the parameter, the value and what is allowed."""
+    check_choice("data", config.data, DATA_SOURCES)
+    check_choice("cifar_source", config.cifar_source, ("jpeg", "python"))
+    if isinstance(config.extractors, str) or not config.extractors:
+        raise ValueError(f"extractors={config.extractors!r} must be a non-empty list of names from {list(EXTRACTORS)}.")
+    for name in config.extractors:
+        check_choice("extractor", name, EXTRACTORS)
+    check_int("train_per_class", config.train_per_class, minimum=2, maximum=5000)
+    check_int("pool_per_class", config.pool_per_class, minimum=2, maximum=500)
+    check_int("rp_dim", config.rp_dim, minimum=1)
+    check_int("efficientnet_size", config.efficientnet_size, minimum=32)
+    check_int("sim_n_train", config.sim_n_train, minimum=10)
+    _check_fractions("sim_s_fractions", config.sim_s_fractions)
+    _check_fractions("sim_ratios", config.sim_ratios)
+    check_int("sim_reps", config.sim_reps, minimum=2)
+    held_out = 2 * NUM_CLASSES * config.pool_per_class
+    for n in config.gap_ns:
+        check_int("gap_ns entry (n)", n, minimum=2, maximum=held_out)
+    check_int("gap_reps", config.gap_reps, minimum=1)
+    _check_fractions("fractions (f)", config.fractions)
+    check_choice("pool_split", config.pool_split, POOL_SPLITS)
+    smallest = min(config.fractions)
+    if math.floor(NUM_CLASSES * smallest) < 1:
+        raise ValueError(f"fractions (f) entry {smallest!r} keeps floor(10 f) = 0 classes; use f >= 0.1.")
+    available = config.pool_per_class * math.floor(NUM_CLASSES * smallest) * (2 if config.pool_split == "shared" else 1)
+    check_int("n_fixed (n)", config.n_fixed, minimum=2, maximum=available)
+    check_int("e2_reps", config.e2_reps, minimum=1)
+    _check_fractions("mem_fractions (g)", config.mem_fractions)
+    check_real("mem_noise", config.mem_noise, low=0.0)
+    check_int("gen_n (n)", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class
+              if config.data == "cifar10" else None)
+    check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
+    check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
+    check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
+    check_int("seed", config.seed, minimum=0)
+    if config.data == "folders":
+        for name in ("train_dir", "real_dir", "fake_dir"):
+            if not getattr(config, name):
+                raise ValueError(f"{name} is empty: data='folders' (the paper-scale set) needs three image folders.")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Data and cached features
+# ----------------------------------------------------------------------------------------------------
+def first_per_class(labels: np.ndarray, per_class: int, offset: int = 0) -> np.ndarray:
+    """Row indices of the images offset .. offset + per_class - 1 of each class, in original order."""
+    rows = [np.flatnonzero(labels == c)[offset : offset + per_class] for c in range(NUM_CLASSES)]
+    if any(len(r) < per_class for r in rows):
+        raise ValueError(f"fewer than {offset + per_class} images in some class.")
+    return np.sort(np.concatenate(rows))
+
+
+def cifar_sets(config: IRSConfig) -> dict:
+    """{"train", "train_labels"}: the retrieval database (first train_per_class of each class);
+    {"ref", "ref_labels", "syn", "syn_labels"}: the held-out pools (test images 0..m-1 and m..2m-1 of each
+    class, in original test order). Images (n, 32, 32, 3) uint8 from the JPEG copy (spec §2.2), or from the
+    official lossless archive with cifar_source="python"."""
+    from lib.data import cifar10
+
+    data = cifar10.load_cifar10(config.cifar_source)
+    train_x, train_y = data["train"].images, data["train"].labels
+    test_x, test_y = data["test"].images, data["test"].labels
+    rows = first_per_class(train_y, config.train_per_class)
+    ref = first_per_class(test_y, config.pool_per_class)
+    syn = first_per_class(test_y, config.pool_per_class, offset=config.pool_per_class)
+    return {"train": train_x[rows], "train_labels": train_y[rows], "ref": test_x[ref], "ref_labels": test_y[ref],
+            "syn": test_x[syn], "syn_labels": test_y[syn]}
+
+
+def extractor_for(config: IRSConfig, name: str) -> Extractor:
+    options = {"randproj": {"rp_dim": config.rp_dim, "seed": config.seed}, "randcnn": {"seed": config.seed},
+               "efficientnet_lite0": {"image_size": config.efficientnet_size}}.get(name, {})
+    if name in ("swav", "inception", "dinov2"):
+        options = {"weights": config.weights or None, "image_size": config.image_size}
+    return get_extractor(name, **options)
+
+
+def retrieve(extractor: Extractor, train_feats: np.ndarray, images: np.ndarray, *, label: str,
+             force: bool = False, progress: bool = False) -> np.ndarray:
+    """Nearest training index (n,) int64 of each image, cached by extractor, database and queries.
+
+    The images' features are cached under `label`, the retrieval under `label` plus the database size."""
+    feats = cached_features(extractor, images, label=label, force=force, progress=progress)
+    key = {"extractor": extractor.key, "train": train_feats, "queries": feats, "version": 2}
+    path = cache_path(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_feats)}", key, ".npz")
+    return cached_npz(path, lambda: {"idx": irs.nearest_train(train_feats, feats)}, force=force)["idx"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# 1. The estimator on simulated ground truth
+# ----------------------------------------------------------------------------------------------------
+def simulate_estimator(n_train: int, s_true: int, n: int, reps: int, *, seed: int, alpha_e: float = 0.05) -> dict:
+    """Draw n indices uniformly from s_true of n_train, `reps` times; bias, sd and interval coverage."""
+    rng = np.random.default_rng(derive_seed(seed, n_train, s_true, n))
+    rows = [irs.irs_inf(n_train, n, int(np.unique(rng.integers(0, s_true, n)).size), alpha_e) for _ in range(reps)]
+    est = np.array([r["estimate"] for r in rows])
+    lower, upper = np.array([r["lower"] for r in rows]), np.array([r["upper"] for r in rows])
+    truth = s_true / n_train
+    covered = (lower <= truth) & (truth <= upper)
+    return {"n_train": n_train, "s_true": s_true, "n": n, "ratio": n / n_train, "truth": truth,
+            "mean": est.mean(), "bias": est.mean() - truth, "sd": est.std(ddof=1), "coverage": covered.mean(),
+            "miss_low": (upper < truth).mean(), "miss_high": (lower > truth).mean(),
+            "width": (upper - lower).mean(), "capped": (est >= 1.0).mean()}
+
+
+def simulate_adjusted(n_train: int, s_fake: int, s_real: int, n: int, reps: int, *, seed: int,
+                      alpha_e: float = 0.05) -> dict:
+    """Coverage of the bounds-ratio interval of IRS_inf,a = s_fake / s_real (both sets at the same n)."""
+    rng = np.random.default_rng(derive_seed(seed, s_fake, s_real, n, 7))
+    hits, ratios = [], []
+    for _ in range(reps):
+        f = irs.irs_inf(n_train, n, int(np.unique(rng.integers(0, s_fake, n)).size), alpha_e)
+        r = irs.irs_inf(n_train, n, int(np.unique(rng.integers(0, s_real, n)).size), alpha_e)
+        a = irs.adjusted_score(f, r)
+        hits.append(a["lower"] <= s_fake / s_real <= a["upper"])
+        ratios.append(a["estimate"])
+    return {"truth": s_fake / s_real, "mean": float(np.mean(ratios)), "coverage": float(np.mean(hits))}
+
+
+# ----------------------------------------------------------------------------------------------------
+# 2. Measurement gap (E1) and 3. controlled experiment (E2)
+# ----------------------------------------------------------------------------------------------------
+def measurement_gap(n_train: int, heldout_idx: np.ndarray, ns: tuple[int, ...], reps: int, *, seed: int,
+                    alpha_e: float = 0.05) -> list[dict]:
+    """IRS of held-out real images at several n: seeded subsamples of the held-out retrievals (n,)."""
+    rows = []
+    for n in ns:
+        rng = np.random.default_rng(derive_seed(seed, n, 1))
+        for rep in range(reps if n < len(heldout_idx) else 1):
+            pick = heldout_idx[rng.permutation(len(heldout_idx))[:n]]
+            r = irs.retrieval_result(n_train, pick, alpha_e)
+            rows.append({"n": n, "rep": rep, **{k: r[k] for k in ("irs_alpha", "lower", "estimate", "upper",
+                                                                  "collisions")}})
+    return rows
+
+
+def class_fraction_draw(f: float, regime: str, *, ref_idx: np.ndarray, ref_labels: np.ndarray, syn_idx: np.ndarray,
+                        syn_labels: np.ndarray, pool_per_class: int, n_fixed: int, pool_split: str,
+                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Retrieved training indices of one E2 draw (spec §2.2 E2): (synthetic, reference), equal n.
+
+    Synthetic = held-out images of floor(10 f) random classes, n = pool_per_class * floor(10 f) of them in
+    regime "b", n = n_fixed in regime "a". Reference = n held-out images of all classes. With
+    pool_split="disjoint" the synthetic images come from SYN and the reference from REF; with "shared" both
+    draw from SYN and REF together."""
+    check_choice("regime", regime, ("a", "b"))
+    classes = rng.choice(NUM_CLASSES, math.floor(NUM_CLASSES * f + 1e-9), replace=False)
+    if pool_split == "shared":
+        ref_idx = syn_idx = np.concatenate([syn_idx, ref_idx])
+        ref_labels = syn_labels = np.concatenate([syn_labels, ref_labels])
+    pool = syn_idx[np.isin(syn_labels, classes)]
+    n = pool_per_class * len(classes) if regime == "b" else n_fixed
+    fake = pool[rng.permutation(len(pool))[:n]]
+    real = ref_idx[rng.permutation(len(ref_idx))[:n]]
+    return fake, real
+
+
+def class_fraction_experiment(n_train: int, *, ref_idx: np.ndarray, ref_labels: np.ndarray, syn_idx: np.ndarray,
+                              syn_labels: np.ndarray, config: IRSConfig) -> list[dict]:
+    """E2 rows (f, regime, rep, n, IRS_alpha, IRS_inf with interval for synthetic and reference, IRS_inf,a)."""
+    rows = []
+    for regime in ("b", "a"):
+        for f in config.fractions:
+            for rep in range(config.e2_reps):
+                rng = np.random.default_rng(derive_seed(config.seed, round(f * 1000), rep, ord(regime)))
+                fake, real = class_fraction_draw(
+                    f, regime, ref_idx=ref_idx, ref_labels=ref_labels, syn_idx=syn_idx, syn_labels=syn_labels,
+                    pool_per_class=config.pool_per_class, n_fixed=config.n_fixed, pool_split=config.pool_split,
+                    rng=rng)
+                fr, rr = irs.retrieval_result(n_train, fake, config.alpha_e), irs.retrieval_result(
+                    n_train, real, config.alpha_e)
+                adj = irs.adjusted_score(fr, rr)
+                rows.append({"regime": regime, "f": f, "rep": rep, "n": len(fake), "irs_alpha": fr["irs_alpha"],
+                             "irs_inf": fr["estimate"], "irs_inf_lower": fr["lower"], "irs_inf_upper": fr["upper"],
+                             "irs_inf_real": rr["estimate"], "irs_adj": adj["estimate"],
+                             "irs_adj_lower": adj["lower"], "irs_adj_upper": adj["upper"],
+                             "collisions": fr["collisions"], "collisions_real": rr["collisions"]})
+    return rows
+
+
+def linear_fit(x: np.ndarray, y: np.ndarray) -> dict:
+    """Least-squares y = slope x + intercept and R^2."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    r2 = 1.0 - resid @ resid / ((y - y.mean()) @ (y - y.mean()))
+    return {"slope": float(slope), "intercept": float(intercept), "r2": float(r2)}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Generators: memoriser (E3) and the per-class PCA-Gaussian (E5)
+# ----------------------------------------------------------------------------------------------------
+def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed: int) -> dict:
+    """A memorising generator: g N training images chosen (seeded); n draws from them with replacement,
+    each with Gaussian pixel noise sigma = noise (pixels in [0, 1]), clipped and rounded to uint8.
+    Returns {"images", "sources": the training row of each draw}."""
+    rng = np.random.default_rng(derive_seed(seed, round(g * 1e6), n, 3))
+    chosen = rng.choice(len(train), max(1, round(g * len(train))), replace=False)
+    sources = chosen[rng.integers(0, len(chosen), n)]
+    noisy = train[sources] / 255.0 + noise * rng.standard_normal((n, *train.shape[1:]))
+    return {"images": np.round(np.clip(noisy, 0, 1) * 255).astype(np.uint8), "sources": sources}
+
+
+def fit_pca_gaussians(train: np.ndarray, labels: np.ndarray, dims: int) -> list[dict]:
+    """Per class: mean image and the top `dims` principal directions with their variances (pixels in [0, 1])."""
+    models = []
+    for c in range(NUM_CLASSES):
+        x = train[labels == c].reshape((labels == c).sum(), -1) / 255.0
+        mean = x.mean(0)
+        _, sing, vt = np.linalg.svd(x - mean, full_matrices=False)
+        models.append({"mean": mean, "components": vt[:dims], "std": sing[:dims] / math.sqrt(len(x) - 1)})
+    return models
+
+
+def sample_pca_gaussians(models: list[dict], n: int, *, classes: np.ndarray | None = None, temperature: float = 1.0,
+                         seed: int) -> np.ndarray:
+    """n images (uint8, 32 x 32 x 3): class uniform over `classes` (all by default), z ~ N(0, T^2 diag(var))."""
+    rng = np.random.default_rng(derive_seed(seed, n, round(temperature * 1000), 5))
+    classes = np.arange(len(models)) if classes is None else np.asarray(classes)
+    labels = classes[rng.integers(0, len(classes), n)]
+    out = np.empty((n, models[0]["mean"].size))
+    for c in np.unique(labels):
+        m, rows = models[c], np.flatnonzero(labels == c)
+        z = rng.standard_normal((len(rows), len(m["std"]))) * m["std"] * temperature
+        out[rows] = m["mean"] + z @ m["components"]
+    return np.round(np.clip(out, 0, 1) * 255).astype(np.uint8).reshape(n, 32, 32, 3)
+
+
+# ----------------------------------------------------------------------------------------------------
+# FID-style and PRDC numbers on the same features
+# ----------------------------------------------------------------------------------------------------
+def frechet_distance(*, real: np.ndarray, fake: np.ndarray) -> float:
+    """||mu_r - mu_f||^2 + Tr(C_r + C_f - 2 (C_r C_f)^{1/2}) of Gaussian fits (real, fake: (n, D) float).
+
+    Tr (C_r C_f)^{1/2} is computed without a D x D matrix square root: for D <= n as the sum of square roots
+    of the eigenvalues of C_r^{1/2} C_f C_r^{1/2} (symmetric), otherwise as the nuclear norm of
+    X_r X_f^T / (n - 1) with X the centred (n, D) features (the same nonzero eigenvalues), which keeps
+    3072-d pixel features cheap at n = 2,500.
+    """
+    real, fake = np.asarray(real, np.float64), np.asarray(fake, np.float64)
+    xr, xf = real - real.mean(0), fake - fake.mean(0)
+    mean_term = float(((real.mean(0) - fake.mean(0)) ** 2).sum())
+    trace_r, trace_f = (xr * xr).sum() / (len(xr) - 1), (xf * xf).sum() / (len(xf) - 1)
+    if real.shape[1] <= min(len(xr), len(xf)):
+        evals, evecs = np.linalg.eigh(xr.T @ xr / (len(xr) - 1))
+        root_r = (evecs * np.sqrt(np.clip(evals, 0, None))) @ evecs.T
+        inner = np.linalg.eigvalsh(root_r @ (xf.T @ xf / (len(xf) - 1)) @ root_r)
+        cross = np.sqrt(np.clip(inner, 0, None)).sum()
+    else:
+        cross = np.linalg.svd(xr @ xf.T, compute_uv=False).sum() / math.sqrt((len(xr) - 1) * (len(xf) - 1))
+    return float(mean_term + trace_r + trace_f - 2 * cross)
+
+
+def _squared_distances(a: np.ndarray, b: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """(len(a), len(b)) float64 squared Euclidean distances by one GEMM on centred float64 features."""
+    a, b = np.asarray(a, np.float64) - center, np.asarray(b, np.float64) - center
+    sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
+    return np.maximum(sq, 0.0)
+
+
+def prdc(*, real: np.ndarray, fake: np.ndarray, k: int = 5) -> dict:
+    """k-NN precision, recall (Kynkaanniemi et al. 2019), density and coverage (Naeem et al. 2020), strict
+    inequalities as in `lib.manifold.precision_recall_density_coverage`, from full distance matrices built
+    by GEMM: memory O(n^2) instead of that function's (chunk, n, D) temporaries, which at D = 3072 pixels
+    and n = 2,500 need ~16 GB. real: (n_r, D), fake: (n_f, D)."""
+    center = np.asarray(real, np.float64).mean(0)
+    rr, ff, rf = (_squared_distances(real, real, center), _squared_distances(fake, fake, center),
+                  _squared_distances(real, fake, center))
+    real_r2 = np.partition(rr, k, axis=1)[:, k]  # k-th neighbour, the point itself at distance 0 first
+    fake_r2 = np.partition(ff, k, axis=1)[:, k]
+    inside_real = rf < real_r2[:, None]  # fake j within real i's ball
+    return {"precision": float(inside_real.any(0).mean()), "recall": float((rf < fake_r2[None, :]).any(1).mean()),
+            "density": float(inside_real.sum() / (k * rf.shape[1])), "coverage": float(inside_real.any(1).mean())}
+
+
+def generator_scores(train_n: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
+                     real_feats: np.ndarray, prdc_k: int, alpha_e: float) -> dict:
+    """IRS_inf (fake, real), IRS_inf,a with its interval, FID and precision/recall/density/coverage."""
+    fake, real = irs.retrieval_result(train_n, fake_idx, alpha_e), irs.retrieval_result(train_n, real_idx, alpha_e)
+    adj = irs.adjusted_score(fake, real)
+    pr = prdc(real=real_feats, fake=fake_feats, k=prdc_k)
+    return {"irs_alpha": fake["irs_alpha"], "irs_inf": fake["estimate"], "irs_inf_lower": fake["lower"],
+            "irs_inf_upper": fake["upper"], "irs_inf_real": real["estimate"], "irs_adj": adj["estimate"],
+            "irs_adj_lower": adj["lower"], "irs_adj_upper": adj["upper"],
+            "fid": frechet_distance(real=real_feats, fake=fake_feats), **pr}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The pipeline per extractor (cached), and the paper-scale folders
+# ----------------------------------------------------------------------------------------------------
+def simulation_table(config: IRSConfig) -> list[dict]:
+    """`simulate_estimator` over sim_s_fractions x sim_ratios at N = sim_n_train."""
+    n_train = config.sim_n_train
+    return [simulate_estimator(n_train, round(sf * n_train), max(2, round(r * n_train)), config.sim_reps,
+                               seed=config.seed, alpha_e=config.alpha_e)
+            for sf in config.sim_s_fractions for r in config.sim_ratios]
+
+
+def extractor_run(config: IRSConfig, name: str, sets: dict, *, force: bool = False, progress: bool = False) -> dict:
+    """Features of the database and both held-out pools, and the held-out retrievals, for one extractor.
+
+    Returns {"extractor", "train_feats", "ref_feats", "syn_feats", "ref_idx", "syn_idx"}."""
+    ex = extractor_for(config, name)
+    train_feats = cached_features(ex, sets["train"], label=f"train{config.train_per_class}", force=force,
+                                  progress=progress)
+    out = {"extractor": ex, "train_feats": train_feats}
+    for pool in ("ref", "syn"):
+        label = f"{pool}{config.pool_per_class}"
+        out[f"{pool}_feats"] = cached_features(ex, sets[pool], label=label, force=force, progress=progress)
+        out[f"{pool}_idx"] = retrieve(ex, train_feats, sets[pool], label=label)  # features: a cache hit
+    return out
+
+
+def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
+    """The generated image sets of E3 and the toy-generator study, each {"images", "sources" (or None)}.
+
+    memorise-g: the memorising generator for each g; pca-T1 / pca-T0.5: the per-class PCA-Gaussian at
+    temperature 1 and 0.5; pca-5cls: the PCA-Gaussian restricted to 5 classes (mode dropping by a model)."""
+    n = config.gen_n
+    out = {f"memorise-{g:g}": memorised_copies(sets["train"], g, n, config.mem_noise, seed=config.seed)
+           for g in config.mem_fractions}
+    models = fit_pca_gaussians(sets["train"], sets["train_labels"], config.pca_dims)
+    keep = np.random.default_rng(derive_seed(config.seed, 55)).choice(NUM_CLASSES, 5, replace=False)
+    for label, kwargs in (("pca-T1", {}), ("pca-T0.5", {"temperature": 0.5}), ("pca-5cls", {"classes": keep})):
+        out[label] = {"images": sample_pca_gaussians(models, n, seed=config.seed, **kwargs), "sources": None}
+    return out
+
+
+def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
+    """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
+    return np.sort(np.random.default_rng(derive_seed(config.seed, n, 9)).permutation(
+        NUM_CLASSES * config.pool_per_class)[:n])
+
+
+def iter_image_folder(root: str, image_size: int, batch: int = 256):
+    """uint8 batches (b, image_size, image_size, 3) of every image under `root` (sorted paths): RGB, shorter
+    side resized to image_size (bicubic), centre-cropped; the paper-scale input (spec §2.1 step 1, §7)."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    suffixes = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".JPEG"}
+    paths = sorted(p for p in Path(root).rglob("*") if p.suffix in suffixes)
+    if not paths:
+        raise ValueError(f"no images found under {root!r} (looked for {sorted(suffixes)}).")
+    buf = []
+    for p in paths:
+        img = Image.open(p).convert("RGB")
+        scale = image_size / min(img.size)
+        img = img.resize((max(image_size, round(img.width * scale)), max(image_size, round(img.height * scale))),
+                         Image.BICUBIC)
+        left, top = (img.width - image_size) // 2, (img.height - image_size) // 2
+        buf.append(np.asarray(img.crop((left, top, left + image_size, top + image_size))))
+        if len(buf) == batch:
+            yield np.stack(buf)
+            buf = []
+    if buf:
+        yield np.stack(buf)
+
+
+def folder_score(config: IRSConfig, *, progress: bool = False) -> dict:
+    """IRS of a generator at paper scale: features of train_dir, real_dir and fake_dir with the configured
+    extractor (the paper: SwAV, n = 50,000), then `irs.image_retrieval_score` (equal n, every chunk)."""
+    ex = extractor_for(config, config.extractors[0])
+    feats = {}
+    for name in ("train_dir", "real_dir", "fake_dir"):
+        folder = getattr(config, name)
+        key = {"extractor": ex.key, "folder": folder, "image_size": config.image_size}
+        path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{name}", key, ".npz")
+        batches = iter_image_folder(folder, config.image_size)
+        feats[name] = cached_npz(path, lambda b=batches: {"feats": ex.extract_batches(b)})["feats"]
+    return irs.image_retrieval_score(feats["train_dir"], feats["real_dir"], feats["fake_dir"][: config.gen_n],
+                                     config.alpha_e, center=False)

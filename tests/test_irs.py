@@ -1,0 +1,219 @@
+"""IRS estimator (spec 04 §3, §5): Stirling numbers, the occupancy model, MLE, interval, edge cases, coverage;
+retrieval against brute force."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from lib import irs
+
+
+def occupancy_pmf_by_dp(n: int, s: int) -> np.ndarray:
+    """P(K = j | s), j = 0..min(n, s), by the draw-by-draw Markov chain (independent of Stirling numbers)."""
+    p = np.zeros(min(n, s) + 1)
+    p[0] = 1.0
+    j = np.arange(len(p))
+    for _ in range(n):
+        q = p * j / s
+        q[1:] += p[:-1] * (s - j[:-1]) / s
+        p = q
+    return p
+
+
+def brute_force_estimate(n_train: int, n: int, k: int, alpha_e: float) -> tuple[int, int, int]:
+    """(L, s_hat, U) by scanning every s in [k, N] with the DP distribution."""
+    pmfs = {s: occupancy_pmf_by_dp(n, s) for s in range(k, n_train + 1)}
+    s_hat = max(range(k, n_train + 1), key=lambda s: (pmfs[s][k], -s))  # smallest maximiser
+    upper = max(s for s in pmfs if pmfs[s][: k + 1].sum() >= alpha_e)
+    lowers = [s for s in pmfs if pmfs[s][k:].sum() >= alpha_e]
+    return (min(lowers) if lowers else n_train), s_hat, upper
+
+
+def test_exact_stirling_numbers_match_known_values():
+    # S(5, k) = 1, 15, 25, 10, 1; S(10, 3) = 9330
+    assert np.allclose(np.exp(irs.log_stirling2(5)[1:]), [1, 15, 25, 10, 1])
+    assert math.isclose(math.exp(irs.log_stirling2(10)[3]), 9330, rel_tol=1e-12)
+    assert irs.log_stirling2(7)[0] == -np.inf
+
+
+@pytest.mark.parametrize("n, tol", [(50, 2e-3), (200, 5e-4), (1000, 1e-4), (3000, 4e-5)])
+def test_temme_approaches_the_exact_recurrence(n, tol):
+    exact = irs.log_stirling2(n)
+    temme = irs.log_stirling_temme(n, np.arange(1, n + 1))
+    assert np.max(np.abs(exact[1:] - temme)) < tol  # spec §5: 1.2e-3, 3e-4, 6e-5, 2e-5 nats
+
+
+def test_lambert_w_root_solves_the_temme_equation():
+    v = np.array([1.0 + 1e-6, 1.001, 1.5, 2.0, 10.0, 30.0])
+    G = irs.temme_G(v)
+    assert np.all((G > 0) & (G < 1))  # G = v would be the spurious root
+    # G = v exp(G - v); near v = 1 in the form that keeps precision there: log G - G = log v - v
+    assert np.allclose(G, v * np.exp(G - v), rtol=0, atol=1e-15)
+    near = v < 2
+    assert np.allclose(np.log(G[near]) - G[near], np.log(v[near]) - v[near], rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("n, s", [(20, 15), (30, 100), (50, 40), (12, 12)])
+def test_occupancy_pmf_matches_the_markov_chain(n, s):
+    ours = np.exp(irs.log_occupancy_pmf(n, s))
+    assert np.allclose(ours, occupancy_pmf_by_dp(n, s), rtol=1e-10, atol=1e-300)
+    assert math.isclose(ours.sum(), 1.0, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("n_train, n, k", [(60, 30, 20), (60, 30, 29), (40, 40, 26), (25, 60, 24), (30, 10, 10),
+                                           (80, 25, 3), (50, 50, 49)])
+def test_estimate_and_interval_equal_brute_force(n_train, n, k):
+    lo, s_hat, up = brute_force_estimate(n_train, n, k, 0.05)
+    r = irs.irs_inf(n_train, n, k, 0.05)
+    assert (r["s_lower"], r["s_hat"], r["s_upper"]) == (lo, s_hat, up)
+    assert r["lower"] <= r["estimate"] <= r["upper"]
+
+
+def test_mle_equals_argmax_of_the_likelihood_at_scale():
+    rng = np.random.default_rng(3)
+    for n_train, n in [(10_000, 5_000), (20_000, 2_000), (1_281_167, 50_000)]:
+        for _ in range(3):
+            k = int(np.unique(rng.integers(0, int(0.6 * n_train), n)).size)
+            grid = np.arange(k, n_train + 1)
+            loglik = irs.log_likelihood(n, k, grid)
+            s_hat = irs.mle_reachable(n_train, n, k)
+            if n_train <= 20_000:
+                assert s_hat == grid[np.argmax(loglik)]
+            else:  # near the maximum, neighbours differ by less than gammaln's rounding at s ~ 1e6
+                assert loglik[s_hat - k] >= loglik.max() - 1e-8 and abs(s_hat - grid[np.argmax(loglik)]) <= 2
+            assert abs(s_hat - irs.moment_estimate(n_train, n, k)) <= 1.0
+
+
+def test_bounds_are_monotone_in_k():
+    rows = [irs.irs_inf(2_000, 1_000, k) for k in range(300, 1_001, 25)]
+    for key in ("lower", "estimate", "upper"):
+        values = [r[key] for r in rows]
+        assert all(a <= b for a, b in zip(values, values[1:])), key
+
+
+@pytest.mark.parametrize("k", [998, 999, 1000])
+def test_k_near_n_train_terminates_with_one(k):
+    # the package never returns for k >= N - 1 (spec §5)
+    start = time.perf_counter()
+    r = irs.irs_inf(1_000, 5_000, k)
+    assert time.perf_counter() - start < 1.0
+    assert r["estimate"] == 1.0 and r["upper"] == 1.0
+
+
+def test_no_collisions_gives_n_train_and_a_finite_lower_bound():
+    r = irs.irs_inf(1_000_000, 2_000, 2_000)
+    assert r["estimate"] == 1.0 and r["upper"] == 1.0
+    # P(all n distinct | s) >= 0.05  <=>  s >= roughly n^2 / (2 * -log 0.05)
+    assert r["s_lower"] == pytest.approx(2_000**2 / (2 * -math.log(0.05)), rel=0.01)
+    assert r["consistent"]
+
+
+def test_k_too_large_for_the_training_set_is_flagged():
+    r = irs.irs_inf(1_000, 500, 500)  # 500 distinct of 1000 is very unlikely (about 125 collisions expected)
+    assert not r["consistent"] and r["lower"] == 1.0
+
+
+@pytest.mark.parametrize("args, message", [((100, 1, 1), "n_samples=1"), ((100, 10, 11), "k_distinct=11"),
+                                           ((10, 20, 11), "k_distinct=11"), ((0, 2, 1), "n_train=0"),
+                                           ((100, 10, 0), "k_distinct=0"), ((100, 10.0, 5), "n_samples=10.0")])
+def test_bad_counts_fail_with_the_parameter_name(args, message):
+    with pytest.raises(ValueError, match=message):
+        irs.irs_inf(*args)
+
+
+def test_imagenet_scale_is_fast_and_matches_the_spec_draw():
+    n_train, n = 1_281_167, 50_000
+    k = int(np.unique(np.random.default_rng(0).integers(0, int(0.77 * n_train), n)).size)
+    start = time.perf_counter()
+    r = irs.irs_inf(n_train, n, k)
+    assert time.perf_counter() - start < 1.0
+    # spec §5: about +-3.5 points wide, estimate within about 2 sd (sd ~ 0.02) of the truth
+    assert 0.06 < r["upper"] - r["lower"] < 0.08 and abs(r["estimate"] - 0.77) < 0.045
+
+
+@pytest.mark.parametrize("n_train, s_true, n", [(2_000, 1_200, 1_000), (2_000, 500, 2_000)])
+def test_interval_coverage_and_bias_by_simulation(n_train, s_true, n):
+    reps = 200
+    rng = np.random.default_rng(11)
+    rows = [irs.irs_inf(n_train, n, int(np.unique(rng.integers(0, s_true, n)).size)) for _ in range(reps)]
+    covered = np.mean([r["s_lower"] <= s_true <= r["s_upper"] for r in rows])
+    # a 90 % interval; exact intervals of a discrete model are conservative, so allow [0.85, 0.97]
+    # (binomial sd at 200 reps is 0.021)
+    assert 0.85 <= covered <= 0.97
+    estimates = np.array([r["s_hat"] for r in rows])
+    assert abs(estimates.mean() - s_true) < 3 * estimates.std() / math.sqrt(reps) + 1
+
+
+def test_adjusted_score_needs_equal_n_and_brackets_the_ratio():
+    a, b = irs.irs_inf(10_000, 2_000, 1_500), irs.irs_inf(10_000, 2_000, 1_800)
+    adj = irs.adjusted_score(a, b)
+    assert adj["lower"] < adj["estimate"] < adj["upper"]
+    assert adj["estimate"] == pytest.approx(a["s_hat"] / b["s_hat"])
+    with pytest.raises(ValueError, match="equal n"):
+        irs.adjusted_score(irs.irs_inf(10_000, 1_000, 900), b)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Retrieval
+# ----------------------------------------------------------------------------------------------------
+def test_retrieval_equals_brute_force_on_random_sets():
+    rng = np.random.default_rng(0)
+    for n_train, n, dim in [(500, 300, 8), (2_000, 700, 64), (1_000, 50, 300)]:
+        train, queries = rng.normal(size=(n_train, dim)) * 3 + 5, rng.normal(size=(n, dim)) * 3 + 5
+        dist = ((queries[:, None, :] - train[None]) ** 2).sum(-1)
+        assert np.array_equal(irs.nearest_train(train, queries, base_chunk=333, query_chunk=128),
+                              dist.argmin(axis=1))
+
+
+def test_streamed_search_with_and_without_centring_matches_exact_float64():
+    from lib.knn import exact_knn
+
+    rng = np.random.default_rng(6)
+    train, queries = rng.normal(size=(3_000, 32)) + 50.0, rng.normal(size=(400, 32)) + 50.0  # far from the origin
+    exact = exact_knn(queries, train, 1)["indices"][:, 0]
+    assert np.array_equal(irs.nearest_train(train, queries, base_chunk=700, query_chunk=150), exact)
+    assert np.mean(irs.nearest_train(train, queries, center=False, base_chunk=700) == exact) > 0.95
+
+
+def test_ties_go_to_the_lowest_training_index_and_self_retrieval_reaches_everything():
+    rng = np.random.default_rng(1)
+    train = rng.integers(0, 4, size=(600, 3)).astype(np.float32)  # many exact duplicates
+    queries = rng.integers(0, 4, size=(200, 3)).astype(np.float32)
+    dist = ((queries[:, None, :] - train[None]) ** 2).sum(-1)
+    assert np.array_equal(irs.nearest_train(train, queries, base_chunk=128), dist.argmin(axis=1))
+    distinct = rng.normal(size=(400, 16))
+    assert np.unique(irs.nearest_train(distinct, distinct)).size == 400
+
+
+def test_scores_are_invariant_to_similarity_transforms():
+    rng = np.random.default_rng(2)
+    train, real, fake = rng.normal(size=(800, 12)), rng.normal(size=(300, 12)), rng.normal(size=(300, 12)) * 0.5
+    rot, _ = np.linalg.qr(rng.normal(size=(12, 12)))
+    move = lambda x: 3.0 * x @ rot + 7.0  # noqa: E731
+    a = irs.image_retrieval_score(train, real, fake)
+    b = irs.image_retrieval_score(move(train), move(real), move(fake))
+    assert a["adjusted"] == b["adjusted"] and a["real"]["k_distinct"] == b["real"]["k_distinct"]
+    assert a["fake"]["k_distinct"] < a["real"]["k_distinct"]  # the shrunk set reaches fewer training points
+
+
+def test_memorising_generator_recovers_its_fraction():
+    rng = np.random.default_rng(4)
+    train = rng.normal(size=(3_000, 10))
+    source = rng.choice(3_000, 900, replace=False)  # g = 0.3
+    fake = train[rng.choice(source, 3_000)] + 1e-3 * rng.normal(size=(3_000, 10))
+    real = rng.normal(size=(3_000, 10))
+    r = irs.image_retrieval_score(train, real, fake)
+    assert r["fake"]["lower"] <= 0.3 <= r["fake"]["upper"]
+    assert r["adjusted"]["estimate"] > r["fake"]["estimate"]  # the real set falls short of 1: over-correction
+
+
+def test_all_synthetic_chunks_are_used():
+    rng = np.random.default_rng(5)
+    train, real, fake = rng.normal(size=(500, 6)), rng.normal(size=(200, 6)), rng.normal(size=(650, 6))
+    r = irs.image_retrieval_score(train, real, fake)
+    assert r["n"] == 200 and len(r["fake_chunks"]) == 3
+    assert r["adjusted"]["estimate"] == pytest.approx(np.mean([c["estimate"] for c in r["adjusted_chunks"]]))

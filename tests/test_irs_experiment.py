@@ -1,0 +1,133 @@
+"""Notebook 04's experiment module: validation, the controlled draws, the toy generators, FID on features."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import linalg
+
+from lib import irs_experiment as ie
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"extractors": ["pixels", "vgg"]}, "extractor='vgg'"),
+    ({"fractions": [0.5, 1.5]}, "fractions \\(f\\) entry=1.5"),
+    ({"fractions": [0.0, 0.5]}, "fractions \\(f\\) entry=0.0"),
+    ({"fractions": [0.05, 0.5]}, "keeps floor\\(10 f\\) = 0 classes"),
+    ({"gen_n": 1}, "gen_n \\(n\\)=1"),
+    ({"n_fixed": 1}, "n_fixed \\(n\\)=1"),
+    ({"gap_ns": [1, 100]}, "gap_ns entry \\(n\\)=1"),
+    ({"pool_split": "mixed"}, "pool_split='mixed'"),
+    ({"alpha_e": 0.6}, "alpha_e=0.6"),
+    ({"typo": 1}, "unknown parameter"),
+])
+def test_bad_parameters_fail_fast_with_the_parameter_name(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        ie.resolve_config("smoke", **overrides)
+
+
+def test_paper_preset_needs_its_folders():
+    with pytest.raises(ValueError, match="train_dir is empty"):
+        ie.resolve_config("paper")
+    config = ie.resolve_config("paper", train_dir="/a", real_dir="/b", fake_dir="/c")
+    assert config.extractors == ("swav",) and config.data == "folders"
+
+
+def test_every_preset_but_paper_validates():
+    for name in ("smoke", "cpu"):
+        assert ie.resolve_config(name).preset == name
+
+
+def test_class_fraction_draws_have_equal_n_and_only_the_chosen_classes():
+    m = 30
+    labels = np.repeat(np.arange(10), m)
+    ref_idx, syn_idx = np.arange(300), np.arange(300, 600)
+    rng = np.random.default_rng(0)
+    syn_class = dict(zip(syn_idx, labels))
+    for f, regime, n_expected in [(0.3, "b", 90), (0.3, "a", 40), (1.0, "b", 300)]:
+        fake, real = ie.class_fraction_draw(f, regime, ref_idx=ref_idx, ref_labels=labels, syn_idx=syn_idx,
+                                            syn_labels=labels, pool_per_class=m, n_fixed=40, pool_split="disjoint",
+                                            rng=rng)
+        assert len(fake) == len(real) == n_expected
+        assert len({syn_class[i] for i in fake}) == math.floor(10 * f) if regime == "b" else True
+        assert set(fake) <= set(syn_idx) and set(real) <= set(ref_idx)
+        assert len(set(fake)) == len(fake)  # without replacement
+
+
+def test_memorised_copies_stay_near_their_sources():
+    train = np.random.default_rng(1).integers(0, 256, (200, 32, 32, 3), dtype=np.uint8)
+    out = ie.memorised_copies(train, 0.25, 500, 0.02, seed=0)
+    assert np.unique(out["sources"]).size <= 50
+    diff = out["images"].astype(float) / 255 - train[out["sources"]] / 255
+    assert 0.015 < diff.std() < 0.025  # sigma = 0.02 (less a little clipping, plus rounding)
+
+
+def test_pca_gaussian_samples_follow_the_class_statistics():
+    rng = np.random.default_rng(2)
+    base = rng.integers(40, 200, (10, 1, 32, 32, 3))
+    train = np.clip(base + rng.normal(0, 10, (10, 60, 32, 32, 3)), 0, 255).astype(np.uint8).reshape(600, 32, 32, 3)
+    labels = np.repeat(np.arange(10), 60)
+    models = ie.fit_pca_gaussians(train, labels, dims=5)
+    hot = ie.sample_pca_gaussians(models, 400, seed=0)
+    cold = ie.sample_pca_gaussians(models, 400, seed=0, temperature=0.5)
+    assert hot.shape == (400, 32, 32, 3) and hot.dtype == np.uint8
+    assert cold.astype(float).std(axis=0).mean() < hot.astype(float).std(axis=0).mean()
+    only = ie.sample_pca_gaussians(models, 50, seed=0, classes=np.array([3]))
+    assert np.abs(only.mean(0) - base[3, 0]).mean() < 5  # close to the class-3 mean image
+
+
+@pytest.mark.parametrize("n, dim", [(300, 12), (40, 70)])
+def test_frechet_distance_equals_the_matrix_square_root_formula(n, dim):
+    rng = np.random.default_rng(3)
+    real, fake = rng.normal(size=(n, dim)), rng.normal(size=(n, dim)) * 1.4 + 0.3
+    c_r, c_f = np.cov(real, rowvar=False), np.cov(fake, rowvar=False)
+    root = linalg.sqrtm(c_r @ c_f).real
+    ref = ((real.mean(0) - fake.mean(0)) ** 2).sum() + np.trace(c_r + c_f - 2 * root)
+    assert ie.frechet_distance(real=real, fake=fake) == pytest.approx(ref, rel=1e-6)
+    assert ie.frechet_distance(real=real, fake=real) == pytest.approx(0.0, abs=1e-8)
+
+
+def test_prdc_from_distance_matrices_equals_the_shared_implementation():
+    from lib.manifold import precision_recall_density_coverage
+
+    rng = np.random.default_rng(4)
+    real, fake = rng.normal(size=(300, 20)), rng.normal(size=(250, 20)) * 0.8 + 0.3
+    ours = ie.prdc(real=real, fake=fake, k=5)
+    assert ours == pytest.approx(precision_recall_density_coverage(real=real, fake=fake, k=5), abs=1e-12)
+
+
+def test_linear_fit_recovers_a_line():
+    x = np.linspace(0.1, 1, 10)
+    fit = ie.linear_fit(x, 0.8 * x + 0.1)
+    assert fit["slope"] == pytest.approx(0.8) and fit["intercept"] == pytest.approx(0.1) and fit["r2"] == 1.0
+
+
+def test_simulated_memoriser_is_the_coupon_collector_model():
+    r = ie.simulate_estimator(5000, 1500, 2000, 60, seed=1)
+    assert abs(r["bias"]) < 3 * r["sd"] / math.sqrt(60) + 1e-3
+    assert r["coverage"] >= 0.8
+
+
+def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch):
+    """The `paper` preset's path on three tiny image folders with the pixel extractor (SwAV is not here)."""
+    from PIL import Image
+
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(5)
+    train = rng.integers(0, 256, (60, 40, 48, 3), dtype=np.uint8)  # not square: resized and centre-cropped
+    folders = {}
+    for name, images in {"train": train, "real": train[rng.permutation(60)[:30]],
+                         "fake": np.repeat(train[:5], 8, axis=0)}.items():
+        folders[name] = tmp_path / name
+        (folders[name] / "sub").mkdir(parents=True)
+        for i, img in enumerate(images):
+            Image.fromarray(img).save(folders[name] / "sub" / f"{i:03d}.png")
+    config = ie.resolve_config("paper", train_dir=str(folders["train"]), real_dir=str(folders["real"]),
+                               fake_dir=str(folders["fake"]), extractors=["pixels"], image_size=32)
+    result = ie.folder_score(config)
+    assert result["n"] == 30 and result["real"]["k_distinct"] == 30  # real images retrieve themselves
+    assert result["fake"]["k_distinct"] == 5  # copies of 5 training images
+    with pytest.raises(ValueError, match="no images found"):
+        next(ie.iter_image_folder(str(tmp_path / "cache"), 32))

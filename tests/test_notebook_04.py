@@ -1,0 +1,93 @@
+"""Notebook 04 run by papermill: the smoke preset's recorded results, and fast failures on bad parameters."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from lib.glue import read_results
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "04_image_retrieval_score.ipynb"
+
+
+def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+    """Execute the notebook (smoke preset unless overridden) and return its glued results."""
+    out = tmp_path / f"{name}.ipynb"
+    os.environ["WORKBOOK_CACHE"] = str(cache)
+    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
+                        execution_timeout=cell_timeout)
+    return read_results(out)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nb04")
+    return run(tmp, "smoke", tmp / "cache")
+
+
+def test_smoke_run_records_its_results(smoke):
+    r = smoke
+    assert r["preset"] == "smoke" and r["extractors"] == ["pixels", "randproj", "resnet20"] and r["n_train"] == 2000
+    assert set(r["sim_coverage"]) == {"s0.3/n0.1", "s0.3/n0.5", "s0.9/n0.1", "s0.9/n0.5"}
+    assert all(0.75 <= c <= 1.0 for c in r["sim_coverage"].values())  # 90 % intervals, 40 repetitions each
+    lower, estimate, upper, seconds = r["imagenet_scale"]
+    assert lower < estimate < upper and 0.06 < upper - lower < 0.08 and seconds < 5
+    assert r["adjusted_ci_coverage"] >= 0.8  # the conservative bounds-ratio interval
+
+
+def test_real_data_falls_short_of_one_in_every_feature_space(smoke):
+    gap = smoke["gap_irs_inf_real"]
+    assert set(gap) == {"pixels", "randproj", "resnet20"}
+    for lower, estimate, upper in gap.values():
+        assert 0 < lower <= estimate <= upper < 1  # the measurement gap
+    assert gap["resnet20"][1] > gap["pixels"][1]  # a learned feature space retrieves more evenly than pixels
+
+
+def test_memoriser_and_class_fraction_behave_as_the_model_says(smoke):
+    e3 = smoke["e3"]
+    irs_inf, lower, upper, source_hit, _ = e3["pixels/g0.1"]
+    assert source_hit == 1.0 and lower <= 0.1 <= upper  # exact copies: the coupon-collector model holds
+    assert e3["pixels/g0.1"][0] < e3["pixels/g0.5"][0]
+    slope, _, r2 = smoke["e2_fit"]["resnet20/b/irs_adj"]
+    assert slope > 0.3 and r2 > 0.5  # rises with the class fraction
+
+
+def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
+    toy = smoke["toy"]
+    real, memoriser = toy["resnet20/real (SYN pool)"], toy["resnet20/memorise-0.1"]
+    # [irs_adj, fid, precision, recall, coverage]
+    assert memoriser[0] < 0.5 * real[0]
+    assert memoriser[2] > 0.8 and memoriser[3] > 0.7
+
+
+def test_smoke_run_stays_small(smoke):
+    # about 50 s on a loaded 2-core machine with a cold cache; the bound guards against a preset that grew
+    assert smoke["runtime_s"] < 150
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
+    ({"EXTRACTORS": ["pixels", "vgg"]}, "extractor='vgg'"),
+    ({"FRACTIONS": [0.0, 0.5]}, "fractions \\(f\\) entry=0.0"),
+    ({"GEN_N": 1}, "gen_n \\(n\\)=1"),
+])
+def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
+    start = time.perf_counter()
+    with pytest.raises(pm.PapermillExecutionError, match=message):
+        run(tmp_path, "bad", tmp_path / "cache", **parameters)
+    assert time.perf_counter() - start < 60
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.full
+def test_cpu_preset_findings(tmp_path):
+    """The default preset (about 20 minutes on 2 cores); skipped unless `pytest --run-full`."""
+    r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
+    assert all(upper < 1 for _, _, upper in r["gap_irs_inf_real"].values())
+    assert all(r["e2_fit"][f"{name}/a/irs_adj"][0] > 0 for name in r["extractors"])
+    assert r["runtime_s"] < 40 * 60
