@@ -9,7 +9,7 @@ data/cache/01/ by a hash of everything it depends on, so an interrupted run resu
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,15 @@ from tqdm.auto import tqdm
 from lib import ddpm, prcurves
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.ring import RingSettings, ring_train_heldout
-from lib.params import check_choice, check_int, check_ints, check_percentiles, check_probability, check_real
+from lib.params import (
+    check_choice,
+    check_int,
+    check_ints,
+    check_percentiles,
+    check_probability,
+    check_real,
+    with_overrides,
+)
 from lib.seeds import derive_seed
 from lib.stats import TESTS, pointwise_compare
 
@@ -74,12 +82,7 @@ def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
     Raises ValueError naming the parameter for any bad value, before any work is done.
     """
     check_choice("PRESET", preset, PRESETS)
-    base = PRESETS[preset]
-    unknown = set(overrides) - set(asdict(base))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    config = replace(base, **changes)
+    config = with_overrides(PRESETS[preset], overrides)
     validate(config)
     return config
 

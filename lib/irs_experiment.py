@@ -10,7 +10,7 @@ data/cache/04/ by the extractor's settings and the images' content.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy as np
 from lib import irs
 from lib.cache import cache_path, cached_npz
 from lib.features import EXTRACTORS, Extractor, cached_features, get_extractor
-from lib.params import check_choice, check_int, check_real
+from lib.params import check_choice, check_int, check_real, with_overrides
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "04"
@@ -86,12 +86,7 @@ PRESETS: dict[str, IRSConfig] = {
 def resolve_config(preset: str, **overrides: Any) -> IRSConfig:
     """The preset's config with `overrides` applied (None keeps the preset's value), validated at once."""
     check_choice("PRESET", preset, PRESETS)
-    base = PRESETS[preset]
-    unknown = set(overrides) - set(asdict(base))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    config = replace(base, **changes)
+    config = with_overrides(PRESETS[preset], overrides)
     validate(config)
     return config
 

@@ -6,6 +6,7 @@ Every check raises `ValueError` (the notebooks call these before any heavy work)
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -80,3 +81,14 @@ def check_percentiles(name: str, value: Any) -> tuple[float, float]:
     if lo >= hi:
         raise ValueError(f"{name}={value!r} needs lo < hi.")
     return lo, hi
+
+
+def with_overrides(base: Any, overrides: dict[str, Any]) -> Any:
+    """The frozen dataclass `base` with `overrides` applied: None keeps the base value, lists become
+    tuples (papermill passes lists), and an unknown name is a ValueError listing the known ones."""
+    known = {f.name for f in fields(base)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(known)}.")
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+    return replace(base, **changes)

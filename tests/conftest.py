@@ -33,7 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
-    os.environ["WORKBOOK_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    session_cache = str(tmp_path_factory.mktemp("cache"))
+    os.environ["WORKBOOK_CACHE"] = os.environ["WORKBOOK_CACHE_SESSION"] = session_cache
     yield
 
 

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import papermill as pm
 import pytest
+from notebook_runner import notebook_runner
 
-from lib.glue import read_results
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_crel_conformal_reliability.ipynb"
+run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
 
-def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
-    out = tmp_path / f"{name}.ipynb"
-    os.environ["WORKBOOK_CACHE"] = str(cache)
-    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
-    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
-                        execution_timeout=cell_timeout)
-    return read_results(out)
 
 
 @pytest.fixture(scope="module")

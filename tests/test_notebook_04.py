@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import papermill as pm
 import pytest
+from notebook_runner import notebook_runner
 
-from lib.glue import read_results
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "04_image_retrieval_score.ipynb"
+run = notebook_runner("04_image_retrieval_score.ipynb")
 
 
-def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
-    """Execute the notebook (smoke preset unless overridden) and return its glued results."""
-    out = tmp_path / f"{name}.ipynb"
-    os.environ["WORKBOOK_CACHE"] = str(cache)
-    parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
-    pm.execute_notebook(NOTEBOOK, out, parameters=parameters, cwd=NOTEBOOK.parent, progress_bar=False,
-                        execution_timeout=cell_timeout)
-    return read_results(out)
 
 
 @pytest.fixture(scope="module")

@@ -33,3 +33,18 @@ def test_percentiles():
     assert params.check_percentiles("band", (10, 90)) == (10.0, 90.0)
     with pytest.raises(ValueError, match="lo < hi"):
         params.check_percentiles("band", (90, 10))
+
+
+def test_with_overrides_keeps_none_turns_lists_into_tuples_and_names_unknown_parameters():
+    from dataclasses import dataclass
+
+    from lib.params import with_overrides
+
+    @dataclass(frozen=True)
+    class Config:
+        size: int = 3
+        ks: tuple = (1, 2)
+
+    assert with_overrides(Config(), {"size": None, "ks": [5]}) == Config(3, (5,))
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['sizes'\]; known: \['ks', 'size'\]"):
+        with_overrides(Config(), {"sizes": 4})

@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pickle
 import tarfile
 import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from lib.cache import cache_path, cached_npz
+from lib.cache import cache_path, cached_npz, config_hash
 from lib.data.files import DataFileError, data_file, data_root
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SOURCES = ("jpeg", "python")
 PYTHON_ARCHIVE = "cifar10/cifar-10-python.tar.gz"
+DATASET_CACHE_ENV = "WORKBOOK_DATASET_CACHE"
 PYTHON_ARCHIVE_MD5 = "c58f30108f718f92721af3b95e74349a"  # published by the dataset's authors
 
 
@@ -113,10 +116,18 @@ def load_cifar10(source: str = "jpeg", force: bool = False) -> dict[str, Split]:
     if source not in SOURCES:
         raise ValueError(f"source={source!r} is not a CIFAR-10 source; choose one of {SOURCES}")
     read = _decode_jpeg_zip if source == "jpeg" else _read_python_archive
-    arrays = cached_npz(cache_path("cifar10", f"cifar10-{source}", {"source": source, "version": 1}, ".npz"),
-                        read, force=force)
+    arrays = cached_npz(decoded_path(source), read, force=force)
     return {"train": Split(arrays["train_images"], arrays["train_labels"]),
             "test": Split(arrays["test_images"], arrays["test_labels"])}
+
+
+def decoded_path(source: str) -> Path:
+    """Where the decoded arrays are cached: under `$WORKBOOK_DATASET_CACHE` if set (decoded inputs can be
+    shared by runs that otherwise start from an empty cache, as the notebook tests do), else the cache."""
+    config = {"source": source, "version": 1}
+    if os.environ.get(DATASET_CACHE_ENV):
+        return Path(os.environ[DATASET_CACHE_ENV]) / "cifar10" / f"cifar10-{source}-{config_hash(config)}.npz"
+    return cache_path("cifar10", f"cifar10-{source}", config, ".npz")
 
 
 def cifar10h_probs() -> np.ndarray:

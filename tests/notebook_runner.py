@@ -1,0 +1,36 @@
+"""Run a notebook by papermill the way the notebook tests do, and return its glued results."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import papermill as pm
+
+from lib.glue import read_results
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def notebook_runner(filename: str) -> Callable[..., dict]:
+    """`run(tmp_path, name, cache, cell_timeout=600, **parameters)` for notebooks/`filename`.
+
+    Each run gets the cache folder `cache` (a fresh one tests what a first run computes), except for
+    decoded datasets (CIFAR-10), inputs rather than results, kept in the test session's cache so they are
+    decoded once (`WORKBOOK_DATASET_CACHE`).
+    Parameters default to the smoke preset without progress bars or the interactive explorer.
+    """
+    notebook = NOTEBOOKS / filename
+
+    def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+        os.environ["WORKBOOK_DATASET_CACHE"] = os.environ["WORKBOOK_CACHE_SESSION"]
+        os.environ["WORKBOOK_CACHE"] = str(cache)
+        os.environ["WORKBOOK_DATA"] = str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())  # cwd moves
+        out = tmp_path / f"{name}.ipynb"
+        parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+        pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
+                            execution_timeout=cell_timeout)
+        return read_results(out)
+
+    return run
