@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import papermill as pm
+import pytest
 
 from lib.glue import read_results
 
@@ -34,3 +36,13 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
         return read_results(out)
 
     return run
+
+
+def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict, message: str) -> None:
+    """Bad `parameters` stop the notebook within a minute with an error matching `message`, before it
+    writes anything to its cache."""
+    start = time.perf_counter()
+    with pytest.raises(pm.PapermillExecutionError, match=message):
+        run(tmp_path, "bad", tmp_path / "cache", **parameters)
+    assert time.perf_counter() - start < 60
+    assert not (tmp_path / "cache").exists()
