@@ -84,7 +84,7 @@ def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (about 9 minutes on 2 cores): the findings its markdown states. Skipped unless --run-full."""
+    """The default preset (about 5 minutes on an idle 2-core CPU): the findings its markdown states."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
     assert abs(r["table"]["CReL/0.1"]["coverage_z"] - 0.9) < 0.02
     assert r["captions"]["A"]["mean"] > r["captions"]["B"]["mean"]

@@ -76,7 +76,7 @@ def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
 
 @pytest.mark.full
 def test_cpu_preset(tmp_path):
-    """The default preset (about 20 minutes on 2 cores): every method, all 10,000 CIFAR-10H rows."""
+    """The default preset (about 5 minutes on an idle 2-core CPU): every method, all 10,000 CIFAR-10H rows."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
     assert r["n_train"] == 50_000 and r["n_test"] == 10_000
     for loss in ("ce", "zero_one"):

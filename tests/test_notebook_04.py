@@ -68,7 +68,7 @@ def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (about 20 minutes on 2 cores); skipped unless `pytest --run-full`."""
+    """The default preset (about 7 minutes on an idle 2-core CPU); skipped unless `pytest --run-full`."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
     assert all(upper < 1 for _, _, upper in r["gap_irs_inf_real"].values())
     assert all(r["e2_fit"][f"{name}/a/irs_adj"][0] > 0 for name in r["extractors"])
