@@ -19,8 +19,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from lib import captions as cap
-from lib import crel_experiments as ex
+from lib.crel import captions as cap
+from lib.crel import experiment as ex
 from lib.device import cpu_model
 
 

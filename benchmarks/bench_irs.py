@@ -98,7 +98,7 @@ def bench_irs_inf(repeats: int) -> dict:
     k = int(np.unique(np.random.default_rng(0).integers(0, int(0.77 * n_train), n)).size)
     times = []
     for _ in range(repeats):
-        from lib.irs import _log_stirling_exact_row
+        from lib.irs.method import _log_stirling_exact_row
 
         _log_stirling_exact_row.cache_clear()
         start = time.perf_counter()

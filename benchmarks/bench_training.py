@@ -1,7 +1,7 @@
 """Ensemble training throughput, member-steps per second: M members trained as one batched model vs the
 same members trained one after another, on the current device (CUDA when present).
 
-Both run the same code (`lib.ddpm.train_ensemble`); "sequential" calls it with one seed at a time. The
+Both run the same code (`lib.prcurves.ddpm.train_ensemble`); "sequential" calls it with one seed at a time. The
 ratio batched / sequential is measured in one run, as the median of repeats, after a warm-up.
 Usage: python benchmarks/bench_training.py [--members 30] [--steps 20] [--complexities 1 4] [--repeats 3]
 """
@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from lib import ddpm
 from lib.data import gaussian_ring
 from lib.device import describe, pick_device
+from lib.prcurves import ddpm
 
 
 def throughput(points, complexity: int, seeds: list[int], steps: int, batched: bool, device) -> float:

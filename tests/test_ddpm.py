@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from lib import ddpm
 from lib.data import gaussian_ring
+from lib.prcurves import ddpm
 
 SEEDS = [11, 12, 13]
 

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from lib import ensemble_pr as ex
-from lib import prcurves, stats
+from lib import prcurves
+from lib.prcurves import experiment as ex
+from lib.prcurves import stats
 
 
 @pytest.mark.parametrize("preset, overrides, message", [

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from lib import epistemic_regret as ex
-from lib import epistemic_sandbox as sb
 from lib import regret
-from lib import uq_methods as uq
+from lib.regret import experiment as ex
+from lib.regret import sandbox as sb
+from lib.regret import uq
 
 CPU = torch.device("cpu")
 

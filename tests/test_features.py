@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import features
+from lib.irs import features
 from lib.models.cifar_resnet import load_pretrained, predict
 
 

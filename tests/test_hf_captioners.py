@@ -10,7 +10,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-hf = pytest.importorskip("lib.hf_captioners")  # transformers is a core dependency; this never skips in CI
+hf = pytest.importorskip("lib.crel.hf_captioners")  # transformers is a core dependency; this never skips in CI
 
 
 @pytest.fixture(scope="module")

@@ -97,10 +97,10 @@ def test_bounds_are_monotone_in_k():
 
 @pytest.mark.parametrize("k", [998, 999, 1000])
 def test_k_near_n_train_terminates_with_one(k):
-    # the package never returns for k >= N - 1 (spec §5)
+    # the package never returns for k >= N - 1 (spec §5); a hang guard, not a timing (the machine is shared)
     start = time.perf_counter()
     r = irs.irs_inf(1_000, 5_000, k)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 30.0
     assert r["estimate"] == 1.0 and r["upper"] == 1.0
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from lib import irs_experiment as ie
+from lib.irs import experiment as ie
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from lib import stats
+from lib.prcurves import stats
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from lib import irs
 from lib.cache import cache_path, cached_npz
-from lib.features import EXTRACTORS, Extractor, cached_features, get_extractor
+from lib.irs import method as irs
+from lib.irs.features import EXTRACTORS, Extractor, cached_features, get_extractor
 from lib.params import check_choice, check_int, check_real, with_overrides
 from lib.seeds import derive_seed
 

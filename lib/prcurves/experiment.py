@@ -16,7 +16,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from lib import ddpm, prcurves
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.ring import RingSettings, ring_train_heldout
 from lib.params import (
@@ -28,8 +27,10 @@ from lib.params import (
     check_real,
     with_overrides,
 )
+from lib.prcurves import ddpm
+from lib.prcurves import method as prcurves
+from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.seeds import derive_seed
-from lib.stats import TESTS, pointwise_compare
 
 CACHE_NAMESPACE = "01"
 PAPER_EPOCHS = {1: 10_001, 2: 10_001, 4: 15_001, 8: 20_001}  # spec §2.3

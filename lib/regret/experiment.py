@@ -21,11 +21,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib import regret
-from lib import uq_methods as uq
 from lib.cache import cache_path, cached_npz, cached_torch
-from lib.epistemic_sandbox import AGES, Sandbox, SynthAge, synth_age
 from lib.params import check_choice, check_int, check_real
+from lib.regret import method as regret
+from lib.regret import uq
+from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
 
 CACHE_NAMESPACE = "03"
 BACKBONES = ("frozen", "scratch")
@@ -246,7 +246,7 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
 
 def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: torch.Tensor, *, label: str,
                       head: uq.HeadSettings, device: torch.device, force: bool = False) -> dict:
-    """The method's prediction (lib.uq_methods.predict) on `inputs`; cached as .npz."""
+    """The method's prediction (lib.regret.uq.predict) on `inputs`; cached as .npz."""
     key = {"stage": "predict", "version": 1, "method": method, "inputs": inputs.numpy(), "head": head,
            "seed": config.seed, "weights": [float(sum(p.double().sum() for p in m.state_dict().values()
                                                        if p.is_floating_point())) for m in trained["modules"]]}

@@ -1,5 +1,5 @@
 """Notebook 02's experiments: presets, the synthetic calibration table, the coverage re-splits and the
-runtime-against-dimension study (spec 02 §2.3, §5, §6). The caption experiment is in `lib.captions`.
+runtime-against-dimension study (spec 02 §2.3, §5, §6). The caption experiment is in `lib.crel.captions`.
 
 Every trained model is cached under data/cache/02/ by a hash of what it depends on.
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from lib import captions as cap
-from lib import conformal_baselines as cb
-from lib import crel
 from lib.cache import cache_path, cached_torch
-from lib.cvae import SMALL_X_HIDDEN, CVAESettings, train_cvae
+from lib.crel import baselines as cb
+from lib.crel import captions as cap
+from lib.crel import method as crel
+from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, train_cvae
 from lib.data.banana import banana
 from lib.params import check_choice, check_int, check_ints, check_probability
 
@@ -172,7 +172,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     cv = CVAESettings(hidden=SMALL_X_HIDDEN, epochs=ce, batch_size=256, lr=2e-3)
     dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
     tau = tau_for(config, alpha)
-    key_lgm = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "r": r, "cvae": cv}
+    key_lgm = {"v": 2, "folds": config.folds, "seed": seed, "d": d, "r": r, "cvae": cv}  # v2: classes moved to lib.crel
     lgm_path = cache_path(CACHE_NAMESPACE, f"banana-cvae-d{d}-r{r}-s{seed}", key_lgm, ".pt")
     lgm = cached_torch(lgm_path, lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=cv, seed=seed),
                        force=force)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from lib import regret
 from lib.params import check_int, check_real
+from lib.regret import method as regret
 
 AGES = np.arange(101, dtype=float)
 

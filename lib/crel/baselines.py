@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from lib import crel
-from lib import cvae as cvae_mod
+from lib.crel import cvae as cvae_mod
+from lib.crel import method as crel
 
 
 @dataclass(frozen=True)

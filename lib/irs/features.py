@@ -146,7 +146,7 @@ def _user_weights(name: str, weights: str | None, image_size: int) -> Extractor:
     file at `weights`. dinov2: `torch.hub.load(weights, "dinov2_vitb14", source="local")` from a local clone.
     """
     if weights is None:
-        raise ValueError(f"extractor {name!r} needs its weights: pass weights=<path> (see lib.features docstring).")
+        raise ValueError(f"extractor {name!r} needs its weights: pass weights=<path> (see lib.irs.features docstring).")
     if name == "swav":
         model = torch.jit.load(weights, map_location="cpu")
         feats = lambda x: model(x)  # noqa: E731

@@ -1,6 +1,6 @@
 """CReL, conformal reliability of a conditional generator (Gao et al., ICML 2026; spec 02 §2.1, §3).
 
-The three-fold pipeline: a conditional VAE maps outputs to latent codes z in R^r (`lib.cvae`);
+The three-fold pipeline: a conditional VAE maps outputs to latent codes z in R^r (`lib.crel.cvae`);
 directional quantile regression (DQR) fits, for K unit directions u_k, the tau-quantile q_k(x) of u_k^T z
 given x, so the region R(x) = {w : U w >= q(x)} is convex (§3.1); calibration codes get the exact
 Euclidean distance E_i = dist(Z_i, R(X_i)) (a small QP, §3.3), gamma is their ceil((n+1)(1-alpha))-th
@@ -21,7 +21,7 @@ import torch
 from scipy.optimize import linprog, nnls
 from torch import nn
 
-from lib import cvae as cvae_mod
+from lib.crel import cvae as cvae_mod
 from lib.params import check_choice, check_int, check_probability
 
 INFLATIONS = ("ball", "halfspace_shift")

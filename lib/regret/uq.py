@@ -27,8 +27,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 from tqdm.auto import tqdm
 
-from lib import regret
 from lib.params import check_choice, check_int, check_real
+from lib.regret import method as regret
 
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
 EDL_LOSSES = ("expected_ce", "edl_mse")  # spec B9

