@@ -5,8 +5,8 @@ Every check raises `ValueError` (the notebooks call these before any heavy work)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import fields, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import fields, is_dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -83,12 +83,40 @@ def check_percentiles(name: str, value: Any) -> tuple[float, float]:
     return lo, hi
 
 
-def with_overrides(base: Any, overrides: dict[str, Any]) -> Any:
+def with_overrides(base: Any, overrides: Mapping[str, Any], *, flat: Iterable[str] = ()) -> Any:
     """The frozen dataclass `base` with `overrides` applied: None keeps the base value, lists become
-    tuples (papermill passes lists), and an unknown name is a ValueError listing the known ones."""
+    tuples (papermill passes lists), and an unknown name is a ValueError listing the known ones.
+
+    Nested settings: a field that holds a dataclass takes a dict of its own overrides (applied the same
+    way, e.g. notebook 02's `captions={"samples_per_image": 3}`), and the fields of the nested dataclasses
+    named in `flat` are accepted at the top level too (notebook 03's head settings, `epochs=4`).
+    """
     known = {f.name for f in fields(base)}
-    unknown = set(overrides) - known
+    routed = {name: {f.name for f in fields(getattr(base, name))} - known for name in flat}
+    allowed = known.union(*routed.values())
+    unknown = set(overrides) - allowed
     if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(known)}.")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(allowed)}.")
+    changes: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {name: {} for name in routed}
+    for key, value in overrides.items():
+        owner = next((name for name, names in routed.items() if key in names), None)
+        if value is None:
+            continue
+        if owner is not None:
+            nested[owner][key] = value
+        elif is_dataclass(getattr(base, key)) and isinstance(value, Mapping):
+            changes[key] = with_overrides(getattr(base, key), value)
+        else:
+            changes[key] = tuple(value) if isinstance(value, list) else value
+    for name, sub in nested.items():
+        if sub:
+            changes[name] = with_overrides(changes.get(name, getattr(base, name)), sub)
     return replace(base, **changes)
+
+
+def resolve_preset(presets: Mapping[str, Any], preset: str, overrides: Mapping[str, Any], *,
+                   flat: Iterable[str] = ()) -> Any:
+    """`presets[preset]` with `overrides` (see `with_overrides`); an unknown preset names the choices."""
+    check_choice("PRESET", preset, presets)
+    return with_overrides(presets[preset], overrides, flat=flat)

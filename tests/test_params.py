@@ -48,3 +48,29 @@ def test_with_overrides_keeps_none_turns_lists_into_tuples_and_names_unknown_par
     assert with_overrides(Config(), {"size": None, "ks": [5]}) == Config(3, (5,))
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['sizes'\]; known: \['ks', 'size'\]"):
         with_overrides(Config(), {"sizes": 4})
+
+
+def test_with_overrides_reaches_nested_settings_by_dict_or_flat_names():
+    from dataclasses import dataclass, field
+
+    from lib.params import resolve_preset, with_overrides
+
+    @dataclass(frozen=True)
+    class Head:
+        epochs: int = 5
+        widths: tuple = (8,)
+
+    @dataclass(frozen=True)
+    class Config:
+        seed: int = 0
+        head: Head = field(default_factory=Head)
+
+    base = Config()
+    assert with_overrides(base, {"head": {"epochs": 7, "widths": None}}) == Config(0, Head(7, (8,)))
+    assert with_overrides(base, {"epochs": 2, "widths": [4, 4], "seed": 3}, flat=("head",)) == Config(3, Head(2, (4, 4)))
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['epochs'\]"):
+        with_overrides(base, {"epochs": 2})  # not routed without flat=
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['epoch'\]"):
+        with_overrides(base, {"head": {"epoch": 2}})
+    with pytest.raises(ValueError, match=r"PRESET='fast' is not allowed; choose one of \['smoke'\]"):
+        resolve_preset({"smoke": base}, "fast", {})

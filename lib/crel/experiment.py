@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from lib.crel import captions as cap
 from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, train_cvae
 from lib.data.banana import banana
-from lib.params import check_choice, check_int, check_ints, check_probability
+from lib.params import check_choice, check_int, check_ints, check_probability, resolve_preset
 
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
@@ -88,19 +88,9 @@ PRESETS: dict[str, CReLConfig] = {
 
 
 def resolve_config(preset: str, **overrides: Any) -> CReLConfig:
-    """The preset's config with `overrides` (None keeps the preset's value), validated before any work."""
-    check_choice("PRESET", preset, PRESETS)
-    base = PRESETS[preset]
-    unknown = set(overrides) - set(asdict(base)) - {"captions"}
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(asdict(base))}.")
-    caption_overrides = overrides.pop("captions", None) or {}
-    unknown_c = set(caption_overrides) - set(asdict(base.captions))
-    if unknown_c:
-        raise ValueError(f"unknown caption parameter(s) {sorted(unknown_c)}; known: {sorted(asdict(base.captions))}.")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    c_changes = {k: tuple(v) if isinstance(v, list) else v for k, v in caption_overrides.items() if v is not None}
-    config = replace(base, **changes, captions=replace(base.captions, **c_changes))
+    """The preset's config with `overrides` (None keeps the preset's value; `captions` takes a dict of the
+    caption settings), validated before any work."""
+    config = resolve_preset(PRESETS, preset, overrides)
     validate(config)
     return config
 

@@ -18,7 +18,7 @@ import numpy as np
 from lib.cache import cache_path, cached_npz
 from lib.irs import method as irs
 from lib.irs.features import EXTRACTORS, Extractor, cached_features, get_extractor
-from lib.params import check_choice, check_int, check_real, with_overrides
+from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "04"
@@ -85,8 +85,7 @@ PRESETS: dict[str, IRSConfig] = {
 
 def resolve_config(preset: str, **overrides: Any) -> IRSConfig:
     """The preset's config with `overrides` applied (None keeps the preset's value), validated at once."""
-    check_choice("PRESET", preset, PRESETS)
-    config = with_overrides(PRESETS[preset], overrides)
+    config = resolve_preset(PRESETS, preset, overrides)
     validate(config)
     return config
 

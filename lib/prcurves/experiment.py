@@ -25,7 +25,7 @@ from lib.params import (
     check_percentiles,
     check_probability,
     check_real,
-    with_overrides,
+    resolve_preset,
 )
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
@@ -82,8 +82,7 @@ def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
 
     Raises ValueError naming the parameter for any bad value, before any work is done.
     """
-    check_choice("PRESET", preset, PRESETS)
-    config = with_overrides(PRESETS[preset], overrides)
+    config = resolve_preset(PRESETS, preset, overrides)
     validate(config)
     return config
 

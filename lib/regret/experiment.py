@@ -14,7 +14,7 @@ Every stage is cached under data/cache/03/ by a hash of everything it depends on
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
-from lib.params import check_choice, check_int, check_real
+from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.regret import method as regret
 from lib.regret import uq
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
@@ -86,15 +86,7 @@ def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
     Head fields (dropout, mc_samples, members, epochs, ...) are accepted at the top level and go into
     `head`. Raises ValueError naming the parameter for any bad value, before any work is done.
     """
-    check_choice("PRESET", preset, PRESETS)
-    base = PRESETS[preset]
-    head_fields = set(asdict(base.head))
-    unknown = set(overrides) - set(asdict(base)) - head_fields
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(set(asdict(base)) | head_fields)}.")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    head = replace(base.head, **{k: v for k, v in changes.items() if k in head_fields})
-    config = replace(base, head=head, **{k: v for k, v in changes.items() if k not in head_fields})
+    config = resolve_preset(PRESETS, preset, overrides, flat=("head",))
     validate(config)
     return config
 
