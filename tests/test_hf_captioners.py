@@ -51,6 +51,6 @@ def test_chain_images_to_captions_to_embeddings_to_crel(tokenizer):
     assert np.allclose(np.linalg.norm(txt, axis=2), 1, atol=1e-6)
     s = hf.EmbeddingCReLSettings(fractions=(0.3, 0.25, 0.25), pca_dim=8, latent_dim=2, n_directions=16, epochs=3,
                                  hidden=(16, 16), alpha=0.1, pgd_starts=4, pgd_steps=3)
-    res = hf.crel_on_embeddings(x, txt, x, s)  # CReL-CLIP: rho = cos(Dec(z), image embedding)
+    res = hf.crel_on_captioner(x, txt, x, s)  # CReL-CLIP: rho = cos(Dec(z), image embedding)
     assert np.all(np.isfinite(res["crel_per_x"])) and len(res["crel_per_x"]) == n_img - 32
     assert -1 <= res["crel"] <= 1 and -1 <= res["mean_sim"] <= 1 and 0 <= res["coverage_z"] <= 1

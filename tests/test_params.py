@@ -67,7 +67,8 @@ def test_with_overrides_reaches_nested_settings_by_dict_or_flat_names():
 
     base = Config()
     assert with_overrides(base, {"head": {"epochs": 7, "widths": None}}) == Config(0, Head(7, (8,)))
-    assert with_overrides(base, {"epochs": 2, "widths": [4, 4], "seed": 3}, flat=("head",)) == Config(3, Head(2, (4, 4)))
+    flat = with_overrides(base, {"epochs": 2, "widths": [4, 4], "seed": 3}, flat=("head",))
+    assert flat == Config(3, Head(2, (4, 4)))
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['epochs'\]"):
         with_overrides(base, {"epochs": 2})  # not routed without flat=
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['epoch'\]"):

@@ -20,12 +20,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
-from lib.crel.cvae import CVAESettings, train_cvae
+from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.data.files import data_file
 from lib.params import check_int
 
@@ -219,36 +218,8 @@ def sample_captions(weights: dict[str, float], pools: dict, images: np.ndarray, 
 
 
 # ----------------------------------------------------------------------------------------------------
-# PCA and the CReL-BERT pipeline per captioner
+# The CReL-BERT pipeline per captioner (lib.crel.embeddings)
 # ----------------------------------------------------------------------------------------------------
-@dataclass
-class PCA:
-    mean: np.ndarray
-    components: np.ndarray  # (k, D)
-
-    @classmethod
-    def fit(cls, x: np.ndarray, k: int | None) -> PCA:
-        mean = x.mean(0)
-        if k is None:
-            return cls(mean, np.eye(x.shape[1]))
-        _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
-        return cls(mean, vt[:k])
-
-    def transform(self, x: np.ndarray) -> np.ndarray:
-        return (x - self.mean) @ self.components.T
-
-    def inverse_torch(self, y: torch.Tensor) -> torch.Tensor:
-        return y @ torch.as_tensor(self.components, dtype=y.dtype) + torch.as_tensor(self.mean, dtype=y.dtype)
-
-
-def bert_sim_metric(pca_y: PCA):
-    """rho(y, GT) = cos(PCA^-1(y), GT) in 384-d, the BERT-SIM stand-in (§2.4); higher is better."""
-    def metric(y_pred: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
-        full = pca_y.inverse_torch(y_pred)
-        return torch.nn.functional.cosine_similarity(full, gt, dim=1)
-    return metric
-
-
 def image_folds(n_img: int, s: CaptionSettings) -> dict:
     perm = np.random.default_rng(s.seed + 2).permutation(n_img)
     cuts = np.cumsum((0, *s.folds))
@@ -264,46 +235,32 @@ def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSe
     return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force)
 
 
+def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
+    """The captions' LGM, DQR and PGD settings for the shared embeddings pipeline."""
+    return EmbeddingModelSettings(pca_dim=s.pca_dim, latent_dim=s.latent_dim, n_directions=s.n_directions,
+                                  epochs=s.epochs, hidden=s.hidden, dqr_hidden=(128, 128, 128), alpha=s.alpha,
+                                  pgd_starts=s.pgd_starts, pgd_steps=s.pgd_steps, pgd_lr=s.pgd_lr, seed=s.seed)
+
+
 def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, progress: bool) -> dict:
     emb, roles, pools, folds = data["emb"], data["roles"], data["pools"], data["folds"]
     seed = s.seed + 10 + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))
-    samples = {f: sample_captions(weights, pools, folds[f], s.samples_per_image, seed + j)
-               for j, f in enumerate(("lgm", "dqr", "cal", "test"))}
-    x_full = emb[roles["cx"]]
-    pca_x = PCA.fit(x_full[folds["lgm"]], s.pca_dim)
-    pca_y = PCA.fit(emb[samples["lgm"].ravel()], s.pca_dim)
-
-    def xy(f: str, cols: slice) -> tuple[np.ndarray, np.ndarray]:
-        idx = samples[f][:, cols]
-        xs = np.repeat(pca_x.transform(x_full[folds[f]]), idx.shape[1], 0)
-        return xs, pca_y.transform(emb[idx.ravel()])
-
-    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
-    lgm = train_cvae(*xy("lgm", slice(None)), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
-    x_dqr, y_dqr = xy("dqr", slice(None))
-    model = crel.fit(x_dqr, y_dqr, x_dqr=x_dqr, y_dqr=y_dqr, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
-                     dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=(128, 128, 128)), seed=s.seed)
-    model.calibrate(*xy("cal", slice(0, 1)), s.alpha)
+    drawn = np.zeros((len(roles["cx"]), s.samples_per_image), int)  # caption indices per image, fold by fold
+    for j, f in enumerate(("lgm", "dqr", "cal", "test")):
+        drawn[folds[f]] = sample_captions(weights, pools, folds[f], s.samples_per_image, seed + j)
     test_imgs = folds["test"][: s.n_test]
-    x_te = pca_x.transform(x_full[test_imgs])
-    gt = emb[roles["gt"][test_imgs]]
-    # Coverage-Z on a fresh sample per test image; mean rho over the M samples of each test image
-    fresh = samples["test"][: len(test_imgs)]
-    cov_z = float(np.mean(model.contains(x_te, pca_y.transform(emb[fresh[:, 0]]))))
-    rho = np.einsum("imd,id->im", emb[fresh], gt)
+    gt = emb[roles["gt"]]
+    res = crel_on_embeddings(emb[roles["cx"]], emb[drawn], gt, {**folds, "test": test_imgs}, model_settings(s))
+    rho = np.einsum("imd,id->im", emb[drawn[test_imgs]], gt[test_imgs])  # unit embeddings: rho = dot product
     ref = sample_captions(weights, pools, test_imgs, s.reference_samples, seed + 99)
-    q_alpha = np.quantile(np.einsum("imd,id->im", emb[ref], gt), s.alpha, axis=1, method="inverted_cdf")
-    z_obs = model.latent(x_te, pca_y.transform(emb[fresh[:, 0]]))
-    rel = model.reliability(x_te, gt, bert_sim_metric(pca_y), z_init=z_obs, starts=s.pgd_starts,
-                            steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
-    worst = pca_y.inverse_torch(torch.as_tensor(rel["y"])).numpy()
-    worst /= np.linalg.norm(worst, axis=1, keepdims=True)
-    nearest = np.argmax(worst @ emb.T, axis=1)
-    return {"mean_rho": float(rho.mean()), "crel": float(rel["score"].mean()), "crel_per_x": rel["score"],
-            "spread_mean": float(rel["spread"].mean()), "coverage_z": cov_z, "gamma": model.gamma,
+    q_alpha = np.quantile(np.einsum("imd,id->im", emb[ref], gt[test_imgs]), s.alpha, axis=1, method="inverted_cdf")
+    worst = res["worst_y"] / np.linalg.norm(res["worst_y"], axis=1, keepdims=True)
+    model = res["model"]
+    return {"mean_rho": float(rho.mean()), "crel": res["crel"], "crel_per_x": res["crel_per_x"],
+            "spread_mean": res["spread"], "coverage_z": res["coverage_z"], "gamma": model.gamma,
             "pre_coverage": model.info["pre_calibration_coverage"], "q_alpha": q_alpha,
-            "tail_sanity": float(np.mean(rel["score"] <= q_alpha + 0.01)), "test_images": test_imgs,
-            "worst_caption": nearest, "rho_samples": rho, "pool_share": None,
+            "tail_sanity": float(np.mean(res["crel_per_x"] <= q_alpha + 0.01)), "test_images": test_imgs,
+            "worst_caption": np.argmax(worst @ emb.T, axis=1), "rho_samples": rho, "pool_share": None,
             "empty_regions": model.info.get("empty_regions", 0)}
 
 

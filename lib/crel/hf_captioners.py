@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from lib.crel import method as crel
-from lib.crel.captions import PCA, load_encoder
-from lib.crel.cvae import CVAESettings, train_cvae
+from lib.crel.captions import load_encoder
+from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 
 PAPER_CAPTIONERS = ("Salesforce/blip-image-captioning-base", "Salesforce/blip-image-captioning-large",
                     "microsoft/git-base-coco", "microsoft/git-large-coco")
@@ -66,63 +65,25 @@ def clip_text_features(clip, input_ids: torch.Tensor, attention_mask: torch.Tens
 
 
 # ----------------------------------------------------------------------------------------------------
-# CReL on embeddings of sampled outputs
+# CReL on embeddings of sampled outputs (the pipeline is lib.crel.embeddings, shared with the captions)
 # ----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EmbeddingCReLSettings:
+class EmbeddingCReLSettings(EmbeddingModelSettings):
     fractions: tuple[float, float, float] = (0.4, 0.3, 0.2)  # images for lgm / dqr / cal; the rest test
-    pca_dim: int | None = 32
-    latent_dim: int = 3
-    n_directions: int = 64
-    epochs: int = 20
-    hidden: tuple[int, ...] = (256, 256)
-    alpha: float = 0.1
-    pgd_starts: int = 50
-    pgd_steps: int = 100
-    pgd_lr: float = 0.05
-    seed: int = 0
-    cvae: CVAESettings = field(default_factory=CVAESettings)
 
 
-def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray,
-                       s: EmbeddingCReLSettings) -> dict:
-    """CReL(x) of a captioner from embeddings: x (n, p) condition (e.g. CLIP image), samples (n, M, D)
-    embedded outputs, reference (n, D) what rho compares with (the image for CLIP-SIM, GT for BERT-SIM).
+def random_folds(n: int, fractions: tuple[float, float, float], seed: int) -> dict[str, np.ndarray]:
+    """Image indices of the lgm / dqr / cal folds (`fractions` of n) and the test fold (the rest)."""
+    perm = np.random.default_rng(seed).permutation(n)
+    cuts = np.cumsum([0] + [int(f * n) for f in fractions])
+    return {"lgm": perm[cuts[0]:cuts[1]], "dqr": perm[cuts[1]:cuts[2]], "cal": perm[cuts[2]:cuts[3]],
+            "test": perm[cuts[3]:]}
 
-    rho = cos(PCA^-1(Dec(z; x)), reference). Returns {"mean_sim", "crel", "crel_per_x", "coverage_z", ...}.
-    """
-    n, m, _ = samples.shape
-    perm = np.random.default_rng(s.seed).permutation(n)
-    cuts = np.cumsum([0] + [int(f * n) for f in s.fractions])
-    lgm_i, dqr_i, cal_i, test_i = (perm[cuts[0]:cuts[1]], perm[cuts[1]:cuts[2]], perm[cuts[2]:cuts[3]],
-                                   perm[cuts[3]:])
-    if min(len(lgm_i), len(dqr_i), len(test_i)) < 1 or len(cal_i) < crel.min_calibration_points(s.alpha):
-        raise ValueError(f"{n} images are too few for fractions={s.fractions} and alpha={s.alpha}.")
-    pca_x, pca_y = PCA.fit(x[lgm_i], s.pca_dim), PCA.fit(samples[lgm_i].reshape(-1, samples.shape[2]), s.pca_dim)
 
-    def pairs(idx: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        y = samples[idx] if k is None else samples[idx, :k]
-        return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
-
-    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=s.cvae.batch_size, lr=s.cvae.lr)
-    lgm = train_cvae(*pairs(lgm_i), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
-    xd, yd = pairs(dqr_i)
-    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
-                     dqr_settings=crel.DQRSettings(epochs=s.epochs), seed=s.seed)
-    model.calibrate(*pairs(cal_i, 1), s.alpha)
-    x_te, ref = pca_x.transform(x[test_i]), reference[test_i]
-
-    def metric(y_pred: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.cosine_similarity(pca_y.inverse_torch(y_pred), r, dim=1)
-
-    z_obs = model.latent(x_te, pca_y.transform(samples[test_i, 0]))
-    rel = model.reliability(x_te, ref, metric, z_init=z_obs, starts=s.pgd_starts, steps=s.pgd_steps, lr=s.pgd_lr,
-                            seed=s.seed)
-    sims = np.einsum("imd,id->im", samples[test_i], ref) / (
-        np.linalg.norm(samples[test_i], axis=2) * np.linalg.norm(ref, axis=1)[:, None])
-    cov = float(np.mean(model.contains(x_te, pca_y.transform(samples[test_i, -1]))))
-    return {"mean_sim": float(sims.mean()), "crel": float(rel["score"].mean()), "crel_per_x": rel["score"],
-            "coverage_z": cov, "gamma": model.gamma, "spread": float(rel["spread"].mean()), "test_images": test_i}
+def crel_on_captioner(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, s: EmbeddingCReLSettings) -> dict:
+    """CReL of a captioner on random image folds: x (n, p), samples (n, M, D), reference (n, D); see
+    `lib.crel.embeddings.crel_on_embeddings` for the pipeline and the returned dict."""
+    return crel_on_embeddings(x, samples, reference, random_folds(len(x), s.fractions, s.seed), s)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -204,10 +165,10 @@ def run_from_yaml(path: str | Path) -> dict:
         tok = clip_proc.tokenizer(flat, padding=True, truncation=True, return_tensors="pt")
         clip_txt = clip_text_features(clip, tok["input_ids"], tok["attention_mask"]).reshape(len(images), -1,
                                                                                               x.shape[1])
-        res = {"CReL-CLIP": crel_on_embeddings(x, clip_txt, x, es)}
+        res = {"CReL-CLIP": crel_on_captioner(x, clip_txt, x, es)}
         if gt is not None:
             bert = np.asarray(encoder.encode(flat, normalize_embeddings=True)).reshape(len(images), len(caps[0]), -1)
-            res["CReL-BERT"] = crel_on_embeddings(x, bert, gt, es)
+            res["CReL-BERT"] = crel_on_captioner(x, bert, gt, es)
         results[name] = {k: {"mean": v["mean_sim"], "crel": v["crel"]} for k, v in res.items()}
     return results
 

@@ -1,0 +1,100 @@
+"""CReL on embeddings of sampled outputs (spec 02 §2.4-§2.5): the one pipeline that the semi-synthetic
+captions experiment (`lib.crel.captions`) and the BLIP/GIT captioners (`lib.crel.hf_captioners`) share.
+
+Per captioner: PCA of the condition x and of the sampled output embeddings (fitted on the LGM images), a CVAE
+on the PCA codes conditioned on PCA(x), DQR + calibration on one sample per image (S^gamma(x)), and the
+reliability score CReL(x) = min over z in S^gamma(x) of rho(PCA^-1(Dec(z; x)), reference) with
+rho = cosine similarity (CLIP-SIM with the image as reference, BERT-SIM with the ground-truth caption).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lib.crel import method as crel
+from lib.crel.cvae import CVAESettings, train_cvae
+
+
+@dataclass
+class PCA:
+    mean: np.ndarray
+    components: np.ndarray  # (k, D)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, k: int | None) -> PCA:
+        mean = x.mean(0)
+        if k is None:
+            return cls(mean, np.eye(x.shape[1]))
+        _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
+        return cls(mean, vt[:k])
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return (x - self.mean) @ self.components.T
+
+    def inverse_torch(self, y: torch.Tensor) -> torch.Tensor:
+        return y @ torch.as_tensor(self.components, dtype=y.dtype) + torch.as_tensor(self.mean, dtype=y.dtype)
+
+
+def cosine_metric(pca_y: PCA):
+    """rho(y, reference) = cos(PCA^-1(y), reference) in the full embedding space; higher is better."""
+    def metric(y_pred: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cosine_similarity(pca_y.inverse_torch(y_pred), reference, dim=1)
+    return metric
+
+
+@dataclass(frozen=True)
+class EmbeddingModelSettings:
+    """The LGM, DQR and PGD settings of CReL on embeddings (spec 02 §2.4 for the captions' values)."""
+
+    pca_dim: int | None = 32
+    latent_dim: int = 3
+    n_directions: int = 64
+    epochs: int = 20  # CVAE and DQR
+    hidden: tuple[int, ...] = (256, 256)  # CVAE
+    dqr_hidden: tuple[int, ...] = (128, 128, 128)
+    alpha: float = 0.1
+    pgd_starts: int = 50
+    pgd_steps: int = 100
+    pgd_lr: float = 0.05
+    seed: int = 0
+
+
+def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, folds: dict[str, np.ndarray],
+                       s: EmbeddingModelSettings) -> dict:
+    """CReL of one captioner from embeddings.
+
+    x: (n, p) condition per image (e.g. its CLIP image embedding or one of its captions); samples: (n, M, D)
+    embedded sampled outputs; reference: (n, D) what rho compares with; folds: image indices "lgm", "dqr"
+    (all M samples each), "cal" (the first sample) and "test" (scored). Coverage-Z is measured on the first
+    sample of each test image, which also starts the PGD.
+    Returns {"mean_sim", "crel", "crel_per_x", "coverage_z", "gamma", "spread", "test_images", "worst_y",
+    "model"}: worst_y (n_test, D) is PCA^-1 of the worst decoded output per test image.
+    """
+    lgm_i, dqr_i, cal_i, test_i = (np.asarray(folds[f]) for f in ("lgm", "dqr", "cal", "test"))
+    if min(len(lgm_i), len(dqr_i), len(test_i)) < 1 or len(cal_i) < crel.min_calibration_points(s.alpha):
+        raise ValueError(f"folds of {len(lgm_i)}/{len(dqr_i)}/{len(cal_i)}/{len(test_i)} images are too few "
+                         f"for alpha={s.alpha}.")
+    pca_x, pca_y = PCA.fit(x[lgm_i], s.pca_dim), PCA.fit(samples[lgm_i].reshape(-1, samples.shape[2]), s.pca_dim)
+
+    def pairs(idx: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        y = samples[idx] if k is None else samples[idx, :k]
+        return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
+
+    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
+    lgm = train_cvae(*pairs(lgm_i), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+    xd, yd = pairs(dqr_i)
+    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
+                     dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden), seed=s.seed)
+    model.calibrate(*pairs(cal_i, 1), s.alpha)
+    x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])
+    rel = model.reliability(x_te, ref, cosine_metric(pca_y), z_init=model.latent(x_te, first), starts=s.pgd_starts,
+                            steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
+    sims = np.einsum("imd,id->im", samples[test_i], ref) / (
+        np.linalg.norm(samples[test_i], axis=2) * np.linalg.norm(ref, axis=1)[:, None])
+    return {"mean_sim": float(sims.mean()), "sims": sims, "crel": float(rel["score"].mean()),
+            "crel_per_x": rel["score"], "coverage_z": float(np.mean(model.contains(x_te, first))),
+            "gamma": model.gamma, "spread": float(rel["spread"].mean()), "test_images": test_i,
+            "worst_y": pca_y.inverse_torch(torch.as_tensor(rel["y"])).numpy(), "model": model}
