@@ -89,15 +89,6 @@ def test_frechet_distance_equals_the_matrix_square_root_formula(n, dim):
     assert ie.frechet_distance(real=real, fake=real) == pytest.approx(0.0, abs=1e-8)
 
 
-def test_prdc_from_distance_matrices_equals_the_shared_implementation():
-    from lib.manifold import precision_recall_density_coverage
-
-    rng = np.random.default_rng(4)
-    real, fake = rng.normal(size=(300, 20)), rng.normal(size=(250, 20)) * 0.8 + 0.3
-    ours = ie.prdc(real=real, fake=fake, k=5)
-    assert ours == pytest.approx(precision_recall_density_coverage(real=real, fake=fake, k=5), abs=1e-12)
-
-
 def test_linear_fit_recovers_a_line():
     x = np.linspace(0.1, 1, 10)
     fit = ie.linear_fit(x, 0.8 * x + 0.1)

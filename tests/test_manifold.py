@@ -35,3 +35,32 @@ def test_dropped_half_lowers_recall_not_precision():
     fake = rng.normal(size=(1000, 2))
     out = precision_recall_density_coverage(real=real, fake=fake, k=5)
     assert out["precision"] > 0.9 and out["recall"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_ball_counts_agree_with_direct_distances_in_high_dimension():
+    from lib.manifold import _inside_counts
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(120, 3072)) * 40 + 100  # pixel-like scale, far from the origin
+    queries = rng.normal(size=(50, 3072)) * 40 + 100
+    direct = np.sqrt(((queries[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
+    radii = np.quantile(direct, rng.uniform(0.01, 0.3, 120), axis=0).diagonal()
+    for strict in (True, False):
+        expected = (direct < radii if strict else direct <= radii).sum(1)
+        assert np.array_equal(_inside_counts(queries, centres, radii, strict, chunk=7), expected)
+
+
+def test_ball_counts_decide_exact_ties_and_duplicates_as_the_direct_formula():
+    from lib.manifold import _inside_counts
+
+    rng = np.random.default_rng(8)
+    half = rng.integers(-3, 4, size=(40, 512)).astype(float)
+    centres = np.concatenate([half, -half])  # mean exactly 0: every distance is exact in float64
+    queries = np.concatenate([centres[:25], rng.integers(-3, 4, size=(25, 512)).astype(float)])
+    direct = np.sqrt(((queries[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
+    radii = np.sort(np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1)), axis=1)[:, 2]
+    radii[:5] = 0.0  # the copies of the first centres sit exactly on these balls' radii
+    assert (direct == radii).any()
+    for strict in (True, False):
+        expected = (direct < radii if strict else direct <= radii).sum(1)
+        assert np.array_equal(_inside_counts(queries, centres, radii, strict, chunk=7), expected)

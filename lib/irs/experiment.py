@@ -18,6 +18,7 @@ import numpy as np
 from lib.cache import cache_path, cached_npz
 from lib.irs import method as irs
 from lib.irs.features import EXTRACTORS, Extractor, cached_features, get_extractor
+from lib.manifold import precision_recall_density_coverage
 from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.seeds import derive_seed
 
@@ -351,34 +352,12 @@ def frechet_distance(*, real: np.ndarray, fake: np.ndarray) -> float:
     return float(mean_term + trace_r + trace_f - 2 * cross)
 
 
-def _squared_distances(a: np.ndarray, b: np.ndarray, center: np.ndarray) -> np.ndarray:
-    """(len(a), len(b)) float64 squared Euclidean distances by one GEMM on centred float64 features."""
-    a, b = np.asarray(a, np.float64) - center, np.asarray(b, np.float64) - center
-    sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
-    return np.maximum(sq, 0.0)
-
-
-def prdc(*, real: np.ndarray, fake: np.ndarray, k: int = 5) -> dict:
-    """k-NN precision, recall (Kynkaanniemi et al. 2019), density and coverage (Naeem et al. 2020), strict
-    inequalities as in `lib.manifold.precision_recall_density_coverage`, from full distance matrices built
-    by GEMM: memory O(n^2) instead of that function's (chunk, n, D) temporaries, which at D = 3072 pixels
-    and n = 2,500 need ~16 GB. real: (n_r, D), fake: (n_f, D)."""
-    center = np.asarray(real, np.float64).mean(0)
-    rr, ff, rf = (_squared_distances(real, real, center), _squared_distances(fake, fake, center),
-                  _squared_distances(real, fake, center))
-    real_r2 = np.partition(rr, k, axis=1)[:, k]  # k-th neighbour, the point itself at distance 0 first
-    fake_r2 = np.partition(ff, k, axis=1)[:, k]
-    inside_real = rf < real_r2[:, None]  # fake j within real i's ball
-    return {"precision": float(inside_real.any(0).mean()), "recall": float((rf < fake_r2[None, :]).any(1).mean()),
-            "density": float(inside_real.sum() / (k * rf.shape[1])), "coverage": float(inside_real.any(1).mean())}
-
-
 def generator_scores(train_n: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
                      real_feats: np.ndarray, prdc_k: int, alpha_e: float) -> dict:
     """IRS_inf (fake, real), IRS_inf,a with its interval, FID and precision/recall/density/coverage."""
     fake, real = irs.retrieval_result(train_n, fake_idx, alpha_e), irs.retrieval_result(train_n, real_idx, alpha_e)
     adj = irs.adjusted_score(fake, real)
-    pr = prdc(real=real_feats, fake=fake_feats, k=prdc_k)
+    pr = precision_recall_density_coverage(real=real_feats, fake=fake_feats, k=prdc_k)
     return {"irs_alpha": fake["irs_alpha"], "irs_inf": fake["estimate"], "irs_inf_lower": fake["lower"],
             "irs_inf_upper": fake["upper"], "irs_inf_real": real["estimate"], "irs_adj": adj["estimate"],
             "irs_adj_lower": adj["lower"], "irs_adj_upper": adj["upper"],
