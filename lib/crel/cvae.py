@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from lib.nn import mlp, shuffled_batches
+
 SMALL_X_HIDDEN = (32, 64, 128, 256, 128, 64, 32)  # mqr's layers for x_dim <= 5 (spec §3.2)
 
 
@@ -26,15 +28,6 @@ class CVAESettings:
     kl_mult: float = 0.01
 
 
-def _mlp(sizes: list[int]) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        layers.append(nn.Linear(a, b))
-        if i < len(sizes) - 2:
-            layers.append(nn.LeakyReLU(0.2))
-    return nn.Sequential(*layers)
-
-
 class CVAE(nn.Module):
     """Encoder MLP on [y, x] with mu and log-variance heads; decoder MLP on [Linear(z), x]."""
 
@@ -42,12 +35,12 @@ class CVAE(nn.Module):
         super().__init__()
         h = list(hidden)
         self.latent_dim = latent_dim
-        self.encoder = _mlp([y_dim + x_dim, *h])
+        self.encoder = mlp([y_dim + x_dim, *h], nn.LeakyReLU, negative_slope=0.2)
         self.act = nn.LeakyReLU(0.2)
         self.mu = nn.Linear(h[-1], latent_dim)
         self.logvar = nn.Linear(h[-1], latent_dim)
         self.z_in = nn.Linear(latent_dim, h[0])
-        self.decoder = _mlp([h[0] + x_dim, *h, y_dim])
+        self.decoder = mlp([h[0] + x_dim, *h, y_dim], nn.LeakyReLU, negative_slope=0.2)
         for name in ("x_mean", "x_std", "y_mean", "y_std"):
             self.register_buffer(name, torch.zeros(1))
 
@@ -89,9 +82,7 @@ def train_cvae(x: np.ndarray, y: np.ndarray, *, latent_dim: int, settings: CVAES
     opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
     model.train()
     for _ in range(settings.epochs):
-        order = torch.randperm(len(xt), generator=gen).to(device)
-        for start in range(0, len(xt), settings.batch_size):
-            idx = order[start:start + settings.batch_size]
+        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
             opt.zero_grad()
             model.loss(yt[idx], xt[idx], settings.kl_mult).backward()
             opt.step()

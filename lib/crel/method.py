@@ -22,6 +22,7 @@ from scipy.optimize import linprog, nnls
 from torch import nn
 
 from lib.crel import cvae as cvae_mod
+from lib.nn import mlp, shuffled_batches
 from lib.params import check_choice, check_int, check_probability
 
 INFLATIONS = ("ball", "halfspace_shift")
@@ -172,11 +173,7 @@ class DQRNet(nn.Module):
 
     def __init__(self, x_dim: int, z_dim: int, hidden: tuple[int, ...]):
         super().__init__()
-        sizes = [x_dim + z_dim, *hidden, 1]
-        layers: list[nn.Module] = []
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            layers += [nn.Linear(a, b)] + ([nn.LeakyReLU(0.2)] if i < len(sizes) - 2 else [])
-        self.net = nn.Sequential(*layers)
+        self.net = mlp([x_dim + z_dim, *hidden, 1], nn.LeakyReLU, negative_slope=0.2)
         self.register_buffer("x_mean", torch.zeros(x_dim))
         self.register_buffer("x_std", torch.ones(x_dim))
         self.register_buffer("scale", torch.ones(()))
@@ -210,9 +207,7 @@ def train_dqr(x: np.ndarray, z: np.ndarray, U: np.ndarray, *, tau: float, settin
     opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     per_batch = min(settings.directions_per_batch, len(Ut))
     for _ in range(settings.epochs):
-        order = torch.randperm(len(xt), generator=gen).to(device)
-        for start in range(0, len(xt), settings.batch_size):
-            idx = order[start:start + settings.batch_size]
+        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
             u = Ut[torch.randperm(len(Ut), generator=gen)[:per_batch].to(device)]
             opt.zero_grad()
             pinball_loss(zt[idx] @ u.T - net(xt[idx], u), tau).backward()

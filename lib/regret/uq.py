@@ -27,6 +27,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from tqdm.auto import tqdm
 
+from lib.nn import shuffled_batches
 from lib.params import check_choice, check_int, check_real
 from lib.regret import method as regret
 
@@ -221,9 +222,8 @@ def train_module(module: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
     torch.manual_seed(seed)  # dropout masks
     history = []
     for _ in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
-        order, total = torch.randperm(len(inputs), generator=g), 0.0
-        for start in range(0, len(inputs), batch_size):
-            idx = order[start:start + batch_size]
+        total = 0.0
+        for idx in shuffled_batches(len(inputs), batch_size, g):
             x = inputs[idx]
             if augment is not None:
                 x = augment(x, g)
