@@ -29,10 +29,8 @@ import torch
 from tqdm.auto import tqdm
 
 from lib.cache import cache_path, cached_npz
+from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the akamaster models' (spec §2.2)
 
-CIFAR_MEAN = (0.485, 0.456, 0.406)  # the akamaster models' normalisation (spec §2.2)
-CIFAR_STD = (0.229, 0.224, 0.225)
-IMAGENET_MEAN, IMAGENET_STD = CIFAR_MEAN, CIFAR_STD
 RESNETS = ("resnet20", "resnet32", "resnet44", "resnet56")
 OFFLINE = ("pixels", "randproj", "randcnn", *RESNETS, "efficientnet_lite0")
 WITH_USER_WEIGHTS = ("swav", "inception", "dinov2")
@@ -61,12 +59,6 @@ class Extractor:
     def extract_batches(self, batches: Iterable[np.ndarray]) -> np.ndarray:
         """Features of a stream of uint8 batches (an image folder too large for memory)."""
         return np.concatenate([self(b) for b in batches])
-
-
-def to_tensor(images: np.ndarray, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
-    """(n, H, W, 3) uint8 -> (n, 3, H, W) float32, scaled to [0, 1] and normalised per channel."""
-    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float().div_(255.0)
-    return (x - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
 
 
 def _torch_forward(model: torch.nn.Module, features: Callable[[torch.Tensor], torch.Tensor],

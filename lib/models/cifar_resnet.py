@@ -22,10 +22,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.data.files import FILES, data_file
+from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor
 
 DEPTHS = (20, 32, 44, 56)
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+MEAN, STD = IMAGENET_MEAN, IMAGENET_STD  # what the weights were trained with
 FEATURE_DIM = 64
 
 
@@ -105,12 +105,7 @@ def load_pretrained(depth: int = 20, device: torch.device | str = "cpu") -> tupl
 
 def to_input(images: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
     """uint8 (B, 32, 32, 3) RGB -> normalised float32 (B, 3, 32, 32) as the weights expect."""
-    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-        raise ValueError(f"images must be uint8 (B, H, W, 3), got {images.dtype} {images.shape}")
-    x = torch.from_numpy(np.ascontiguousarray(images)).to(device).permute(0, 3, 1, 2).float() / 255.0
-    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
-    return (x - mean) / std
+    return to_tensor(images, MEAN, STD, device)
 
 
 @torch.no_grad()
