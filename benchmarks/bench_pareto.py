@@ -13,15 +13,10 @@ import time
 
 import numpy as np
 
+from benchmarks.naive import naive_nondominated
 from lib import regret
 from lib.data.files import data_file
 from lib.device import cpu_model
-
-
-def naive_nondominated(points: np.ndarray) -> np.ndarray:
-    keep = [i for i in range(len(points))
-            if not np.any(np.all(points <= points[i], axis=1) & np.any(points < points[i], axis=1))]
-    return points[keep]
 
 
 def median_time(fn, repeats: int) -> float:

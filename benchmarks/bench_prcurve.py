@@ -42,7 +42,7 @@ def worker(impl: str, n: int, k: int, repeats: int) -> dict:
         from lib.prcurves import pr_curve_from_split as curve_fn
     else:
         sys.path.insert(0, str(ROOT))
-        from benchmarks.naive_prcurve import naive_pr_curve_from_split as curve_fn
+        from benchmarks.naive import naive_pr_curve_from_split as curve_fn
     args = inputs(n)
     curve_fn(*(a[:200] for a in args), k=5)  # warm-up (imports, faiss threads)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

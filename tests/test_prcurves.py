@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.interpolate import interp1d
 
-from benchmarks.naive_prcurve import naive_pr_curve_from_split
+from benchmarks.naive import naive_pr_curve_from_split
 from lib import prcurves as pr
 from lib.data import ring_draw, ring_train_heldout
 

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from benchmarks.naive import naive_igd_plus, naive_nondominated
 from lib import regret as R
 
 AGES = np.arange(0, 11, dtype=float)  # a small real support for the regression losses
@@ -210,17 +211,6 @@ def test_average_ties_is_the_mean_over_random_tie_breaking():
 # ---------------------------------------------------------------------------------------------------
 # Fronts, IGD+ and the Pareto-gap
 # ---------------------------------------------------------------------------------------------------
-def naive_nondominated(points: np.ndarray) -> np.ndarray:
-    keep = [i for i in range(len(points))
-            if not np.any(np.all(points <= points[i], axis=1) & np.any(points < points[i], axis=1))]
-    return points[keep]
-
-
-def naive_igd_plus(S: np.ndarray, ref: np.ndarray) -> float:
-    total = 0.0
-    for r in ref:
-        total += min(np.sqrt(sum(max(a[k] - r[k], 0.0) ** 2 for k in range(len(r)))) for a in S)
-    return total / len(ref)
 
 
 @pytest.mark.parametrize("dim", [2, 3])

@@ -26,6 +26,7 @@ from lib.crel.method import (  # noqa: F401
     distance_to_region,
     distances_to_regions,
     fit,
+    is_shifted_set,
     min_calibration_points,
     pinball_loss,
     polygon,

@@ -80,7 +80,7 @@ def latent_cloud(model: crel.CReL, x: np.ndarray, z_grid: np.ndarray, q: np.ndar
     """Decode the latent grid points of the set at one condition x: (p,): {dist(z, {U z >= q}) <= gamma} for the
     ball inflation, {U z >= q - gamma} for the half-space shift or a negative (signed-score) gamma."""
     slack = (q[None, :] - z_grid @ U.T).max(1)
-    if gamma <= 0 or inflation == "halfspace_shift":
+    if crel.is_shifted_set(inflation, gamma) or gamma == 0:  # at gamma = 0 the set is R: the slack test is exact
         keep = slack <= gamma
     elif U.shape[1] == 2:
         keep = slack <= 0
@@ -181,7 +181,7 @@ def convex_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, y_g
     q, pts = model.quantiles(x), y_grid.points
     covered = model.latent_scores(np.asarray(y, np.float64), q) <= model.gamma + 1e-12
     area = np.zeros(len(x))
-    shifted = model.inflation == "halfspace_shift" or model.gamma < 0
+    shifted = crel.is_shifted_set(model.inflation, model.gamma)
     radius = 0.0 if shifted else model.gamma
     for i, qi in enumerate(q):
         qi = qi - model.gamma if shifted else qi

@@ -197,7 +197,7 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
     """Exact area of the calibrated latent set at one condition (r = 2): Steiner for the ball inflation, the
     shifted polygon for the half-space shift or a negative (signed-score) gamma."""
     g = model.gamma
-    if model.inflation == "halfspace_shift" or g < 0:
+    if crel.is_shifted_set(model.inflation, g):
         return crel.steiner_area(crel.polygon(model.U, q - g), 0.0)
     return crel.steiner_area(crel.polygon(model.U, q), g)
 

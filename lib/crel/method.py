@@ -126,13 +126,20 @@ def distances_to_regions(Z: np.ndarray, U: np.ndarray, Q: np.ndarray) -> tuple[n
     return dist, near
 
 
+def is_shifted_set(inflation: str, gamma: float) -> bool:
+    """Is S^gamma the region with every half-space moved by gamma, {U w >= q - gamma}? True for the half-space
+    shift inflation and for a negative (signed-score, §3.4) gamma, which erodes R; False for the ball
+    R + B_gamma (§3.5). At gamma = 0 both readings give R itself."""
+    return inflation == "halfspace_shift" or gamma < 0
+
+
 def project_inflated(z: np.ndarray, U: np.ndarray, q: np.ndarray, gamma: float,
                      inflation: str = "ball") -> np.ndarray:
     """Exact projection of z: (r,) onto S = R + B_gamma ("ball", §3.5: project onto R, then move back
     towards z by gamma) or onto {U w >= q - gamma} ("halfspace_shift"); gamma < 0 with "ball" erodes R
     to {U w >= q + |gamma|} (the signed-score ablation, §3.4)."""
     check_choice("inflation", inflation, INFLATIONS)
-    if inflation == "halfspace_shift" or gamma < 0:
+    if is_shifted_set(inflation, gamma):
         return distance_to_region(z, U, q - gamma)[1]
     d, w = distance_to_region(z, U, q)
     if d <= gamma:
@@ -309,7 +316,7 @@ class CReL:
     def project(self, z: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact projection of each row of z: (n, r) onto S^gamma of the matching row of q: (n, K)."""
         g = self._require_calibrated()
-        eroded = self.inflation == "halfspace_shift" or g < 0
+        eroded = is_shifted_set(self.inflation, g)
         out = np.array(z, np.float64, copy=True)
         outside = np.nonzero((q - (g if eroded else 0.0) - z @ self.U.T).max(1) > 0)[0]  # the rest lie in R
         for i in outside:

@@ -1,8 +1,9 @@
-"""A straightforward kNN PR curve, written directly from spec 01 §3.2 with no shortcut.
+"""Naive reference implementations, written straight from the definitions and sharing no code with `lib`:
+the tests compare the library with them on small inputs, and `make bench` times the library against them.
 
-It builds the full test x train distance matrix and a decision tensor of shape (classifiers, test
-points, lambdas), as the authors' code does. It is the baseline of `make bench` and the independent
-implementation the tests compare `lib.prcurves` with; it shares no code with `lib`.
+- `naive_pr_curve_from_split`: the kNN PR curve of spec 01 §3.2 with the full test x train distance matrix
+  and a (classifiers, test points, lambdas) decision tensor, as the authors' code does;
+- `naive_nondominated`, `naive_igd_plus`: the Pareto filter and IGD+ of spec 03 §4 as quadratic loops.
 """
 
 from __future__ import annotations
@@ -55,3 +56,18 @@ def naive_pr_curve_from_split(real_train, fake_train, real_test, fake_test, k, n
 def _times(a, b):
     """0 when either factor is 0 (so 0 * inf = 0), else the product."""
     return 0.0 if a == 0 or b == 0 else a * b
+
+
+def naive_nondominated(points: np.ndarray) -> np.ndarray:
+    """The nondominated rows of points: (M, d) (minimisation), by the O(M^2 d) definition."""
+    keep = [i for i in range(len(points))
+            if not np.any(np.all(points <= points[i], axis=1) & np.any(points < points[i], axis=1))]
+    return points[keep]
+
+
+def naive_igd_plus(S: np.ndarray, ref: np.ndarray) -> float:
+    """IGD+(S, ref) = mean over r in ref of min over a in S of ||max(a - r, 0)||, written as loops."""
+    total = 0.0
+    for r in ref:
+        total += min(np.sqrt(sum(max(a[k] - r[k], 0.0) ** 2 for k in range(len(r)))) for a in S)
+    return total / len(ref)
