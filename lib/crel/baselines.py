@@ -38,10 +38,6 @@ class Grid:
         axes = [np.linspace(a, b, self.per_axis) for a, b in zip(self.lo, self.hi)]
         return np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(self.lo))
 
-    @property
-    def cell_volume(self) -> float:
-        return float(np.prod((self.hi - self.lo) / self.per_axis))
-
 
 def quantile_box_grid(values: np.ndarray, grid_size: int, pad: float) -> Grid:
     """Grid over the [1 %, 99 %] quantile box of values: (n, d), padded by `pad`, ~grid_size points."""

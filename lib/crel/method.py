@@ -325,8 +325,7 @@ class CReL:
 
     # -- the reliability score (§3.6) -----------------------------------------------------------------
     def reliability(self, x: np.ndarray, gt: np.ndarray, metric: Metric, *, z_init: np.ndarray | None = None,
-                    starts: int = 50, steps: int = 100, lr: float = 0.05, seed: int = 0,
-                    metric_context: np.ndarray | None = None) -> dict:
+                    starts: int = 50, steps: int = 100, lr: float = 0.05, seed: int = 0) -> dict:
         """CReL(x) = min_{z in S^gamma(x)} metric(Dec(z; x), gt) by projected gradient descent.
 
         x: (n, p) conditions; gt: (n, g) references; metric(y_pred (B, d), gt (B, g)) -> (B,) (higher is

@@ -138,12 +138,6 @@ def sandbox(settings: Sandbox, world: SynthAge | None = None) -> dict:
     return out
 
 
-def _predictive_var(alpha: np.ndarray) -> np.ndarray:
-    q = alpha / alpha.sum(axis=-1, keepdims=True)
-    mean = q @ AGES
-    return q @ AGES**2 - mean**2
-
-
 def expected_error_reduction(alpha: np.ndarray, x: np.ndarray, bandwidth: float) -> np.ndarray:
     """EER(x_c) = Σ_b p_test(b) [R(α_b) - E_{y'~q_c} R(α_b + k(x_b, x_c) e_{y'})], R = predictive variance.
 
