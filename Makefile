@@ -14,12 +14,13 @@ SHARED_DATA := $(wildcard $(abspath ../shared/data))
 WORKBOOK_DATA ?= $(if $(SHARED_DATA),$(SHARED_DATA),$(CURDIR)/data)
 export WORKBOOK_DATA
 
-.PHONY: install test lint run bench strip clean-cache help
+.PHONY: install test lint run results bench strip clean-cache help
 
 help:
 	@echo "make test   create $(VENV), install, lint and run the test suite"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
-	@echo "make bench  timing and memory benchmarks (figures quoted in README.md)"
+	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
+	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
 install: $(STAMP)
@@ -44,6 +45,9 @@ run: $(STAMP)
 			-p FIGURES_DIR $(FIGURES) || exit 1; \
 		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
+
+results: $(STAMP)
+	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 

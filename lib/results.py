@@ -1,0 +1,167 @@
+"""Results pages generated from executed notebooks, so that a number in the docs is the number a run recorded.
+
+`make results` (python -m lib.results) reads the glued results of every executed notebook in `runs/` (what
+`make run` writes) and renders, for each, `docs/results/templates/NN-*.md` into `docs/results/NN-*.md`, and
+the headline table of README.md between its `<!-- headlines:begin -->` / `<!-- headlines:end -->` markers
+from `docs/results/templates/headlines.md`.
+
+A template is Markdown with `{{ expression }}` or `{{ expression :format }}` placeholders, evaluated against
+the run's results `r` (a dict of glued values; `r01` ... `r04` in the headline template) and `run` (preset,
+commit, date, duration). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
+value the run did not record is an error that names it: a template never renders a stale number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import statistics
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lib.cache import PROJECT_ROOT, atomic_write
+from lib.glue import read_results
+
+PLACEHOLDER = re.compile(r"\{\{\s*(.+?)(?:\s+:([^{}]*?))?\s*\}\}", re.S)
+HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
+VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
+
+
+class TemplateError(KeyError):
+    """A placeholder that the run's results cannot fill."""
+
+
+def run_info(notebook: Path) -> dict[str, Any]:
+    """Preset, parameters, duration and end time that papermill stored in an executed notebook."""
+    meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
+    params = meta.get("parameters", {})
+    end = meta.get("end_time") or ""
+    return {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": _commit()}
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                             text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def minutes(seconds: float | None) -> str:
+    """'5 min 12 s' (or '40 s') for a duration in seconds."""
+    if seconds is None:
+        return "?"
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list) and all(isinstance(v, (int, float)) for v in value):
+        return " / ".join(_cell(v) for v in value)
+    return str(value).replace("|", "\\|")
+
+
+def value_tables(results: Mapping[str, Any]) -> str:
+    """Every glued value as Markdown: scalars in one table, each dict of rows or of scalars in its own."""
+    scalars = {k: v for k, v in results.items() if not isinstance(v, dict)}
+    parts = ["| result | value |\n|---|---|\n" + "\n".join(f"| `{k}` | {_cell(v)} |" for k, v in scalars.items())]
+    for name, value in results.items():
+        if not isinstance(value, dict) or not value:
+            continue
+        rows = list(value.items())
+        if all(isinstance(v, dict) for _, v in rows):
+            cols = list(dict.fromkeys(c for _, v in rows for c in v))
+            head = f"| `{name}` | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n"
+            body = "\n".join(f"| {k} | " + " | ".join(_cell(v.get(c, "")) for c in cols) + " |" for k, v in rows)
+        else:
+            head = f"| `{name}` | value |\n|---|---|\n"
+            body = "\n".join(f"| {k} | {_cell(v)} |" for k, v in rows)
+        parts.append(head + body)
+    return "\n\n".join(parts)
+
+
+def render(template: str, namespace: Mapping[str, Any]) -> str:
+    """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
+    env = {"mean": statistics.fmean, "minutes": minutes, "round": round, "abs": abs, "len": len, "max": max,
+           "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum, **namespace}
+
+    def fill(match: re.Match) -> str:
+        expression, spec = match.group(1), match.group(2)
+        try:
+            value = eval(expression, {"__builtins__": {}, **env})  # trusted templates from this repository
+        except (KeyError, IndexError, TypeError, NameError) as err:
+            problem = f"{type(err).__name__}: {err}"
+            raise TemplateError(f"{{{{ {expression} }}}}: the run did not record it ({problem})") from err
+        return format(value, spec) if spec else str(value)
+
+    return PLACEHOLDER.sub(fill, template)
+
+
+def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: Path) -> str:
+    """The Markdown page of one run: its glued `results` and `run_info` through `template`."""
+    stable = {k: v for k, v in results.items() if not any(s in k for s in VOLATILE)}
+    header = (f"<!-- generated by `make results` from runs/{info['notebook']} (preset {info['preset']}, commit "
+              f"{info['commit']}, {info['date']}); edit docs/results/templates/{template.name} instead -->\n")
+    return header + render(template.read_text(encoding="utf-8"),
+                           {"r": results, "run": info, "all_results": lambda: value_tables(stable)})
+
+
+def results_page(notebook: Path, template: Path) -> str:
+    """The Markdown page of one executed notebook."""
+    return render_page(read_results(notebook), run_info(notebook), template)
+
+
+def update_readme(readme: Path, headlines: str) -> bool:
+    """Replace the block between the headline markers of README.md; False if the markers are missing."""
+    text = readme.read_text(encoding="utf-8")
+    if not HEADLINES.search(text):
+        return False
+    atomic_write(readme, lambda tmp: tmp.write_text(HEADLINES.sub(lambda m: m.group(1) + headlines.strip() +
+                                                                  m.group(2), text), encoding="utf-8"))
+    return True
+
+
+def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
+    """Render the page of every notebook run found in `runs`, and the README headlines when all are there."""
+    templates = sorted((out / "templates").glob("[0-9][0-9]-*.md"))
+    written, namespace = [], {}
+    for template in templates:
+        number = template.name[:2]
+        run = next(iter(sorted(runs.glob(f"{number}_*.ipynb"))), None)
+        if run is None:
+            print(f"no runs/{number}_*.ipynb: {template.name} not regenerated")
+            continue
+        page = out / template.name
+        atomic_write(page, lambda tmp, t=template, r=run: tmp.write_text(results_page(r, t), encoding="utf-8"))
+        namespace[f"r{number}"], namespace[f"run{number}"] = read_results(run), run_info(run)
+        written.append(page)
+    headline_template = out / "templates" / "headlines.md"
+    if readme is not None and headline_template.exists():
+        if len(namespace) == 2 * len(templates):
+            update_readme(readme, render(headline_template.read_text(encoding="utf-8"), namespace))
+            written.append(readme)
+        else:
+            print("README headlines kept: they need a run of every notebook")
+    return written
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=Path, default=PROJECT_ROOT / "runs")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "results")
+    parser.add_argument("--readme", type=Path, default=PROJECT_ROOT / "README.md")
+    args = parser.parse_args(argv)
+    for path in generate(args.runs, args.out, args.readme):
+        print(f"wrote {path} ({dt.datetime.now():%H:%M:%S})")
+
+
+if __name__ == "__main__":
+    main()

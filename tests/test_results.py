@@ -1,0 +1,46 @@
+"""Results pages: templates filled from glued results, never with a number the run did not record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lib.results import TemplateError, render, update_readme, value_tables
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
+
+
+def test_placeholders_take_expressions_and_format_specs():
+    r = {"table": {"CReL/0.1": {"coverage_z": 0.89531}}, "sizes": {"a": 1, "b": 3}}
+    text = render('Z {{ r["table"]["CReL/0.1"]["coverage_z"] :.3f }}; {{ " / ".join(r["sizes"]) }}; '
+                  '{{ max(r["sizes"].values()) }}', {"r": r})
+    assert text == "Z 0.895; a / b; 3"
+
+
+def test_a_value_the_run_did_not_record_is_an_error_naming_the_placeholder():
+    with pytest.raises(TemplateError, match=r'r\["auc"\]\["8"\].*did not record'):
+        render('AUC {{ r["auc"]["8"] :.3f }}', {"r": {"auc": {"2": 0.9}}})
+
+
+def test_value_tables_render_scalars_rows_and_dicts():
+    text = value_tables({"preset": "cpu", "auc": {"2": 0.91234, "4": [0.5, 0.25]},
+                         "table": {"CReL/0.1": {"z": 0.9, "y": 0.8}, "PCP/0.1": {"y": 0.7}}})
+    assert "| `preset` | cpu |" in text and "| 2 | 0.9123 |" in text and "| 4 | 0.5 / 0.25 |" in text
+    assert "| `table` | z | y |" in text and "| PCP/0.1 |  | 0.7 |" in text
+
+
+def test_readme_headlines_are_replaced_between_the_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- headlines:begin -->\nold\n<!-- headlines:end -->\nrest\n")
+    assert update_readme(readme, "| new |\n")
+    assert readme.read_text() == "intro\n<!-- headlines:begin -->\n| new |\n<!-- headlines:end -->\nrest\n"
+    (tmp_path / "other.md").write_text("no markers\n")
+    assert not update_readme(tmp_path / "other.md", "x")
+
+
+def test_every_notebook_has_a_template_and_the_readme_has_the_markers():
+    notebooks = sorted((TEMPLATES.parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert {p.name[:2] for p in TEMPLATES.glob("[0-9][0-9]-*.md")} == {p.name[:2] for p in notebooks}
+    readme = (TEMPLATES.parents[2] / "README.md").read_text()
+    assert "<!-- headlines:begin -->" in readme and "<!-- headlines:end -->" in readme
