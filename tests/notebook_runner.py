@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -15,6 +16,22 @@ from lib.glue import read_results
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+@contextlib.contextmanager
+def _environment(**variables: str):
+    """Set environment variables for the kernel papermill starts, and restore them afterwards, so that one
+    notebook run leaves nothing behind for the next test."""
+    saved = {k: os.environ.get(k) for k in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def notebook_runner(filename: str) -> Callable[..., dict]:
     """`run(tmp_path, name, cache, cell_timeout=600, **parameters)` for notebooks/`filename`.
 
@@ -26,13 +43,12 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
     notebook = NOTEBOOKS / filename
 
     def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
-        os.environ["WORKBOOK_DATASET_CACHE"] = os.environ["WORKBOOK_CACHE_SESSION"]
-        os.environ["WORKBOOK_CACHE"] = str(cache)
-        os.environ["WORKBOOK_DATA"] = str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())  # cwd moves
         out = tmp_path / f"{name}.ipynb"
         parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
-        pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
-                            execution_timeout=cell_timeout)
+        with _environment(WORKBOOK_DATASET_CACHE=os.environ["WORKBOOK_CACHE_SESSION"], WORKBOOK_CACHE=str(cache),
+                          WORKBOOK_DATA=str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())):  # cwd moves
+            pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
+                                execution_timeout=cell_timeout)
         return read_results(out)
 
     return run
