@@ -1,14 +1,12 @@
 """Notebook 02: CReL, conformal reliability of conditional generators (Gao et al., ICML 2026).
 
-Anatomy (the same in every paper's package):
-- `method`: directional quantile regions, the conformal radius, the CReL score (spec 02 §3);
-- `cvae`: the latent generative model (conditional VAE);
-- `baselines`: Feldman et al.'s latent calibration and DQR without inflation, the compared rows;
-- `captions`: the MS-COCO captions experiment on sentence embeddings;
-- `hf_captioners`: BLIP/GIT captioners scored with CLIP, the paper's online path;
-- `experiment`: presets, validation and the cached pipeline notebook 02 calls.
-
-The paper's public functions are re-exported here, so `lib.crel.<name>` keeps working.
+Its modules: `method`, directional quantile regions, the conformal radius, the CReL score (spec 02 §3);
+`cvae`, the latent generative model (conditional VAE); `baselines`, Feldman et al.'s latent calibration and
+DQR without inflation, the compared rows; `embeddings`, CReL on embeddings of sampled outputs;
+`captions`, the MS-COCO captions experiment on sentence embeddings;
+`hf_captioners`, BLIP/GIT captioners scored with CLIP, the paper's online path; `experiment`, presets,
+validation and the cached pipeline notebook 02 calls. The paper's public functions are re-exported here, so
+`lib.crel.<name>` keeps working.
 """
 
 from lib.crel.method import (  # noqa: F401

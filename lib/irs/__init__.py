@@ -1,11 +1,9 @@
 """Notebook 04: the Image Retrieval Score (Dombrowski et al., CVPR 2025).
 
-Anatomy (the same in every paper's package):
-- `method`: retrieval, IRS_alpha, the IRS_inf maximum-likelihood estimate and its interval (spec 04 §1-§3);
-- `features`: the feature extractors and their cached features;
-- `experiment`: presets, validation and the cached pipeline notebook 04 calls.
-
-The paper's public functions are re-exported here, so `lib.irs.<name>` keeps working.
+Its modules: `method`, retrieval, IRS_alpha, the IRS_inf maximum-likelihood estimate and its interval (spec 04
+§1-§3); `features`, the feature extractors and their cached features; `experiment`, presets, validation and
+the cached pipeline notebook 04 calls. The paper's public functions are re-exported here, so `lib.irs.<name>`
+keeps working.
 """
 
 from lib.irs.method import (  # noqa: F401

@@ -1,12 +1,9 @@
 """Notebook 01: ensemble precision-recall curves of DDPMs on a 2-D ring (Morales, Jurie & Fadili 2025).
 
-Anatomy (the same in every paper's package):
-- `method`: the kNN precision-recall estimator and ensemble bands (spec 01 §3);
-- `stats`: point-wise paired tests across ensemble members, multiplicity corrections (spec 01 §4);
-- `ddpm`: the denoising diffusion models trained as an ensemble (spec 01 §2);
-- `experiment`: presets, validation and the cached pipeline notebook 01 calls.
-
-The paper's public functions are re-exported here, so `lib.prcurves.<name>` keeps working.
+Its modules: `method`, the kNN precision-recall estimator and ensemble bands (spec 01 §3); `stats`, point-wise
+paired tests across ensemble members, multiplicity corrections (spec 01 §4); `ddpm`, the denoising diffusion
+models trained as an ensemble (spec 01 §2); `experiment`, presets, validation and the cached pipeline notebook
+01 calls. The paper's public functions are re-exported here, so `lib.prcurves.<name>` keeps working.
 """
 
 from lib.prcurves.method import (  # noqa: F401
