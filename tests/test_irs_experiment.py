@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -101,24 +102,34 @@ def test_simulated_memoriser_is_the_coupon_collector_model():
     assert r["coverage"] >= 0.8
 
 
-def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch):
+def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):
+    from lib.irs import folders
+    from lib.irs.folders import main
+
     """The `paper` preset's path on three tiny image folders with the pixel extractor (SwAV is not here)."""
     from PIL import Image
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     rng = np.random.default_rng(5)
     train = rng.integers(0, 256, (60, 40, 48, 3), dtype=np.uint8)  # not square: resized and centre-cropped
-    folders = {}
+    dirs = {}
     for name, images in {"train": train, "real": train[rng.permutation(60)[:30]],
                          "fake": np.repeat(train[:5], 8, axis=0)}.items():
-        folders[name] = tmp_path / name
-        (folders[name] / "sub").mkdir(parents=True)
+        dirs[name] = tmp_path / name
+        (dirs[name] / "sub").mkdir(parents=True)
         for i, img in enumerate(images):
-            Image.fromarray(img).save(folders[name] / "sub" / f"{i:03d}.png")
-    config = ie.resolve_config("paper", train_dir=str(folders["train"]), real_dir=str(folders["real"]),
-                               fake_dir=str(folders["fake"]), extractors=["pixels"], image_size=32)
+            Image.fromarray(img).save(dirs[name] / "sub" / f"{i:03d}.png")
+    config = ie.resolve_config("paper", train_dir=str(dirs["train"]), real_dir=str(dirs["real"]),
+                               fake_dir=str(dirs["fake"]), extractors=["pixels"], image_size=32)
     result = ie.folder_score(config)
     assert result["n"] == 30 and result["real"]["k_distinct"] == 30  # real images retrieve themselves
     assert result["fake"]["k_distinct"] == 5  # copies of 5 training images
     with pytest.raises(ValueError, match="no images found"):
-        next(ie.iter_image_folder(str(tmp_path / "cache"), 32))
+        next(folders.iter_image_folder(str(tmp_path / "cache"), 32))
+    # the same as a command
+    main(["--train", str(dirs["train"]), "--real", str(dirs["real"]), "--fake", str(dirs["fake"]),
+          "--extractor", "pixels", "--image-size", "32"])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["n"] == 30 and printed["fake"]["k_distinct"] == 5 and printed["real"]["k_distinct"] == 30
+    with pytest.raises(ValueError, match=r"fake_dir='.*missing' is not a folder"):
+        main(["--train", str(dirs["train"]), "--real", str(dirs["real"]), "--fake", str(tmp_path / "missing")])

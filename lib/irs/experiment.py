@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lib.cache import cache_path, cached_npz
+from lib.irs import folders
 from lib.irs import method as irs
 from lib.irs.features import EXTRACTORS, Extractor, cached_features, get_extractor
 from lib.manifold import precision_recall_density_coverage
@@ -411,42 +412,9 @@ def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
         NUM_CLASSES * config.pool_per_class)[:n])
 
 
-def iter_image_folder(root: str, image_size: int, batch: int = 256):
-    """uint8 batches (b, image_size, image_size, 3) of every image under `root` (sorted paths): RGB, shorter
-    side resized to image_size (bicubic), centre-cropped; the paper-scale input (spec §2.1 step 1, §7)."""
-    from pathlib import Path
-
-    from PIL import Image
-
-    suffixes = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".JPEG"}
-    paths = sorted(p for p in Path(root).rglob("*") if p.suffix in suffixes)
-    if not paths:
-        raise ValueError(f"no images found under {root!r} (looked for {sorted(suffixes)}).")
-    buf = []
-    for p in paths:
-        img = Image.open(p).convert("RGB")
-        scale = image_size / min(img.size)
-        img = img.resize((max(image_size, round(img.width * scale)), max(image_size, round(img.height * scale))),
-                         Image.BICUBIC)
-        left, top = (img.width - image_size) // 2, (img.height - image_size) // 2
-        buf.append(np.asarray(img.crop((left, top, left + image_size, top + image_size))))
-        if len(buf) == batch:
-            yield np.stack(buf)
-            buf = []
-    if buf:
-        yield np.stack(buf)
-
-
 def folder_score(config: IRSConfig, *, progress: bool = False) -> dict:
-    """IRS of a generator at paper scale: features of train_dir, real_dir and fake_dir with the configured
-    extractor (the paper: SwAV, n = 50,000), then `irs.image_retrieval_score` (equal n, every chunk)."""
-    ex = extractor_for(config, config.extractors[0])
-    feats = {}
-    for name in ("train_dir", "real_dir", "fake_dir"):
-        folder = getattr(config, name)
-        key = {"extractor": ex.key, "folder": folder, "image_size": config.image_size}
-        path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{name}", key, ".npz")
-        batches = iter_image_folder(folder, config.image_size)
-        feats[name] = cached_npz(path, lambda b=batches: {"feats": ex.extract_batches(b)})["feats"]
-    return irs.image_retrieval_score(feats["train_dir"], feats["real_dir"], feats["fake_dir"][: config.gen_n],
-                                     config.alpha_e, center=False)
+    """The `paper` preset's IRS from its three image folders: `lib.irs.folders.folder_score` (also a command,
+    `python -m lib.irs.folders`) with the configured extractor, image size and n."""
+    return folders.folder_score(folders.FolderSettings(
+        config.train_dir, config.real_dir, config.fake_dir, extractor=config.extractors[0], weights=config.weights,
+        image_size=config.image_size, n=config.gen_n, alpha_e=config.alpha_e))
