@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from findings import check_findings
 from notebook_runner import assert_fails_fast, notebook_runner
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
@@ -82,3 +83,4 @@ def test_cpu_preset(tmp_path):
     for loss in ("ce", "zero_one"):
         for m in METHODS:
             assert r["table"][f"{loss}/{m}"]["accuracy_vs_argmax_p*"] > 0.75
+    check_findings("03", r)  # the closing cells' findings (tests/findings.py, tests/reference/findings.json)

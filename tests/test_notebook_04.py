@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from findings import check_findings
 from notebook_runner import assert_fails_fast, notebook_runner
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
@@ -73,3 +74,4 @@ def test_cpu_preset_findings(tmp_path):
     assert all(upper < 1 for _, _, upper in r["gap_irs_inf_real"].values())
     assert all(r["e2_fit"][f"{name}/a/irs_adj"][0] > 0 for name in r["extractors"])
     assert r["runtime_s"] < 40 * 60
+    check_findings("04", r)  # the closing cells' findings (tests/findings.py, tests/reference/findings.json)

@@ -1,0 +1,66 @@
+"""The findings each notebook's closing cells state, as checks on its glued results (`r`), against
+tests/reference/findings.json. Used by the full tier (the notebooks' `cpu` presets, `pytest --run-full -m full`)
+and usable on any executed notebook: `check_findings("03", read_results("runs/03_....ipynb"))`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REFERENCE = json.loads((Path(__file__).resolve().parent / "reference" / "findings.json").read_text())
+METHODS = ("mc_dropout", "ensemble", "ddu", "evidential")
+
+
+def findings_03(r: dict, ref: dict) -> None:
+    """Notebook 03, `cpu` preset: the table's numbers, the rankings and F3 the notebook states."""
+    assert r["label_agreement"] == pytest.approx(ref["label_agreement"], abs=1e-4)
+    golden = r["single_models"]["ce/cleanlab cross-validated q"]
+    for key, value in ref["golden_cleanlab_ce"].items():
+        assert golden[key] == pytest.approx(value, abs=ref["golden_tolerance"]), key
+    table, tol = r["table"], ref["aurec_tolerance"]
+    for loss in ("ce", "zero_one"):
+        for m, value in ref[f"ours_{loss}_aurec"].items():
+            assert table[f"{loss}/{m}"]["AuReC"] == pytest.approx(value, abs=tol), (loss, m)
+    ce = {m: table[f"ce/{m}"] for m in METHODS}
+    for column in ("AuReC", "ex-AuReC", "P-gap"):  # F1, F2: Evidential is best under CE
+        assert min(ce, key=lambda m: ce[m][column]) == "evidential", column
+    assert max(ce, key=lambda m: ce[m]["AuReC"]) == "ddu"  # worst at CE regret ...
+    near = {m: r["proxy"][m]["near-OOD AuROC"] for m in r["proxy"]}
+    assert max(near, key=near.get) == "DDU"  # ... and best at near-OOD detection: the rank reversal
+    assert abs(ce["mc_dropout"]["AuReC"] - ce["ensemble"]["AuReC"]) < 0.02  # tied: diversity only in heads
+    for m in METHODS:  # F3: r_s(A*, E*) falls from CE to 0/1 loss
+        assert table[f"ce/{m}"]["r_s(A*,E*)"] > 0.4 and table[f"zero_one/{m}"]["r_s(A*,E*)"] < 0.3, m
+
+
+def findings_04(r: dict, ref: dict) -> None:
+    """Notebook 04, `cpu` preset: the estimator's calibration, the gap, linearity, the memoriser control."""
+    coverage = list(r["sim_coverage"].values())
+    assert all(abs(c - ref["nominal_coverage"]) <= ref["coverage_tolerance"] for c in coverage)
+    lower, estimate, upper, _ = r["imagenet_scale"]
+    assert estimate == pytest.approx(ref["imagenet_scale_estimate"], abs=ref["imagenet_scale_tolerance"])
+    assert lower < estimate < upper
+    gap = {name: v[1] for name, v in r["gap_irs_inf_real"].items()}
+    assert all(v[2] < 1 for v in r["gap_irs_inf_real"].values())  # real data falls short of 1 everywhere
+    for aware in ref["class_aware"]:
+        for pixel_like in ref["pixel_like"]:
+            assert gap[aware] > gap[pixel_like], (aware, pixel_like)
+        slope, _, r2 = r["e2_fit"][f"{aware}/b/irs_adj"]
+        assert 0.8 < slope < 1.2 and r2 > 0.9, aware  # linear in the class fraction
+    for pixel_like in ref["pixel_like"]:
+        assert r["e2_fit"][f"{pixel_like}/b/irs_adj"][2] < 0.7, pixel_like  # not in pixel-like spaces
+    for key, (irs_inf, lo, hi, source_hit, _) in r["e3"].items():
+        if key.startswith(ref["memoriser_extractor"] + "/"):
+            g = float(key.split("/g")[1])
+            assert source_hit > 0.95 and lo <= g <= hi and abs(irs_inf - g) < 0.03, key  # IRS recovers g
+
+
+CHECKS = {"03": findings_03, "04": findings_04}
+
+
+def check_findings(number: str, results: dict) -> None:
+    """Assert the findings of notebook `number` on its glued results (a `cpu` preset run)."""
+    ref = REFERENCE[number]
+    assert results["preset"] == ref["preset"], f"the reference holds the {ref['preset']} preset's findings"
+    CHECKS[number](results, ref)
