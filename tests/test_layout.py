@@ -49,12 +49,6 @@ def test_the_core_imports_no_paper_package():
         assert not papers, f"{path.relative_to(LIB.parent)} (core) imports a paper's package: {sorted(papers)}"
 
 
-@pytest.mark.parametrize("paper", PAPERS)
-def test_every_paper_package_has_the_same_anatomy(paper):
-    names = {p.name for p in (LIB / paper).glob("*.py")}
-    assert {"__init__.py", "method.py", "experiment.py"} <= names
-
-
 def test_the_first_layouts_module_paths_are_aliases_of_the_new_modules():
     for old, new in lib.MOVED_MODULES.items():
         assert importlib.import_module(old) is importlib.import_module(new), old
