@@ -14,21 +14,42 @@ SHARED_DATA := $(wildcard $(abspath ../shared/data))
 WORKBOOK_DATA ?= $(if $(SHARED_DATA),$(SHARED_DATA),$(CURDIR)/data)
 export WORKBOOK_DATA
 
-.PHONY: install test lint run results bench strip clean-cache help
+JUPYTER ?= $(BIN)/jupyter
+LAB_ARGS ?=
+# jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
+.PHONY: install git-filter test lint run lab results bench strip clean-cache help
 
 help:
+	@echo "make install  create $(VENV), install, and set up nbstripout as this checkout's git filter"
 	@echo "make test   create $(VENV), install, lint and run the test suite"
+	@echo "make lab    start JupyterLab with WORKBOOK_DATA set (extra options: LAB_ARGS='--no-browser --port 8890')"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
-install: $(STAMP)
+install: $(STAMP) git-filter
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
+
+# Notebook outputs never reach a diff or a commit: git runs nbstripout on every *.ipynb it stages.
+# --keep-id keeps the notebooks' stable cell ids (as `make strip` does). Idempotent; outside a git
+# checkout (an unpacked archive) it does nothing. The filter runs $(BIN)/python: after deleting
+# $(VENV), run `make install` again (or `git config --unset-all filter.nbstripout.required`).
+git-filter: $(STAMP)
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		$(BIN)/nbstripout --install && \
+		git config filter.nbstripout.clean '"$(abspath $(BIN))/python" -m nbstripout --keep-id' && \
+		git config diff.ipynb.textconv '"$(abspath $(BIN))/python" -m nbstripout --keep-id -t' && \
+		echo "nbstripout: git filter installed (notebook outputs are stripped when staged)"; \
+	else \
+		echo "nbstripout: not a git checkout, no git filter installed"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests benchmarks notebooks
@@ -48,6 +69,11 @@ run: $(STAMP)
 
 results: $(STAMP)
 	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md
+
+# JupyterLab on the checkout with the environment `make run` uses (WORKBOOK_DATA, exported above).
+lab: $(STAMP)
+	@echo "JupyterLab with WORKBOOK_DATA=$$WORKBOOK_DATA; the notebooks are in notebooks/ (Ctrl-C to stop)"
+	$(JUPYTER) lab --notebook-dir=$(CURDIR) $(ALLOW_ROOT) $(LAB_ARGS)
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 

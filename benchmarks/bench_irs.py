@@ -5,7 +5,8 @@ authors' approach, BeyondFID irs.py::compute_support, here on CPU), and irs_inf 
    for both; each contender in its own subprocess so its peak memory (growth of the peak RSS over the
    process's state just before the search) is its own; median of repeats after a warm-up. Both must
    return the same nearest indices (up to float32 near-ties, counted).
-2. `irs_inf` with its interval at N = 1,281,167, n = 50,000 (median of repeats).
+2. `irs_inf` with its interval at N = 1,281,167, n = 50,000 (median of repeats); 2b. its first (cold) call at
+   n <= 5,000, where Stirling numbers are exact, against building the whole O(n^2) row first.
 3. Throughput at d = 2048 (faiss, N = 50,000, n = 2,000), extrapolated to a full ImageNet-scale
    retrieval: 2 n N d FLOP with n = 50,000, N = 1,281,167, d = 2048.
 Usage: python benchmarks/bench_irs.py [--threads 2] [--repeats 3] [--quick]
@@ -98,13 +99,63 @@ def bench_irs_inf(repeats: int) -> dict:
     k = int(np.unique(np.random.default_rng(0).integers(0, int(0.77 * n_train), n)).size)
     times = []
     for _ in range(repeats):
-        from lib.irs.method import _log_stirling_exact_row
-
-        _log_stirling_exact_row.cache_clear()
+        _clear_stirling_caches()
         start = time.perf_counter()
         result = irs_inf(n_train, n, k)
         times.append(time.perf_counter() - start)
     return {"median_s": float(np.median(times)), "times": times, "result": result}
+
+
+COLD_CASES = ((20_000, 5_000, 4_000), (10_000, 2_000, 1_999))  # issue 14 finding 19: n <= 5,000, exact path
+
+
+def _clear_stirling_caches() -> None:
+    from lib.irs import method
+
+    for cached in (method._log_stirling_exact_row, method._log_stirling_high, method._log_stirling_low):
+        cached.cache_clear()
+
+
+def _full_row_interval(n_train: int, n: int, k: int) -> tuple[int, int]:
+    """The previous exact path: the whole O(n^2) log-Stirling row first, then the same bisections."""
+    from lib.irs import method
+
+    row = method._log_stirling_exact_row(n)
+    tails = lambda s: method._tail_probabilities(n, k, s, row)  # noqa: E731
+    upper = method._bisect_last_true(lambda s: tails(s)[0] >= method.ALPHA_E, k, n_train)
+    lower = method._bisect_first_true(lambda s: tails(s)[1] >= method.ALPHA_E, k, n_train)
+    return (n_train if lower is None else lower), upper
+
+
+def bench_irs_inf_cold(repeats: int) -> list[dict]:
+    """A first call (no cached Stirling table) of irs_inf for n <= 5,000, against the full-row path."""
+    from lib.irs import irs_inf
+
+    rows = []
+    for case in COLD_CASES:
+        times = {"irs_inf": [], "full_row": []}
+        for _ in range(repeats):
+            contenders = (("irs_inf", lambda c=case: irs_inf(*c)), ("full_row", lambda c=case: _full_row_interval(*c)))
+            for name, fn in contenders:
+                _clear_stirling_caches()
+                start = time.perf_counter()
+                out = fn()
+                times[name].append(time.perf_counter() - start)
+                if name == "irs_inf":
+                    ours = (out["s_lower"], out["s_upper"])
+                else:
+                    assert out == ours, (case, out, ours)
+        rows.append({"case": case, **{f"{k}_s": float(np.median(v)) for k, v in times.items()}})
+    return rows
+
+
+def print_cold(repeats: int) -> None:
+    repeats = max(repeats, 5)
+    print(f"\n2b. irs_inf first call (cold, exact Stirling numbers), median of {repeats}, vs the full O(n^2) "
+          f"row built up front (the previous path: same bisections, identical intervals)")
+    for row in bench_irs_inf_cold(repeats):
+        print(f"   (N, n, k) = {row['case']}: {row['irs_inf_s'] * 1e3:8.2f} ms  full row "
+              f"{row['full_row_s'] * 1e3:8.2f} ms  ({row['full_row_s'] / row['irs_inf_s']:.0f}x)")
 
 
 def main() -> None:
@@ -112,6 +163,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="N = 20,000, n = 2,000 (a CI-sized check)")
+    parser.add_argument("--cold-only", action="store_true", help="only 2b, the cold irs_inf calls at n <= 5,000")
     parser.add_argument("--worker")
     parser.add_argument("--n-train", type=int, default=50_000)
     parser.add_argument("--n", type=int, default=10_000)
@@ -122,6 +174,9 @@ def main() -> None:
         return
     if args.quick:
         args.n_train, args.n = 20_000, 2_000
+    if args.cold_only:
+        print_cold(args.repeats)
+        return
     print(f"machine: {cpu_model()}, {args.threads} threads (OMP_NUM_THREADS, torch, faiss), os.cpu_count() = "
           f"{os.cpu_count()}")
     print(f"\n1. retrieval N_train = {args.n_train:,}, n = {args.n:,}, d = {args.d}, float32, median of {args.repeats}")
@@ -140,6 +195,8 @@ def main() -> None:
     print(f"\n2. irs_inf at N = {IMAGENET['n_train']:,}, n = {IMAGENET['n']:,}: median {r['median_s']:.3f} s "
           f"(target < 1 s); estimate {r['result']['estimate']:.4f} "
           f"[{r['result']['lower']:.4f}, {r['result']['upper']:.4f}] for s_true = 0.77 N")
+
+    print_cold(args.repeats)
 
     d = IMAGENET["d"]
     t = run_in_subprocess("faiss", 50_000, 2_000, d, args.repeats, args.threads)

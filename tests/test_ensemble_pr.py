@@ -86,3 +86,27 @@ def test_resampled_curves_hold_the_member_fixed_and_vary_the_evaluation():
         auc = np.array([[prcurves.auc_raw({"precision": p, "recall": r}) for p, r in zip(*member)]
                         for member in zip(draws["precision"], draws["recall"])])
         assert auc[0].min() > auc[1].max()  # the shifted member stays worse under every draw
+
+
+@pytest.mark.parametrize("complexities, compare, small", [
+    ([1, 8], (8, 1), (8,)),  # neither 2 nor 4: refused before (issue 14 finding 18)
+    ([2, 8], (8, 2), (8,)),
+    ([1, 2, 4], (4, 2), (4,)),  # the presets' values still fit: kept
+    ([4, 8], (8, 4), (4,)),
+])
+def test_compare_and_small_complexities_follow_complexities(complexities, compare, small):
+    """The notebook exposes COMPLEXITIES but neither compare nor small_complexities."""
+    config = ex.resolve_config("smoke", complexities=complexities)
+    assert config.compare == compare and config.small_complexities == small
+
+
+def test_given_compare_is_never_rewritten():
+    with pytest.raises(ValueError, match="compare="):
+        ex.resolve_config("smoke", complexities=[1, 8], compare=(4, 2), small_complexities=(8,))
+    config = ex.resolve_config("smoke", complexities=[1, 2, 8], compare=(1, 2), small_complexities=(2,))
+    assert config.compare == (1, 2) and config.small_complexities == (2,)
+
+
+def test_one_complexity_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"complexities=\(8,\) needs at least two entries"):
+        ex.resolve_config("smoke", complexities=[8])

@@ -126,3 +126,30 @@ def test_bad_inputs_are_refused(rings):
         pr.pr_curve(rings["real"], bad)
     with pytest.raises(ValueError, match="dup_recall"):
         pr.interpolate_precision({"recall": np.ones(2), "precision": np.ones(2)}, np.ones(3), "first")
+
+
+def test_plain_lists_are_accepted(rings):
+    """Issue 14 finding 18: plain lists gave an AttributeError (`list` has no `ndim`)."""
+    real, fake = rings["real"][:400], rings["noise"][:400]
+    listed = pr.pr_curve(real.tolist(), fake.tolist(), k=10)
+    arrays = pr.pr_curve(real, fake, k=10)
+    np.testing.assert_array_equal(listed["precision"], arrays["precision"])
+    np.testing.assert_array_equal(listed["recall"], arrays["recall"])
+
+
+@pytest.mark.parametrize("real_shape, fake_shape, message", [
+    ((100, 2), (100, 3), r"real and fake must have the same dimension D; got real \(100, 2\) and fake \(100, 3\)"),
+    ((100,), (100, 2), r"real must be a finite \(n, D\) array"),
+    ((100, 2), (3, 2), r"fake must be a finite \(n, D\) array with n >= 4.*; got shape \(3, 2\)"),
+    ((100, 0), (100, 0), r"real must be a finite \(n, D\) array with n >= 4 and D >= 1"),
+])
+def test_shape_errors_name_real_or_fake(real_shape, fake_shape, message):
+    """Issue 14 finding 18: real and fake of different dimension raised NumPy's concatenate error."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=message):
+        pr.pr_curve(rng.normal(size=real_shape), rng.normal(size=fake_shape))
+
+
+def test_non_numeric_input_names_the_argument():
+    with pytest.raises(ValueError, match="fake must be numeric"):
+        pr.pr_curve(np.zeros((10, 2)), [["a", "b"]] * 10)

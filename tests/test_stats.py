@@ -134,3 +134,24 @@ def test_wilcoxon_samples_sign_patterns_for_large_ensembles():
     a, b = rng.normal(size=(30, 5)) + 0.3, rng.normal(size=(30, 5))
     ours = stats.wilcoxon_signflip(a, b, max_flips=20_000, seed=1)
     np.testing.assert_allclose(ours, sps.wilcoxon(a, b).pvalue, atol=0.01)  # exact null vs 20k flips
+
+
+@pytest.mark.parametrize("test", stats.TESTS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("where", ["a", "b"])
+def test_a_non_finite_value_is_refused_naming_the_argument(test, bad, where):
+    """Issue 14 finding 12: one NaN made permutation_maxT call half of a null grid significant (a NaN max
+    statistic is exceeded by no permutation) and Wilcoxon dropped the member silently."""
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(0.8, 0.05, size=(8, 50)), rng.normal(0.8, 0.05, size=(8, 50))
+    (a if where == "a" else b)[3, 17] = bad
+    with pytest.raises(ValueError, match=rf"^{where} holds 1 non-finite value.*member 3, grid point 17"):
+        stats.pointwise_compare(a, b, test, num_permutations=99)
+
+
+@pytest.mark.parametrize("fn", [stats.permutation_maxT, stats.wilcoxon_signflip, stats.welch_t])
+def test_the_building_blocks_refuse_nan_too(fn):
+    a, b = np.full((4, 3), 0.5), np.full((4, 3), 0.4)
+    b[0, 0] = np.nan
+    with pytest.raises(ValueError, match="^b holds 1 non-finite value"):
+        fn(a, b)

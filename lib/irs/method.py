@@ -53,6 +53,58 @@ def _log_stirling_exact_row(n: int) -> np.ndarray:
     return row
 
 
+def _logsumexp(x: np.ndarray) -> float:
+    """log(sum(exp(x))) of a 1-D float64 array (-inf if empty or all -inf), without scipy's per-call cost."""
+    top = x.max(initial=-np.inf)
+    return float(top + np.log(np.exp(x - top).sum())) if np.isfinite(top) else float(top)
+
+
+@functools.lru_cache(maxsize=16)
+def _log_stirling_high(n: int, c_max: int) -> np.ndarray:
+    """log S(n, n - c) for c = 0..c_max (entry c: j = n - c blocks, c "collisions"), exact.
+
+    By the second-order Eulerian numbers <<c, i>> (Graham, Knuth & Patashnik, Concrete Mathematics,
+    eq. 6.43): S(n, n - c) = sum_i <<c, i>> C(n + c - 1 - i, 2c), a sum of positive terms, with
+    <<c, i>> = (i + 1) <<c-1, i>> + (2c - 1 - i) <<c-1, i-1>> and <<0, 0>> = 1. Everything in log space:
+    O(c_max^2) time whatever n, where the Stirling recurrence needs O(n c_max). What irs_inf needs when
+    k is close to n.
+    """
+    log_fact = gammaln(np.arange(n + c_max + 1, dtype=np.float64) + 1.0)  # log x! for x = 0..n + c_max
+    log_i = np.log(np.arange(1, 2 * c_max + 1, dtype=np.float64))  # log_i[x - 1] = log x
+    out = np.empty(c_max + 1)
+    out[0] = 0.0  # S(n, n) = 1
+    euler = np.array([0.0])  # log <<0, i>>, i = 0: <<0, 0>> = 1
+    for c in range(1, c_max + 1):
+        new = np.full(c, -np.inf)  # i = 0..c-1; euler holds <<c-1, i>> for i = 0..max(c-2, 0)
+        new[: len(euler)] = euler + log_i[: len(euler)]  # (i + 1) <<c-1, i>>
+        if c >= 2:  # + (2c - 1 - i) <<c-1, i-1>> for i = 1..c-1
+            new[1:] = np.logaddexp(new[1:], euler + log_i[c - 1 : 2 * c - 2][::-1])
+        euler = new
+        i = np.arange(min(c, n - c))  # C(n + c - 1 - i, 2c) = 0 once n + c - 1 - i < 2c
+        top = n + c - 1 - i
+        out[c] = _logsumexp(euler[i] + log_fact[top] - log_fact[2 * c] - log_fact[top - 2 * c])
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _log_stirling_low(n: int, j_max: int) -> np.ndarray:
+    """log S(n, j) for j = 0..j_max by the row recurrence of `_log_stirling_exact_row`, truncated at
+    j_max (entries above j_max never feed those below): O(n j_max) time. For k far below n."""
+    row = np.array([0.0])  # S(0, 0) = 1
+    log_j = np.log(np.arange(1, j_max + 1, dtype=np.float64))
+    for m in range(1, n + 1):
+        width = min(m, j_max) + 1
+        new = np.full(width, -np.inf)
+        top = min(m - 1, j_max)  # len(row) = top + 1: new[j] = log(j S(m-1, j) + S(m-1, j-1)), j = 1..top
+        new[1 : top + 1] = np.logaddexp(log_j[:top] + row[1 : top + 1], row[:top])
+        if m <= j_max:
+            new[m] = 0.0  # S(m, m) = 1
+        row = new
+    row.setflags(write=False)
+    return row
+
+
 def temme_G(v: np.ndarray) -> np.ndarray:
     """The root G in (0, 1) of G = v exp(G - v) for v > 1: G = -W_0(-v e^{-v}) (spec §3, closed form).
 
@@ -121,6 +173,30 @@ def _tail_probabilities(n_samples: int, k: int, s: int, log_s2: np.ndarray) -> t
     lower = math.exp(logsumexp(logp[: k + 1]) - total)
     upper = math.exp(logsumexp(logp[k:]) - total) if k < len(logp) else 0.0
     return lower, upper
+
+
+def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
+    """(P(K <= k | s), P(K >= k | s)) from exact Stirling numbers, computing only one side of k.
+
+    The exact pmf sums to 1, so one tail gives the other: P(K <= k) = 1 - P(K >= k) + P(K = k). The
+    cheaper side is built: log S(n, j) for j >= k (`_log_stirling_high`, about (n - k)^2 operations) or
+    for j <= k (`_log_stirling_low`, n k), instead of the whole O(n^2) row built up front.
+    Agrees with the full-row tails to rounding (~1e-13 absolute); the tails are only compared with
+    alpha_e, so no decision of the bisections changes (tests/test_irs.py checks them side by side).
+    """
+    n, const = n_samples, gammaln(s + 1.0) - n_samples * math.log(s)
+    high = (n - k) ** 2 <= n * k  # the cheaper side: about (n - k)^2 operations above k, n k below
+    if high:  # j = k..min(n, s)
+        j = np.arange(k, min(n, s) + 1)
+        log_s2 = _log_stirling_high(n, n - k)[n - j]
+    else:  # j = 0..k (k <= s always: s ranges over [k, N])
+        j = np.arange(0, k + 1)
+        log_s2 = _log_stirling_low(n, k)
+    logp = log_s2 + const - gammaln(s - j + 1.0)
+    p_k = math.exp(logp[0] if high else logp[-1])
+    side = math.exp(_logsumexp(logp))
+    lower, upper = (1.0 - side + p_k, side) if high else (side, 1.0 - side + p_k)
+    return min(max(lower, 0.0), 1.0), min(max(upper, 0.0), 1.0)
 
 
 def log_likelihood(n_samples: int, k: int, s: np.ndarray) -> np.ndarray:
@@ -201,8 +277,11 @@ def irs_inf(n_train: int, n_samples: int, k_distinct: int, alpha_e: float = ALPH
     n_train, n_samples, k = int(n_train), int(n_samples), int(k_distinct)
     if not 0.0 < alpha_e < 0.5:
         raise ValueError(f"alpha_e={alpha_e!r} must lie in (0, 0.5) (the error probability per tail).")
-    log_s2 = log_stirling2(n_samples, exact_max=exact_max)
-    tails = functools.lru_cache(maxsize=None)(lambda s: _tail_probabilities(n_samples, k, s, log_s2))
+    if n_samples <= exact_max:  # exact Stirling numbers, only on the cheaper side of k
+        tails = functools.lru_cache(maxsize=None)(lambda s: _exact_tails(n_samples, k, s))
+    else:
+        log_s2 = log_stirling2(n_samples, exact_max=exact_max)
+        tails = functools.lru_cache(maxsize=None)(lambda s: _tail_probabilities(n_samples, k, s, log_s2))
     s_hat = mle_reachable(n_train, n_samples, k)
     s_upper = _bisect_last_true(lambda s: tails(s)[0] >= alpha_e, k, n_train)
     s_lower = _bisect_first_true(lambda s: tails(s)[1] >= alpha_e, k, n_train)

@@ -9,7 +9,7 @@ data/cache/01/ by a hash of everything it depends on, so an interrupted run resu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -81,10 +81,35 @@ def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
     """The preset's config with `overrides` applied (a value of None keeps the preset's), checked.
 
     Raises ValueError naming the parameter for any bad value, before any work is done.
+    `compare` and `small_complexities` follow an override of `complexities` when they are not given
+    themselves and the preset's values are no longer among the complexities (`derive_comparisons`).
     """
     config = resolve_preset(PRESETS, preset, overrides)
+    config = derive_comparisons(config, given=[k for k, v in overrides.items() if v is not None])
     validate(config)
     return config
+
+
+def derive_comparisons(config: EnsemblePRConfig, given: tuple[str, ...] | list[str] = ()) -> EnsemblePRConfig:
+    """Fit `compare` and `small_complexities` to `config.complexities` unless they are in `given`.
+
+    The notebook exposes COMPLEXITIES but not these two, so `COMPLEXITIES=[1, 8]` would otherwise be
+    refused for the presets' compare = (4, 2) and small_complexities = (4,). A preset value that is
+    still among the complexities is kept. Otherwise compare becomes the two largest complexities, the
+    larger first (is more capacity better? as Fig. 3 asks of 4 vs 2), and small_complexities becomes
+    (compare[0],) (Fig. 4 reruns the larger model of the comparison on the small training set).
+    """
+    complexities = set(check_ints("complexities", config.complexities, minimum=1))
+    changes: dict[str, Any] = {}
+    if "compare" not in given and not set(config.compare) <= complexities:
+        if len(complexities) < 2:
+            raise ValueError(f"complexities={config.complexities!r} needs at least two entries: the notebook "
+                             f"compares two ensembles (Fig. 3, compare={config.compare!r}).")
+        changes["compare"] = tuple(sorted(complexities, reverse=True)[:2])
+    compare = changes.get("compare", config.compare)
+    if "small_complexities" not in given and not set(config.small_complexities) <= complexities:
+        changes["small_complexities"] = (compare[0],)
+    return replace(config, **changes) if changes else config
 
 
 def validate(config: EnsemblePRConfig) -> None:

@@ -101,9 +101,13 @@ def pr_curve_from_split(real_train: np.ndarray, fake_train: np.ndarray, real_tes
                         fake_test: np.ndarray, k: int, num_angles: int = 200) -> dict:
     """The kNN PR curve of spec §3.2 from a given split; deterministic.
 
-    All inputs: (n_i, D) float. Returns {"precision", "recall", "lambdas"}: (num_angles + 2,) float64,
-    rows in ascending lambda, from (0, max recall) to (max precision, 0).
+    All inputs: (n_i, D) float (array-like). Returns {"precision", "recall", "lambdas"}: (num_angles + 2,)
+    float64, rows in ascending lambda, from (0, max recall) to (max precision, 0).
     """
+    parts = {"real_train": real_train, "fake_train": fake_train, "real_test": real_test, "fake_test": fake_test}
+    parts = {name: as_points(name, arr, min_rows=1) for name, arr in parts.items()}
+    check_same_dimension(**parts)
+    real_train, fake_train, real_test, fake_test = parts.values()
     check_int("k", k, minimum=1, maximum=len(real_train) + len(fake_train))
     check_int("num_angles", num_angles, minimum=1)
     kwargs = {"real_train": real_train, "fake_train": fake_train, "k": k}
@@ -112,6 +116,32 @@ def pr_curve_from_split(real_train: np.ndarray, fake_train: np.ndarray, real_tes
     lambdas = lambda_grid(num_angles)
     rates = error_rates(real_scores=real_scores, fake_scores=fake_scores, gammas=lambdas)
     return {**frontier(fpr=rates["fpr"], fnr=rates["fnr"], lambdas=lambdas), "lambdas": lambdas}
+
+
+def as_points(name: str, points, *, min_rows: int = 1) -> np.ndarray:
+    """`points` as a float64 (n, D) array; a ValueError naming `name` if it is not numeric, not 2-D, has
+    fewer than `min_rows` rows or no column, or holds a NaN/inf (the first offending row is named)."""
+    try:
+        arr = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric, an (n, D) array of floats; np.asarray failed: {err}") from None
+    if arr.ndim != 2 or len(arr) < min_rows or arr.shape[1] < 1:
+        raise ValueError(f"{name} must be a finite (n, D) array with n >= {min_rows} and D >= 1; "
+                         f"got shape {arr.shape}.")
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        raise ValueError(f"{name} must be a finite (n, D) array with n >= {min_rows}; {int((~finite).sum())} "
+                         f"row(s) hold NaN/inf, the first is row {int(np.argmin(finite))}.")
+    return arr
+
+
+def check_same_dimension(**arrays: np.ndarray) -> None:
+    """Raise a ValueError naming the arrays when their numbers of columns D differ."""
+    dims = {name: arr.shape[1] for name, arr in arrays.items()}
+    if len(set(dims.values())) > 1:
+        names = list(arrays)
+        shapes = " and ".join(f"{name} {arrays[name].shape}" for name in names)
+        raise ValueError(f"{' and '.join(names)} must have the same dimension D; got {shapes}.")
 
 
 def split_half(points: np.ndarray, rng: np.random.Generator, train_fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -134,11 +164,11 @@ def pr_curve(real: np.ndarray, fake: np.ndarray, k: int | None = None, num_angle
              train_fraction: float = 0.5, seed: int = 0) -> dict:
     """`pr_curve_from_split` after a seeded split of each set; k defaults to floor(sqrt(len(real))).
 
-    real: (n, D), fake: (m, D) float; rows with a non-finite value are refused (drop them first).
+    real: (n, D), fake: (m, D) float, or anything np.asarray turns into one (nested lists); rows with a
+    non-finite value are refused (drop them first), as are real and fake of different dimension D.
     """
-    for name, arr in (("real", real), ("fake", fake)):
-        if arr.ndim != 2 or len(arr) < 4 or not np.isfinite(arr).all():
-            raise ValueError(f"{name} must be a finite (n, D) array with n >= 4; got shape {arr.shape}.")
+    real, fake = as_points("real", real, min_rows=4), as_points("fake", fake, min_rows=4)
+    check_same_dimension(real=real, fake=fake)
     k = default_k(len(real)) if k is None else k
     return pr_curve_from_split(**seeded_split(real, fake, train_fraction, seed), k=k, num_angles=num_angles)
 

@@ -22,6 +22,23 @@ CORRECTIONS = ("none", "bh")
 ALTERNATIVES = ("two-sided", "greater")
 
 
+def check_finite_curves(name: str, values: np.ndarray) -> np.ndarray:
+    """`values` as float64, or a ValueError naming `name` and the first non-finite entry.
+
+    Every test here refuses NaN and +-inf rather than guessing: a NaN in one member's curve makes the
+    permutation max statistic NaN (no permutation exceeds it, so every p-value sits at its floor) and
+    the rank tests drop or misrank it. Drop the member, or fill its curve, before comparing.
+    """
+    values = np.asarray(values, np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = np.argwhere(bad)[0]
+        where = f"member {first[0]}, grid point {first[1]}" if values.ndim == 2 else f"index {tuple(first)}"
+        raise ValueError(f"{name} holds {int(bad.sum())} non-finite value(s) (first at {where}: "
+                         f"{values[tuple(first)]}); drop or repair that member's curve before comparing.")
+    return values
+
+
 def _scipy_pvalues(a: np.ndarray, b: np.ndarray, test: str, alternative: str) -> np.ndarray:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -40,7 +57,7 @@ def wilcoxon_signflip(a: np.ndarray, b: np.ndarray, *, alternative: str = "two-s
     scipy.stats.wilcoxon's exact/permutation p-value, which scipy computes column by column (tens of ms
     each with ties); here all columns share one set of patterns. a, b: (n, G). Returns (G,) float64.
     """
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    d = check_finite_curves("a", a) - check_finite_curves("b", b)
     n = len(d)
     ranks = stats.rankdata(np.where(d == 0, np.nan, np.abs(d)), axis=0, nan_policy="omit")
     ranks = np.nan_to_num(ranks)  # a zero difference has rank 0: it neither counts nor moves under flips
@@ -67,6 +84,7 @@ def welch_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     a: (n_a, G), b: (n_b, G) float. Returns (G,) float64 (+-inf where only the means differ).
     """
+    a, b = check_finite_curves("a", a), check_finite_curves("b", b)
     diff = a.mean(0) - b.mean(0)
     se = np.sqrt(a.var(0, ddof=1) / len(a) + b.var(0, ddof=1) / len(b))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -98,7 +116,8 @@ def permutation_maxT(a: np.ndarray, b: np.ndarray, *, num_permutations: int = 10
     exchangeable under H0 (same configuration), so labels are permuted, not signs of paired differences.
     Returns (G,) float64.
     """
-    data = np.vstack([b, a]).astype(np.float64)
+    a, b = check_finite_curves("a", a), check_finite_curves("b", b)
+    data = np.vstack([b, a])
     data -= data.mean(axis=0)  # centring keeps the one-pass variances below accurate
     labels0 = np.repeat([0.0, 1.0], [len(b), len(a)])
     observed = _group_t(data, labels0[None, :])[0]
@@ -124,8 +143,10 @@ def pointwise_compare(a: np.ndarray, b: np.ndarray, test: str, alpha: float = 0.
     """Is ensemble `a` better than ensemble `b` at each grid point? (spec §3.4)
 
     a, b: (members, grid) float (precision of each member on a common recall grid); `paired_t` and
-    `wilcoxon` need the same number of members. test in TESTS; correction "bh" applies
-    Benjamini-Hochberg (permutation_maxT is already family-wise and takes no correction).
+    `wilcoxon` need the same number of members. A NaN or inf anywhere raises a ValueError naming the
+    argument and the entry (`check_finite_curves`), for every test: none of them can treat it soundly.
+    test in TESTS; correction "bh" applies Benjamini-Hochberg (permutation_maxT is already family-wise
+    and takes no correction).
     Returns {"pvalues": (grid,) float64, NaN where undefined; "significant": (grid,) bool, p < alpha
     and mean(a) > mean(b), NaN counting as not significant; "fraction": float, share of the grid
     significant; "test", "correction", "alternative"}.
@@ -153,6 +174,8 @@ def _check_compare_args(a, b, test, alpha, correction, alternative) -> None:
     check_probability("alpha", alpha)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"a and b must be (members, grid) arrays on the same grid; got {a.shape} and {b.shape}.")
+    check_finite_curves("a", a)
+    check_finite_curves("b", b)
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"each ensemble needs at least 2 members; got {len(a)} and {len(b)}.")
     if test in ("paired_t", "wilcoxon") and len(a) != len(b):
