@@ -14,12 +14,13 @@ SHARED_DATA := $(wildcard $(abspath ../shared/data))
 WORKBOOK_DATA ?= $(if $(SHARED_DATA),$(SHARED_DATA),$(CURDIR)/data)
 export WORKBOOK_DATA
 
-.PHONY: install test lint run bench strip clean-cache help
+.PHONY: install test lint run bench strip clean-cache help assignments
 
 help:
 	@echo "make test   create $(VENV), install, lint and run the test suite"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make bench  timing and memory benchmarks (figures quoted in README.md)"
+	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
 install: $(STAMP)
@@ -30,7 +31,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests benchmarks notebooks
+	$(BIN)/ruff check lib tests benchmarks notebooks assignments
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
@@ -45,13 +46,18 @@ run: $(STAMP)
 		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
 
+# otter assign each master notebook in assignments/ (student notebook, autograder zip, executed solutions as
+# HTML); fails if a solution misses a point of its own tests. Grade: python assignments/course.py grade NAME FILE
+assignments: $(STAMP)
+	$(BIN)/python assignments/course.py build --out runs/assignments
+
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 
 bench: $(STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 strip: $(STAMP)
-	$(BIN)/nbstripout --keep-id $(NOTEBOOKS)
+	$(BIN)/nbstripout --keep-id $(NOTEBOOKS) $(wildcard assignments/*/*.ipynb)
 
 clean-cache:
 	rm -rf data/cache
