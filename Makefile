@@ -19,7 +19,7 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results bench strip clean-cache help
+.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments
 
 help:
 	@echo "make install  create $(VENV), install, and set up nbstripout as this checkout's git filter"
@@ -28,6 +28,7 @@ help:
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
+	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
 install: $(STAMP) git-filter
@@ -52,7 +53,7 @@ git-filter: $(STAMP)
 	fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests benchmarks notebooks
+	$(BIN)/ruff check lib tests benchmarks notebooks assignments
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
@@ -75,13 +76,18 @@ lab: $(STAMP)
 	@echo "JupyterLab with WORKBOOK_DATA=$$WORKBOOK_DATA; the notebooks are in notebooks/ (Ctrl-C to stop)"
 	$(JUPYTER) lab --notebook-dir=$(CURDIR) $(ALLOW_ROOT) $(LAB_ARGS)
 
+# otter assign each master notebook in assignments/ (student notebook, autograder zip, executed solutions as
+# HTML); fails if a solution misses a point of its own tests. Grade: python assignments/course.py grade NAME FILE
+assignments: $(STAMP)
+	$(BIN)/python assignments/course.py build --out runs/assignments
+
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 
 bench: $(STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 strip: $(STAMP)
-	$(BIN)/nbstripout --keep-id $(NOTEBOOKS)
+	$(BIN)/nbstripout --keep-id $(NOTEBOOKS) $(wildcard assignments/*/*.ipynb)
 
 clean-cache:
 	rm -rf data/cache
