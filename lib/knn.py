@@ -6,8 +6,9 @@ the origin); `exact_knn` and `neighbourhood_counts` therefore take a few extra f
 recompute their distances in float64, and fall back to a float64 brute-force pass for the rare rows
 where float32 rounding could have hidden a neighbour. Their results are the exact float64 ones.
 
-In low dimension a k-d tree (`scipy.spatial.cKDTree`) finds the same candidates in O(n log n) instead
-of faiss's O(n N) brute force (at n = N = 25,000 in 2-D, notebook 01's PR curves, several times faster):
+In low dimension a k-d tree (`scipy.spatial.cKDTree`) finds the same candidates in about O(n log N)
+instead of faiss's O(n N) brute force (2-D, as notebook 01's PR curves: 2.2x faster at n = 1,000, 3.7x
+at 20,000, one thread each; benchmarks/bench_knn.py and benchmarks/README.md):
 `exact_knn` and `neighbourhood_counts` pick the candidate search with `choose_backend` (dimension and
 base size) and refine both the same way, so both backends return identical results, ties included.
 """
