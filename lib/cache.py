@@ -2,14 +2,24 @@
 
 A cache entry's file name says what it depends on (`label`) plus a short hash of the full
 configuration, e.g. `data/cache/01/ensemble-C4-M10-n10000-3fa2c1b9e0.pt`. Writes go to a temporary
-file in the same folder and are renamed into place, so an interrupted run never leaves a corrupt
-entry. The folder is `$WORKBOOK_CACHE` if set, else the git-ignored `data/cache/` of the checkout.
+file in the same folder and are renamed into place, so an interrupted run never leaves a half-written
+entry, and two processes writing the same entry leave one whole entry (the last rename wins). The
+folder is `$WORKBOOK_CACHE` if set, else the git-ignored `data/cache/` of the checkout.
+
+Each entry (and each training checkpoint) carries its own SHA-256: the file is a 40-byte header
+(`MAGIC` + the digest of the rest) followed by the usual .npz / torch.save payload. Loading checks the
+digest first, so a truncated file or a flipped bit is found before anything is unpickled; the cached_*
+helpers then log the file and the reason, delete it and recompute (`DamagedCacheEntry`). Entries
+written before checksums existed (no header) still load, unverified; any load error there is treated
+the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -21,6 +31,17 @@ import numpy as np
 import torch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the header
+HEADER_SIZE = len(MAGIC) + 32
+log = logging.getLogger(__name__)
+
+
+class DamagedCacheEntry(ValueError):
+    """A cache entry or checkpoint that fails its checksum or cannot be loaded; names the file."""
+
+    def __init__(self, path: Path, reason: str, stat: os.stat_result | None = None):
+        self.path, self.reason, self.stat = Path(path), reason, stat
+        super().__init__(f"damaged cache entry {path}: {reason}")
 
 
 def cache_dir() -> Path:
@@ -77,32 +98,125 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def atomic_torch_save(obj: Any, path: Path) -> Path:
-    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+def _sha256_from(fh, start: int) -> bytes:
+    """SHA-256 of the bytes of the open file `fh` from offset `start` to its end, read in 4 MB blocks."""
+    fh.seek(start)
+    digest = hashlib.sha256()
+    while block := fh.read(1 << 22):
+        digest.update(block)
+    return digest.digest()
 
 
-def atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
+def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
+    """Atomically write MAGIC + SHA-256 + payload to `path`, `dump(fh)` writing the payload into the
+    open file after a placeholder header; the digest is filled in, the file synced, then renamed."""
     def write(tmp: Path) -> None:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+        with open(tmp, "w+b") as fh:
+            fh.write(bytes(HEADER_SIZE))
+            dump(fh)
+            fh.flush()
+            digest = _sha256_from(fh, HEADER_SIZE)
+            fh.seek(0)
+            fh.write(MAGIC + digest)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     return atomic_write(path, write)
 
 
+def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
+    """Open `path`, check its header and digest; return (open file positioned at the payload, payload
+    offset, its stat). Raises DamagedCacheEntry for a bad digest or a truncated header."""
+    fh = open(path, "rb")
+    try:
+        info = os.fstat(fh.fileno())
+        head = fh.read(HEADER_SIZE)
+        if head[: len(MAGIC)] == MAGIC:
+            if len(head) < HEADER_SIZE or _sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
+                raise DamagedCacheEntry(path, f"checksum mismatch ({info.st_size} bytes; truncated or altered)", info)
+            offset = HEADER_SIZE
+        elif MAGIC.startswith(head[: len(MAGIC)]):  # a header cut short
+            raise DamagedCacheEntry(path, f"truncated to {info.st_size} bytes", info)
+        else:
+            offset = 0  # an entry written before checksums: load it unverified
+        fh.seek(offset)
+        return fh, offset, info
+    except BaseException:
+        fh.close()
+        raise
+
+
+def load_npz(path: Path) -> dict:
+    """The arrays of a cache entry written by `atomic_savez`, checksum verified.
+
+    Raises DamagedCacheEntry (naming the file) on a checksum mismatch or any load error."""
+    fh, _, info = _open_verified(path)
+    with fh:
+        try:
+            with np.load(fh) as npz:  # zipfile skips the header (it allows data before the archive)
+                return {k: npz[k] for k in npz.files}
+        except Exception as err:  # BadZipFile, EOFError, ValueError, ... of an unverified old entry
+            raise DamagedCacheEntry(path, f"{type(err).__name__}: {err}", info) from err
+
+
+def load_torch(path: Path, *, weights_only: bool = False) -> Any:
+    """The object of a cache entry or checkpoint written by `atomic_torch_save`, checksum verified.
+
+    Raises DamagedCacheEntry (naming the file) on a checksum mismatch or any load error."""
+    fh, offset, info = _open_verified(path)
+    with fh:
+        try:
+            payload = io.BytesIO(fh.read()) if offset else fh
+            return torch.load(payload, weights_only=weights_only)
+        except Exception as err:  # PytorchStreamReader errors, EOFError, UnpicklingError, ...
+            raise DamagedCacheEntry(path, f"{type(err).__name__}: {err}", info) from err
+
+
+def discard_damaged(err: DamagedCacheEntry) -> None:
+    """Log a damaged entry (a WARNING of logger lib.cache: stderr unless logging is configured) and
+    delete it, unless another process has meanwhile renamed a new entry into its place."""
+    log.warning("%s; deleting it and recomputing", err)
+    try:
+        now = os.stat(err.path)
+        if err.stat is None or (now.st_dev, now.st_ino) == (err.stat.st_dev, err.stat.st_ino):
+            err.path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def atomic_torch_save(obj: Any, path: Path) -> Path:
+    """torch.save `obj` to `path` atomically, with the checksum header (`load_torch` reads it)."""
+    return _write_checked(path, lambda fh: torch.save(obj, fh))
+
+
+def atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
+    """np.savez `arrays` to `path` atomically, with the checksum header (`load_npz` reads it)."""
+    return _write_checked(path, lambda fh: np.savez(fh, **arrays))
+
+
 def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], force: bool = False) -> dict:
-    """Load the arrays at `path`, or compute, store and return them (`force` recomputes)."""
+    """Load the arrays at `path`, or compute, store and return them (`force` recomputes).
+
+    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed."""
     if path.exists() and not force:
-        with np.load(path) as npz:
-            return {k: npz[k] for k in npz.files}
+        try:
+            return load_npz(path)
+        except DamagedCacheEntry as err:
+            discard_damaged(err)
     arrays = {k: np.asarray(v) for k, v in compute().items()}
     atomic_savez(path, arrays)
     return arrays
 
 
 def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False) -> Any:
-    """Load the object at `path` (torch.save format), or compute, store and return it."""
+    """Load the object at `path` (torch.save format), or compute, store and return it.
+
+    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed."""
     if path.exists() and not force:
-        return torch.load(path, weights_only=False)
+        try:
+            return load_torch(path)
+        except DamagedCacheEntry as err:
+            discard_damaged(err)
     obj = compute()
     atomic_torch_save(obj, path)
     return obj

@@ -5,14 +5,35 @@ distances in float32 (with the ||q||^2 + ||x||^2 - 2 q.x expansion, which loses 
 the origin); `exact_knn` and `neighbourhood_counts` therefore take a few extra float32 candidates,
 recompute their distances in float64, and fall back to a float64 brute-force pass for the rare rows
 where float32 rounding could have hidden a neighbour. Their results are the exact float64 ones.
+
+In low dimension a k-d tree (`scipy.spatial.cKDTree`) finds the same candidates in about O(n log N)
+instead of faiss's O(n N) brute force (2-D, as notebook 01's PR curves: 2.2x faster at n = 1,000, 3.7x
+at 20,000, one thread each; benchmarks/bench_knn.py and benchmarks/README.md):
+`exact_knn` and `neighbourhood_counts` pick the candidate search with `choose_backend` (dimension and
+base size) and refine both the same way, so both backends return identical results, ties included.
 """
 
 from __future__ import annotations
 
 import faiss
 import numpy as np
+from scipy.spatial import cKDTree
 
 EPS32 = float(np.finfo(np.float32).eps)
+EPS64 = float(np.finfo(np.float64).eps)
+BACKENDS = ("auto", "faiss", "kdtree")
+KDTREE_MAX_DIM = 4  # benchmarks/bench_knn.py: the tree wins at D <= 4 at every size tried (1.8-4x), not always above
+KDTREE_MIN_BASE = 1_000  # the smallest size measured (tree 1.8x faster there); below, faiss needs no build
+
+
+def choose_backend(dim: int, num_base: int, backend: str = "auto") -> str:
+    """"kdtree" for low dimension (<= KDTREE_MAX_DIM) and a base of at least KDTREE_MIN_BASE points,
+    else "faiss"; an explicit "faiss" or "kdtree" is returned as is. Both give exact results."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} must be one of {BACKENDS}.")
+    if backend != "auto":
+        return backend
+    return "kdtree" if dim <= KDTREE_MAX_DIM and num_base >= KDTREE_MIN_BASE else "faiss"
 
 
 def knn_search(queries: np.ndarray, base: np.ndarray, k: int, *, query_chunk: int = 8192,
@@ -53,12 +74,12 @@ def _float32_error_bound(queries: np.ndarray, base: np.ndarray) -> np.ndarray:
     return 8.0 * (dim + 2) * EPS32 * scale
 
 
-def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Queries and base moved to the base's mean (float64), and the base in float32 for faiss: centring
-    shrinks the float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x."""
+def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Queries and base moved to the base's mean (float64): centring shrinks the float32 cancellation
+    error of ||q||^2 + ||x||^2 - 2 q.x in faiss."""
     center = np.asarray(base, np.float64).mean(axis=0)
     base_c = np.asarray(base, np.float64) - center
-    return np.asarray(queries, np.float64) - center, base_c, base_c.astype(np.float32)
+    return np.asarray(queries, np.float64) - center, base_c
 
 
 def _rows_per_chunk(requested: int | None, width: int, dim: int, budget_bytes: int = 1 << 27) -> int:
@@ -67,18 +88,43 @@ def _rows_per_chunk(requested: int | None, width: int, dim: int, budget_bytes: i
     return min(fit, requested) if requested else min(fit, 4096)
 
 
-def _exact_candidates(q: np.ndarray, base_c: np.ndarray, base32: np.ndarray, k: int, margin: int):
-    """Float64 squared distances to the k + margin float32 candidates, sorted; plus a per-row flag that
-    is True where a point outside the candidates might still lie within the k-th distance."""
+class _CandidateSearch:
+    """The k + margin nearest candidates of query rows, by faiss (float32, brute force) or a cKDTree
+    (float64); `bound` is a per-row bound on the error of the search's own squared distances."""
+
+    def __init__(self, base_c: np.ndarray, backend: str):
+        self.backend = choose_backend(base_c.shape[1], len(base_c), backend)
+        if self.backend == "kdtree":
+            self.tree = cKDTree(base_c, balanced_tree=False, compact_nodes=False)
+            self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
+        else:
+            self.base32 = base_c.astype(np.float32)
+        self.base_c = base_c
+
+    def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.backend == "faiss":
+            sq, idx = knn_search(q, self.base32, num)
+            return sq, idx, _float32_error_bound(q, self.base_c)
+        dist, idx = self.tree.query(q, k=num, workers=self.workers)
+        dist, idx = dist.reshape(len(q), num), idx.reshape(len(q), num)
+        scale = np.einsum("ij,ij->i", q, q) + np.max(np.einsum("ij,ij->i", self.base_c, self.base_c))
+        return dist**2, idx.astype(np.int64), 8.0 * (q.shape[1] + 2) * EPS64 * scale
+
+
+def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearch, k: int, margin: int):
+    """Float64 squared distances to the k + margin candidates of `search`, sorted; plus a per-row flag
+    that is True where a point outside the candidates might still lie within the k-th distance."""
+    if not 1 <= k <= len(base_c):
+        raise ValueError(f"k={k} must lie in [1, {len(base_c)}] (the number of base points).")
     num = min(k + margin, len(base_c))
-    sq32, idx = knn_search(q, base32, num)
+    sq32, idx, bound = search(q, num)
     diff = q[:, None, :] - base_c[idx]
     sq64 = np.einsum("ijd,ijd->ij", diff, diff)
     order = np.argsort(sq64, axis=1, kind="stable")
     sq64, idx = np.take_along_axis(sq64, order, 1), np.take_along_axis(idx, order, 1)
     if num == len(base_c):  # every point is a candidate
         return sq64, idx, np.zeros(len(q), bool)
-    return sq64, idx, sq32[:, -1] - _float32_error_bound(q, base_c) <= sq64[:, k - 1]
+    return sq64, idx, sq32[:, -1] - bound <= sq64[:, k - 1]
 
 
 def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -91,19 +137,21 @@ def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) ->
 
 
 def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16,
-              query_chunk: int | None = None) -> dict:
+              query_chunk: int | None = None, backend: str = "auto") -> dict:
     """Exact k nearest base points of each query, in float64.
 
     queries: (nq, D), base: (N, D) float. Returns {"distances": (nq, k) float64 Euclidean, ascending;
     "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks sized so that
-    the refinement's temporaries stay near 128 MB (or `query_chunk` rows).
+    the refinement's temporaries stay near 128 MB (or `query_chunk` rows). backend: the candidate
+    search, "auto" (`choose_backend`), "faiss" or "kdtree"; the result does not depend on it.
     """
-    queries, base_c, base32 = _centred(queries, base)
+    queries, base_c = _centred(queries, base)
+    search = _CandidateSearch(base_c, backend)
     dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
     step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
     for q0 in range(0, len(queries), step):
         q = queries[q0 : q0 + step]
-        sq, ids, unsure = _exact_candidates(q, base_c, base32, k, margin)
+        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
         sq, ids = _stable_by_index(sq, ids)
         if sq.shape[1] < len(base_c):
             unsure |= sq[:, -1] <= sq[:, k - 1]  # ties at the k-th distance may continue past the candidates
@@ -122,22 +170,23 @@ def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarray, k: int, *,
-                         margin: int = 16, query_chunk: int | None = None) -> dict:
+                         margin: int = 16, query_chunk: int | None = None, backend: str = "auto") -> dict:
     """For each query z: r_k(z), its k-th smallest distance to `base` (1-indexed), and, per group g,
     #{x in base with groups[x] == g and d(z, x) <= r_k(z)}: every point at the k-th distance counts,
     so ties can push the total above k. Exact in float64.
 
     queries: (nq, D); base: (N, D); groups: (N,) int in [0, G). Returns {"radius": (nq,) float64,
-    "counts": (nq, G) int64}.
+    "counts": (nq, G) int64}. backend: as in `exact_knn`; the result does not depend on it.
     """
-    queries, base_c, base32 = _centred(queries, base)
+    queries, base_c = _centred(queries, base)
+    search = _CandidateSearch(base_c, backend)
     groups = np.asarray(groups, np.int64)
     num_groups = int(groups.max()) + 1
     radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
     step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
     for q0 in range(0, len(queries), step):
         q = queries[q0 : q0 + step]
-        sq, ids, unsure = _exact_candidates(q, base_c, base32, k, margin)
+        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
         r2 = sq[:, k - 1]
         if sq.shape[1] < len(base_c):
             unsure |= sq[:, -1] <= r2  # a run of ties reaching past the candidates

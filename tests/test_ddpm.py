@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from lib.cache import load_torch
 from lib.data import gaussian_ring
 from lib.prcurves import ddpm
 
@@ -64,7 +65,7 @@ def test_resuming_from_checkpoint_gives_the_uninterrupted_result(points, tmp_pat
     ckpt = tmp_path / "run.ckpt"
     ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=8, checkpoint=ckpt, checkpoint_every=4,
                         progress=False)  # "interrupted" after 8 of 12 steps: the checkpoint holds step 4
-    assert torch.load(ckpt, weights_only=False)["step"] == 4
+    assert load_torch(ckpt)["step"] == 4
     resumed = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=12, checkpoint=ckpt,
                                   checkpoint_every=4, progress=False)
     for key in straight["params"]:
@@ -93,3 +94,24 @@ def test_per_member_clipping_matches_torch(points):
 def test_training_reduces_the_loss(points):
     result = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=150, progress=False)
     assert result["losses"][-50:].mean() < result["losses"][:10].mean()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_a_damaged_checkpoint_is_deleted_and_training_restarts(points, tmp_path, damage, caplog):
+    """Issue 14 finding 14: a truncated checkpoint crashed with PytorchStreamReader's error, a bit-flipped
+    one resumed silently from altered weights. Now it is logged by name, deleted, and training restarts."""
+    straight = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=8, progress=False)
+    ckpt = tmp_path / "run.ckpt"
+    ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=6, checkpoint=ckpt, checkpoint_every=4,
+                        progress=False)
+    raw = bytearray(ckpt.read_bytes())
+    if damage == "truncate":
+        raw = raw[: len(raw) // 2]
+    else:
+        raw[len(raw) // 2] ^= 0x10
+    ckpt.write_bytes(bytes(raw))
+    with caplog.at_level("WARNING", logger="lib.cache"):
+        resumed = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=8, checkpoint=ckpt,
+                                      checkpoint_every=100, progress=False)
+    assert str(ckpt) in caplog.text and not ckpt.exists()
+    np.testing.assert_array_equal(straight["losses"], resumed["losses"])

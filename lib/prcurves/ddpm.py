@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from lib.cache import atomic_torch_save
+from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
 from lib.seeds import derive_seed
 
 HIDDEN, BLOCK_HIDDEN, EMB_DIM, DATA_DIM = 128, 256, 16, 2
@@ -270,10 +270,17 @@ def _save_checkpoint(path, step, params, optimiser, streams, losses) -> None:
 
 
 def _resume(path: Path, params, optimiser, streams, losses) -> int:
-    """Load a checkpoint written by `_save_checkpoint` if there is one; return the step to start from."""
+    """Load a checkpoint written by `_save_checkpoint` if there is one; return the step to start from.
+
+    A damaged checkpoint (checksum mismatch, truncated, unreadable) is logged and deleted, and training
+    starts from step 0."""
     if not Path(path).exists():
         return 0
-    state = torch.load(path, weights_only=False)
+    try:
+        state = load_torch(path)
+    except DamagedCacheEntry as err:
+        discard_damaged(err)
+        return 0
     with torch.no_grad():
         for k, v in params.items():
             v.copy_(state["params"][k])
