@@ -56,35 +56,55 @@ def _fmt(value: Any, digits: int) -> str:
         return f"{value:.{digits}g}"
     if isinstance(value, list):
         return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v, digits)}" for k, v in value.items()) or "-"
     if isinstance(value, str) and len(value) > 60:
         return value[:57] + "..."
     return str(value)
 
 
-def flatten(results: dict[str, Any], digits: int = 4) -> list[tuple[str, str]]:
-    """(name, rounded value) rows of nested results: nested dict keys are joined with ' · ', floats
-    rounded to `digits` significant digits, long strings shortened."""
+def flatten(results: dict[str, Any], digits: int = 4, depth: int = 2) -> list[tuple[str, str]]:
+    """(name, rounded value) rows of nested results: the keys of the first `depth` levels are joined with
+    ' · ', deeper dicts are written inline ("key value, ..."), floats are rounded to `digits` significant
+    digits and long strings shortened."""
     rows: list[tuple[str, str]] = []
 
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
+    def walk(prefix: str, value: Any, level: int) -> None:
+        if isinstance(value, dict) and value and level < depth:
             for k, v in value.items():
-                walk(f"{prefix} · {k}" if prefix else str(k), v)
+                walk(f"{prefix} · {k}" if prefix else str(k), v, level + 1)
         else:
             rows.append((prefix, _fmt(value, digits)))
 
-    walk("", to_jsonable(results))
+    walk("", to_jsonable(results), 0)
     return rows
 
 
-def summary_table(results: dict[str, Any], digits: int = 4):
-    """A two-column table (result, value) of `results`, rounded, for the reader (a pandas DataFrame)."""
-    import pandas as pd
+class Summary:
+    """The reader's view of a notebook's results: a two-column table (result, value), shown whole (no
+    pandas row limit) as HTML in front ends and reports and as aligned text elsewhere."""
 
-    return pd.DataFrame(flatten(results, digits), columns=["result", "value"]).set_index("result")
+    def __init__(self, rows: list[tuple[str, str]]):
+        self.rows = rows
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>"
+                       f"{escape(v)}</td></tr>" for k, v in self.rows)
+        return f"<table><thead><tr><th>result</th><th>value</th></tr></thead><tbody>{body}</tbody></table>"
+
+    def __repr__(self) -> str:
+        width = max((len(k) for k, _ in self.rows), default=6)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in [("result", "value"), *self.rows])
 
 
-def record(results: dict[str, Any], digits: int = 4):
+def summary_table(results: dict[str, Any], digits: int = 4) -> Summary:
+    """The rounded summary of `results` (see `flatten`)."""
+    return Summary(flatten(results, digits))
+
+
+def record(results: dict[str, Any], digits: int = 4) -> Summary:
     """Glue every entry of `results` silently and return the rounded summary table to display.
 
     The notebooks end with `record(headline)`: tests and `make run` read the exact values back with

@@ -48,10 +48,16 @@ def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: 
 
 def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
+    import nbformat
     from nbconvert import HTMLExporter
 
+    from lib.glue import MIME_TYPE
+
     executed = Path(executed)
-    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_filename(str(executed))
+    nb = nbformat.read(executed, as_version=4)
+    for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
+        cell["outputs"] = [o for o in cell.get("outputs", []) if set(o.get("data", {})) != {MIME_TYPE}]
+    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb)
     target = Path(output_dir or executed.parent) / f"{executed.stem}.html"
     target.write_text(html, encoding="utf-8")
     return target
