@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -66,12 +67,17 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
          alt: str | None = None) -> None:
     """Save `fig` as `<directory>/<name>.png` (see `savefig`), display it with alt text and close it.
 
-    The alt text (`alt`, else one built from the figure's titles and labels) travels in the output's
+    A figure with a suptitle and no layout engine gets `tight_layout`, so the suptitle cannot sit on the
+    axes' titles. The alt text (`alt`, else one built from the figure's titles and labels) travels in the output's
     metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>.
     Returns nothing, so a cell ending with `show(...)` prints no stray path.
     """
     from IPython.display import display
 
+    if fig._suptitle is not None and fig.get_layout_engine() is None:
+        with warnings.catch_warnings():  # a figure tight_layout cannot handle keeps its layout
+            warnings.simplefilter("ignore")
+            fig.tight_layout()  # room for the suptitle above the axes' own titles
     if name:
         savefig(fig, name, directory)
     display(fig, metadata={"image/png": {"alt": alt or alt_text(fig)}})
