@@ -6,7 +6,7 @@ import time
 
 import pytest
 from findings import check_findings
-from notebook_runner import assert_fails_fast, notebook_runner
+from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
@@ -19,7 +19,11 @@ def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nb03")
     start = time.perf_counter()
     results = run(tmp, "smoke", tmp / "cache")
-    return {"results": results, "seconds": time.perf_counter() - start}
+    return {"results": results, "seconds": time.perf_counter() - start, "notebook": tmp / "smoke.ipynb"}
+
+
+def test_smoke_run_reads_cleanly(smoke):
+    assert_clean_outputs(smoke["notebook"])
 
 
 def test_smoke_run_records_the_table(smoke):
@@ -70,9 +74,18 @@ def test_smoke_run_stays_small(smoke):
     ({"METHODS": ["ensemble", "laplace"]}, "methods entry='laplace'"),
     ({"LOSSES": ["hinge"]}, "losses entry='hinge'"),
     ({"MC_SAMPLES": 1}, "mc_samples \\(S\\)=1"),
+    ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
+    ({"PROGRESS": "false"}, "PROGRESS='false' must be True or False"),
+    ({"METHOD": ["ddu"]}, r"unknown parameter\(s\): METHOD \(did you mean METHODS\?\)"),
+    ({"LOSSES": "ce"}, "LOSSES='ce' must be a list"),
 ])
 def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)
+
+
+def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_DATA", str(tmp_path / "empty"))
+    assert_fails_fast(run, tmp_path, {}, "Data file cifar10/cifar10-jpeg.zip is missing")
 
 
 @pytest.mark.full

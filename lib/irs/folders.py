@@ -17,8 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from lib.cache import cache_path, cached_npz
+from lib.device import pick_device
 from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
 from lib.params import check_choice, check_int, check_real
@@ -73,16 +75,17 @@ def iter_image_folder(root: str, image_size: int, batch: int = 256) -> Iterator[
         yield np.stack(buf)
 
 
-def folder_score(s: FolderSettings) -> dict:
-    """IRS of a generator from three image folders: cached features, then `image_retrieval_score` (equal n,
-    every chunk of the generated set, no centring: the authors' unnormalised Euclidean 1-NN)."""
+def folder_score(s: FolderSettings, device: torch.device | str | None = None) -> dict:
+    """IRS of a generator from three image folders: cached features (extracted on `device`, default CPU),
+    then `image_retrieval_score` (equal n, every chunk of the generated set, no centring: the authors'
+    unnormalised Euclidean 1-NN)."""
     validate(s)
     options = {}
     if s.extractor in WITH_USER_WEIGHTS:
         options = {"weights": s.weights or None, "image_size": s.image_size}
     elif s.extractor == "efficientnet_lite0":
         options = {"image_size": s.image_size}
-    ex = get_extractor(s.extractor, **options)
+    ex = get_extractor(s.extractor, device=device, **options)
     feats = {}
     for name in ("train_dir", "real_dir", "fake_dir"):
         folder = str(Path(getattr(s, name)).resolve())
@@ -111,9 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--alpha-e", type=float, default=ALPHA_E)
+    parser.add_argument("--device", default="auto", help='"auto" (CUDA when present), "cpu", "cuda", ...')
     a = parser.parse_args(argv)
     s = FolderSettings(a.train, a.real, a.fake, a.extractor, a.weights, a.image_size, a.n, a.alpha_e)
-    print(json.dumps({"settings": asdict(s), **summary(folder_score(s))}, indent=1, default=float))
+    device = pick_device() if a.device == "auto" else torch.device(a.device)
+    print(json.dumps({"settings": asdict(s), "device": str(device), **summary(folder_score(s, device))}, indent=1,
+                     default=float))
 
 
 if __name__ == "__main__":

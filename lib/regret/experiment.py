@@ -146,6 +146,22 @@ def train_subset(labels: np.ndarray, n: int | None, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(per))
 
 
+def check_inputs(config: RegretConfig) -> list[str]:
+    """Every data file the notebook reads, checked (present, SHA-256) before any work; returns their names:
+    the CIFAR-10 JPEG copy, its test labels and lossless anchors (the order check), the CIFAR-10H soft labels,
+    cleanlab's cross-validated probabilities and the pretrained ResNets' weights (the backbone, the single
+    models of the oracle table, and ResNet-20 for active learning from scratch)."""
+    from lib.data.files import data_file
+    from lib.models.cifar_resnet import weight_file
+
+    depths = sorted({config.depth if config.backbone == "frozen" else 20, *config.extra_depths})
+    names = ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy", "cifar10/test_lossless_anchors.npz",
+             "cifar10h/cifar10h-probs.npy", "cifar10/test_crossval_probs.npy", *map(weight_file, depths)]
+    for name in names:
+        data_file(name)
+    return names
+
+
 def cifar_data(config: RegretConfig) -> dict:
     """{"train_images", "train_labels", "test_images", "test_labels", "p_true", "order_check"} (JPEG copy, B7)."""
     from lib.data.cifar10 import check_test_order, cifar10h_probs, load_cifar10

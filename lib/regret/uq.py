@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
-from tqdm.auto import tqdm
 
 from lib.nn import shuffled_batches
 from lib.params import check_choice, check_int, check_real
+from lib.progress import progress as progress_bar
 from lib.regret import method as regret
 
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
@@ -221,7 +221,7 @@ def train_module(module: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # dropout masks
     history = []
-    for _ in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
+    for _ in progress_bar(range(epochs), desc=desc or "epochs", enabled=progress):
         total = 0.0
         for idx in shuffled_batches(len(inputs), batch_size, g):
             x = inputs[idx]
