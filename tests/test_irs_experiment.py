@@ -29,16 +29,13 @@ def test_bad_parameters_fail_fast_with_the_parameter_name(overrides, message):
         ie.resolve_config("smoke", **overrides)
 
 
-def test_paper_preset_needs_its_folders():
-    with pytest.raises(ValueError, match="train_dir is empty"):
-        ie.resolve_config("paper")
-    config = ie.resolve_config("paper", train_dir="/a", real_dir="/b", fake_dir="/c")
-    assert config.extractors == ("swav",) and config.data == "folders"
-
-
-def test_every_preset_but_paper_validates():
-    for name in ("smoke", "cpu"):
+def test_every_preset_validates_and_the_paper_preset_is_all_of_cifar10():
+    for name in ("smoke", "cpu", "paper"):
         assert ie.resolve_config(name).preset == name
+    paper = ie.resolve_config("paper")
+    assert paper.train_per_class == 5000 and paper.pool_per_class == 500 and len(paper.extractors) == 8
+    with pytest.raises(ValueError, match="extractor='swav' is not allowed"):  # needs folders: lib.irs.folders
+        ie.resolve_config("smoke", extractors=["swav"])
 
 
 def test_class_fraction_draws_have_equal_n_and_only_the_chosen_classes():
@@ -78,9 +75,6 @@ def test_inputs_are_checked_before_any_work(tmp_path, monkeypatch):
         ie.check_inputs(ie.resolve_config("smoke"))
     with pytest.raises(FileNotFoundError, match="cifar-10-python.tar.gz is missing"):
         ie.check_inputs(ie.resolve_config("smoke", cifar_source="python", extractors=["pixels"]))
-    folders = ie.resolve_config("paper", train_dir=str(tmp_path), real_dir=str(tmp_path), fake_dir="/nonexistent")
-    with pytest.raises(FileNotFoundError, match="fake_dir='/nonexistent' is not a folder"):
-        ie.check_inputs(folders)
 
 
 def test_an_empty_gap_ns_is_refused():
@@ -134,11 +128,11 @@ def test_simulated_memoriser_is_the_coupon_collector_model():
 
 
 def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):
+    """The paper-scale command on three tiny image folders with the pixel extractor (SwAV is not here)."""
+    from PIL import Image
+
     from lib.irs import folders
     from lib.irs.folders import main
-
-    """The `paper` preset's path on three tiny image folders with the pixel extractor (SwAV is not here)."""
-    from PIL import Image
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     rng = np.random.default_rng(5)
@@ -150,9 +144,9 @@ def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):
         (dirs[name] / "sub").mkdir(parents=True)
         for i, img in enumerate(images):
             Image.fromarray(img).save(dirs[name] / "sub" / f"{i:03d}.png")
-    config = ie.resolve_config("paper", train_dir=str(dirs["train"]), real_dir=str(dirs["real"]),
-                               fake_dir=str(dirs["fake"]), extractors=["pixels"], image_size=32)
-    result = ie.folder_score(config)
+    settings = folders.FolderSettings(str(dirs["train"]), str(dirs["real"]), str(dirs["fake"]), extractor="pixels",
+                                      image_size=32)
+    result = folders.folder_score(settings)
     assert result["n"] == 30 and result["real"]["k_distinct"] == 30  # real images retrieve themselves
     assert result["fake"]["k_distinct"] == 5  # copies of 5 training images
     with pytest.raises(ValueError, match="no images found"):

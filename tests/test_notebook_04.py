@@ -69,8 +69,7 @@ def test_smoke_run_stays_small(smoke):
     ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
     ({"MEM_NOISE": "0.1"}, "MEM_NOISE='0.1' must be a number"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
-    ({"PRESET": "paper", "TRAIN_DIR": "/nonexistent", "REAL_DIR": "/nonexistent", "FAKE_DIR": "/nonexistent"},
-     "train_dir='/nonexistent' is not a folder of images"),
+    ({"EXTRACTORS": ["swav"]}, r"extractor='swav' is not allowed"),  # needs image folders: lib.irs.folders
 ])
 def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from lib.cache import cache_path, cached_npz
-from lib.irs import folders
 from lib.irs import method as irs
-from lib.irs.features import EXTRACTORS, RESNETS, Extractor, cached_features, get_extractor
+from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
 from lib.manifold import precision_recall_density_coverage
 from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.seeds import derive_seed
@@ -28,7 +26,6 @@ from lib.seeds import derive_seed
 CACHE_NAMESPACE = "04"
 NUM_CLASSES = 10
 POOL_SPLITS = ("disjoint", "shared")
-DATA_SOURCES = ("cifar10", "folders")
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,6 @@ class IRSConfig:
     """Every setting of notebook 04; comments name the spec section."""
 
     preset: str
-    data: str = "cifar10"  # "cifar10" (offline) | "folders" (paper scale: ImageNet-style image folders, §7)
     cifar_source: str = "jpeg"  # "jpeg" (the shared JPEG copy) | "python" (the official lossless archive)
     train_per_class: int = 5000  # retrieval database: the first m train images of each class (5000 = all)
     pool_per_class: int = 500  # held-out REF and SYN pools, m test images of each class each (§2.2 E2)
@@ -65,12 +61,6 @@ class IRSConfig:
     prdc_k: int = 5
     alpha_e: float = 0.05
     seed: int = 0
-    # 5. paper scale (data="folders")
-    train_dir: str = ""
-    real_dir: str = ""
-    fake_dir: str = ""
-    image_size: int = 224
-    weights: str = ""  # the paper's extractor weights (swav / inception / dinov2)
 
 
 PRESETS: dict[str, IRSConfig] = {
@@ -83,7 +73,9 @@ PRESETS: dict[str, IRSConfig] = {
         preset="cpu", train_per_class=2000, pool_per_class=500,
         extractors=("pixels", "randproj", "randcnn", "resnet20", "resnet56", "efficientnet_lite0"),
         efficientnet_size=64, gap_ns=(1000, 2500, 5000, 10000), gap_reps=5, e2_reps=10, gen_n=2500),
-    "paper": IRSConfig(preset="paper", data="folders", extractors=("swav",), gen_n=50_000),
+    # all of CIFAR-10 with the eight offline extractors at their native sizes (GPU recommended); the paper's own
+    # setting (ImageNet + SwAV) reads image folders: `python -m lib.irs.folders`
+    "paper": IRSConfig(preset="paper"),
 }
 
 
@@ -103,12 +95,11 @@ def _check_fractions(name: str, values: tuple, *, low_open: bool = True) -> None
 
 def validate(config: IRSConfig) -> None:
     """Raise ValueError naming the parameter, the value and what is allowed."""
-    check_choice("data", config.data, DATA_SOURCES)
     check_choice("cifar_source", config.cifar_source, ("jpeg", "python"))
     if isinstance(config.extractors, str) or not config.extractors:
-        raise ValueError(f"extractors={config.extractors!r} must be a non-empty list of names from {list(EXTRACTORS)}.")
+        raise ValueError(f"extractors={config.extractors!r} must be a non-empty list of names from {list(OFFLINE)}.")
     for name in config.extractors:
-        check_choice("extractor", name, EXTRACTORS)
+        check_choice("extractor", name, OFFLINE)  # the paper's extractors need image folders: lib.irs.folders
     check_int("train_per_class", config.train_per_class, minimum=2, maximum=5000)
     check_int("pool_per_class", config.pool_per_class, minimum=2, maximum=500)
     check_int("rp_dim", config.rp_dim, minimum=1)
@@ -133,16 +124,11 @@ def validate(config: IRSConfig) -> None:
     check_int("e2_reps", config.e2_reps, minimum=1)
     _check_fractions("mem_fractions (g)", config.mem_fractions)
     check_real("mem_noise", config.mem_noise, low=0.0)
-    check_int("gen_n (n)", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class
-              if config.data == "cifar10" else None)
+    check_int("gen_n (n)", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class)
     check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
     check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
-    if config.data == "folders":
-        for name in ("train_dir", "real_dir", "fake_dir"):
-            if not getattr(config, name):
-                raise ValueError(f"{name} is empty: data='folders' (the paper-scale set) needs three image folders.")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -176,8 +162,6 @@ def cifar_sets(config: IRSConfig) -> dict:
 def extractor_for(config: IRSConfig, name: str, device: torch.device | str | None = None) -> Extractor:
     options = {"randproj": {"rp_dim": config.rp_dim, "seed": config.seed}, "randcnn": {"seed": config.seed},
                "efficientnet_lite0": {"image_size": config.efficientnet_size}}.get(name, {})
-    if name in ("swav", "inception", "dinov2"):
-        options = {"weights": config.weights or None, "image_size": config.image_size}
     return get_extractor(name, device=device, **options)
 
 
@@ -243,18 +227,11 @@ def measurement_gap(n_train: int, heldout_idx: np.ndarray, ns: tuple[int, ...], 
 def check_inputs(config: IRSConfig) -> list[str]:
     """Every data file the configured run reads, checked (present, SHA-256) before any work; returns their
     names. CIFAR-10 (the JPEG copy and its test labels, or the lossless archive) and the pretrained CIFAR
-    ResNets' weights; or the paper preset's three image folders and its weights."""
+    ResNets' weights."""
     from lib.data.cifar10 import PYTHON_ARCHIVE
     from lib.data.files import DataFileError, data_file, data_root
     from lib.models.cifar_resnet import weight_file
 
-    if config.data != "cifar10":
-        for name in ("train_dir", "real_dir", "fake_dir"):
-            if not Path(getattr(config, name)).expanduser().is_dir():
-                raise DataFileError(f"{name}={getattr(config, name)!r} is not a folder of images.")
-        if config.weights and not Path(config.weights).expanduser().exists():
-            raise DataFileError(f"weights={config.weights!r} does not exist.")
-        return []
     names = ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy"] if config.cifar_source == "jpeg" else []
     names += [weight_file(int(e.removeprefix("resnet"))) for e in config.extractors if e in RESNETS]
     for name in names:
@@ -402,7 +379,7 @@ def generator_scores(train_n: int, *, fake_idx: np.ndarray, real_idx: np.ndarray
 
 
 # ----------------------------------------------------------------------------------------------------
-# The pipeline per extractor (cached), and the paper-scale folders
+# The pipeline per extractor (cached)
 # ----------------------------------------------------------------------------------------------------
 def simulation_table(config: IRSConfig) -> list[dict]:
     """`simulate_estimator` over sim_s_fractions x sim_ratios at N = sim_n_train."""
@@ -448,10 +425,3 @@ def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(derive_seed(config.seed, n, 9)).permutation(
         NUM_CLASSES * config.pool_per_class)[:n])
 
-
-def folder_score(config: IRSConfig, *, progress: bool = False, device: torch.device | str | None = None) -> dict:
-    """The `paper` preset's IRS from its three image folders: `lib.irs.folders.folder_score` (also a command,
-    `python -m lib.irs.folders`) with the configured extractor, image size and n."""
-    return folders.folder_score(folders.FolderSettings(
-        config.train_dir, config.real_dir, config.fake_dir, extractor=config.extractors[0], weights=config.weights,
-        image_size=config.image_size, n=config.gen_n, alpha_e=config.alpha_e), device=device)
