@@ -53,7 +53,34 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
                                 execution_timeout=cell_timeout, kernel_manager_class=IPCKernelManager)
         return read_results(out)
 
+    run.notebook = notebook
     return run
+
+
+def smoke_fixture(run: Callable[..., dict]):
+    """The module-scoped fixture every notebook test file uses for its smoke run: {"results", "seconds",
+    "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number"}."""
+
+    @pytest.fixture(scope="module")
+    def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
+        tmp = tmp_path_factory.mktemp("smoke")
+        start = time.perf_counter()
+        results = run(tmp, "smoke", tmp / "cache")
+        return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
+                "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2]}
+
+    return smoke
+
+
+def assert_results_page_renders(smoke: dict) -> str:
+    """The notebook's docs/results template fills from the smoke run's glued results (no key it names is
+    missing), as `make results` fills it from the default preset's run; returns the page."""
+    from lib.results import render_page, run_info
+
+    template = next((NOTEBOOKS.parent / "docs" / "results" / "templates").glob(f"{smoke['number']}-*.md"))
+    page = render_page(smoke["results"], run_info(smoke["notebook"]), template)
+    assert "{{" not in page and f"Preset `{smoke['results']['preset']}`" in page
+    return page
 
 
 def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict, message: str) -> None:

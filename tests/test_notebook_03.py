@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from findings import check_findings
-from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
+from notebook_runner import (
+    assert_clean_outputs,
+    assert_fails_fast,
+    assert_results_page_renders,
+    notebook_runner,
+    smoke_fixture,
+)
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
@@ -14,12 +18,11 @@ METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
 
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nb03")
-    start = time.perf_counter()
-    results = run(tmp, "smoke", tmp / "cache")
-    return {"results": results, "seconds": time.perf_counter() - start, "notebook": tmp / "smoke.ipynb"}
+smoke = smoke_fixture(run)
+
+
+def test_results_page_renders_from_the_smoke_run(smoke):
+    assert_results_page_renders(smoke)
 
 
 def test_smoke_run_reads_cleanly(smoke):

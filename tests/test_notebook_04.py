@@ -4,23 +4,32 @@ from __future__ import annotations
 
 import pytest
 from findings import check_findings
-from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
+from notebook_runner import (
+    assert_clean_outputs,
+    assert_fails_fast,
+    assert_results_page_renders,
+    notebook_runner,
+    smoke_fixture,
+)
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
 
 
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nb04")
-    results = run(tmp, "smoke", tmp / "cache")
-    assert_clean_outputs(tmp / "smoke.ipynb")  # here: the tests below take the results only
-    return results
+smoke = smoke_fixture(run)
+
+
+def test_smoke_run_reads_cleanly(smoke):
+    assert_clean_outputs(smoke["notebook"])
+
+
+def test_results_page_renders_from_the_smoke_run(smoke):
+    assert_results_page_renders(smoke)
 
 
 def test_smoke_run_records_its_results(smoke):
-    r = smoke
+    r = smoke["results"]
     assert r["preset"] == "smoke" and r["extractors"] == ["pixels", "randproj", "resnet20"] and r["n_train"] == 2000
     assert set(r["sim_coverage"]) == {"s0.3/n0.1", "s0.3/n0.5", "s0.9/n0.1", "s0.9/n0.5"}
     assert all(0.75 <= c <= 1.0 for c in r["sim_coverage"].values())  # 90 % intervals, 40 repetitions each
@@ -30,7 +39,7 @@ def test_smoke_run_records_its_results(smoke):
 
 
 def test_real_data_falls_short_of_one_in_every_feature_space(smoke):
-    gap = smoke["gap_irs_inf_real"]
+    gap = smoke["results"]["gap_irs_inf_real"]
     assert set(gap) == {"pixels", "randproj", "resnet20"}
     for lower, estimate, upper in gap.values():
         assert 0 < lower <= estimate <= upper < 1  # the measurement gap
@@ -38,16 +47,16 @@ def test_real_data_falls_short_of_one_in_every_feature_space(smoke):
 
 
 def test_memoriser_and_class_fraction_behave_as_the_model_says(smoke):
-    e3 = smoke["e3"]
+    e3 = smoke["results"]["e3"]
     irs_inf, lower, upper, source_hit, _ = e3["pixels/g0.1"]
     assert source_hit == 1.0 and lower <= 0.1 <= upper  # exact copies: the coupon-collector model holds
     assert e3["pixels/g0.1"][0] < e3["pixels/g0.5"][0]
-    slope, _, r2 = smoke["e2_fit"]["resnet20/b/irs_adj"]
+    slope, _, r2 = smoke["results"]["e2_fit"]["resnet20/b/irs_adj"]
     assert slope > 0.3 and r2 > 0.5  # rises with the class fraction
 
 
 def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
-    toy = smoke["toy"]
+    toy = smoke["results"]["toy"]
     real, memoriser = toy["resnet20/real (SYN pool)"], toy["resnet20/memorise-0.1"]
     # [irs_adj, fid, precision, recall, coverage]
     assert memoriser[0] < 0.5 * real[0]
@@ -56,7 +65,7 @@ def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
 
 def test_smoke_run_stays_small(smoke):
     # about 50 s on a loaded 2-core machine with a cold cache; the bound guards against a preset that grew
-    assert smoke["runtime_s"] < 150
+    assert smoke["results"]["runtime_s"] < 150
 
 
 @pytest.mark.parametrize("parameters, message", [
