@@ -14,12 +14,13 @@ SHARED_DATA := $(wildcard $(abspath ../shared/data))
 WORKBOOK_DATA ?= $(if $(SHARED_DATA),$(SHARED_DATA),$(CURDIR)/data)
 export WORKBOOK_DATA
 
-.PHONY: install test lint run bench strip clean-cache help
+.PHONY: install test lint run bench strip clean-cache help sweep
 
 help:
 	@echo "make test   create $(VENV), install, lint and run the test suite"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make bench  timing and memory benchmarks (figures quoted in README.md)"
+	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
 install: $(STAMP)
@@ -44,6 +45,15 @@ run: $(STAMP)
 			-p FIGURES_DIR $(FIGURES) || exit 1; \
 		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
+
+# Parameter sweep (docs/sweeps.md): the grid file params/sweeps/NN_*.yaml runs notebooks/NN_*.ipynb, on a
+# LocalCluster of WORKERS single-threaded workers (default: one per core) or on the cluster at SCHEDULER.
+GRID ?= params/sweeps/04_irs_smoke.yaml
+SWEEP_NOTEBOOK ?= $(firstword $(wildcard notebooks/$(firstword $(subst _, ,$(notdir $(GRID))))_*.ipynb))
+
+sweep: $(STAMP)
+	$(BIN)/python -m lib.sweep $(SWEEP_NOTEBOOK) $(GRID) --out runs/sweeps/$(basename $(notdir $(GRID))) \
+		$(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 
