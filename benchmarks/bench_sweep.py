@@ -1,8 +1,10 @@
 """Sweep benchmark (issue 13): a 4-point smoke sweep on a 2-worker LocalCluster against the same points run
 one after another, and the per-point overhead of the sweep machinery.
 
-1. Speed-up. The grid's points (default params/sweeps/04_irs_smoke.yaml, notebook 04's smoke preset over
-   four training-set sizes) run (a) serially, one papermill execution after another in this process, and
+1. Speed-up. The grid's points (default: notebook 04's smoke preset with two cheap extractors over
+   TRAIN_PER_CLASS in {100, 200} x ALPHA_E in {0.05, 0.1}, the 2x2 grid of tests/test_sweep.py; `--grid`
+   for another, e.g. params/sweeps/04_irs_smoke.yaml) run (a) serially, one papermill execution after
+   another in this process, and
    (b) by `lib.sweep.sweep` on a LocalCluster of `--workers` single-threaded workers, cluster start-up and
    shut-down included. Each mode gets its own empty result cache (points of one mode may share cached
    features, as they would in any sweep); the decoded CIFAR-10 images are decoded once beforehand and shared.
@@ -15,8 +17,8 @@ one after another, and the per-point overhead of the sweep machinery.
    - cluster start-up: the time to start the LocalCluster (paid once per sweep).
    For the smoke sweep it also reports papermill's share of each point: the worker's time for the point minus
    the notebook's own `runtime_s` glue (kernel start-up and papermill's bookkeeping).
-Usage: python benchmarks/bench_sweep.py [--grid params/sweeps/04_irs_smoke.yaml] [--workers 2] [--repeats 1]
-       [--points 6] [--skip-smoke]
+Usage: python benchmarks/bench_sweep.py [--grid GRID.yaml] [--workers 2] [--repeats 1]
+       [--points 4] [--skip-smoke]
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "sweep_point.ipynb"
+DEFAULT_GRID = {"fixed": {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, "EXTRACTORS": ["pixels", "randproj"],
+                          "SIM_REPS": 10},
+                "grid": {"TRAIN_PER_CLASS": [100, 200], "ALPHA_E": [0.05, 0.1]}}
 
 
 def notebook_for(grid: Path) -> Path:
@@ -111,10 +116,10 @@ def overhead(points: int, repeats: int, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--grid", type=Path, default=ROOT / "params" / "sweeps" / "04_irs_smoke.yaml")
+    parser.add_argument("--grid", type=Path, help="NN_*.yaml, run on notebooks/NN_*.ipynb (default: see above)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1, help="repeats of the smoke comparison")
-    parser.add_argument("--points", type=int, default=6, help="fixture points of the overhead sweep")
+    parser.add_argument("--points", type=int, default=4, help="fixture points of the overhead sweep")
     parser.add_argument("--overhead-repeats", type=int, default=3)
     parser.add_argument("--skip-smoke", action="store_true", help="only the overhead measurement")
     args = parser.parse_args()
@@ -135,6 +140,10 @@ def main() -> None:
               f"{over['scheduling_per_point_s']:.2f} s; LocalCluster start-up {over['cluster_startup_s']:.1f} s")
         if not args.skip_smoke:
             from lib.data import cifar10
+
+            if args.grid is None:
+                args.grid = work / "04_slim_smoke.yaml"
+                args.grid.write_text(json.dumps(DEFAULT_GRID))
 
             cifar10.load_cifar10("jpeg")  # decoded once, shared by both modes
             runs = [smoke_comparison(args.grid, args.workers, work, r) for r in range(args.repeats)]

@@ -399,7 +399,7 @@ def _client(client: Any, scheduler: str | None, workers: int | None, resources: 
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):  # dashboard ":0": any free port
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                                dashboard_address=":0", resources=_local_resources(resources) or None,
-                               silence_logs=40)
+                               silence_logs=50)  # a worker that loses the scheduler at shutdown logs an ERROR
     with cluster, Client(cluster) as local:
         yield local
 
