@@ -344,7 +344,8 @@ NOTEBOOK_04 = ROOT / "notebooks" / "04_image_retrieval_score.ipynb"
 TIMINGS = re.compile(r"^(result/runtime_s|runtime_s|feature_seconds/.*|imagenet_scale/3)$")
 
 
-def test_smoke_grid_of_notebook_04_on_two_workers_equals_the_points_run_one_by_one(tmp_path, local_cluster):
+def test_smoke_grid_of_notebook_04_on_two_workers_equals_the_points_run_one_by_one(tmp_path, local_cluster,
+                                                                                   data_root):
     """Notebook 04, the cheapest smoke run (measured on the shared 2-core machine: 58 s cold and 45 s warm
     for 04, 229 s cold for 01, 164 s cold for 03), on a 2x2 grid slimmed to two cheap extractors.
 
@@ -358,7 +359,8 @@ def test_smoke_grid_of_notebook_04_on_two_workers_equals_the_points_run_one_by_o
                       "SIM_REPS": 10},
             "grid": {"TRAIN_PER_CLASS": [100, 200], "ALPHA_E": [0.05, 0.1]}}
     grid = grid_file(tmp_path, spec)
-    env = {"WORKBOOK_CACHE": str(tmp_path / "cache"),  # decoded CIFAR-10 images: the session's, as in test_notebook_04
+    env = {"WORKBOOK_DATA": str(data_root), "WORKBOOK_CACHE": str(tmp_path / "cache"),
+           # decoded CIFAR-10 images: the session's, as in test_notebook_04
            "WORKBOOK_DATASET_CACHE": os.environ["WORKBOOK_CACHE_SESSION"]}
     with Client(local_cluster) as client:
         report = sweep.sweep(NOTEBOOK_04, grid, tmp_path / "out", env=env, progress=False, client=client)
