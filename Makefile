@@ -19,7 +19,7 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments
+.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep
 
 help:
 	@echo "make install  create $(VENV), install, and set up nbstripout as this checkout's git filter"
@@ -29,6 +29,7 @@ help:
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
+	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
 	@echo "make strip  strip outputs from the notebooks before committing"
 
 install: $(STAMP) git-filter
@@ -79,6 +80,15 @@ lab: $(STAMP)
 # HTML); fails if a solution misses a point of its own tests. Grade: python assignments/course.py grade NAME FILE
 assignments: $(STAMP)
 	$(BIN)/python assignments/course.py build --out runs/assignments
+
+# Parameter sweep (docs/sweeps.md): the grid file params/sweeps/NN_*.yaml runs notebooks/NN_*.ipynb, on a
+# LocalCluster of WORKERS single-threaded workers (default: one per core) or on the cluster at SCHEDULER.
+GRID ?= params/sweeps/04_irs_smoke.yaml
+SWEEP_NOTEBOOK ?= $(firstword $(wildcard notebooks/$(firstword $(subst _, ,$(notdir $(GRID))))_*.ipynb))
+
+sweep: $(STAMP)
+	$(BIN)/python -m lib.sweep $(SWEEP_NOTEBOOK) $(GRID) --out runs/sweeps/$(basename $(notdir $(GRID))) \
+		$(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
 
