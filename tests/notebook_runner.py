@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +82,70 @@ def assert_results_page_renders(smoke: dict) -> str:
     page = render_page(smoke["results"], run_info(smoke["notebook"]), template)
     assert "{{" not in page and f"Preset `{smoke['results']['preset']}`" in page
     return page
+
+
+class ConfigCell:
+    """A notebook's imports run once in one kernel, then its parameters cell, papermill's injected
+    parameters and its configuration cell once per case: the bad-parameter cases of a notebook share one
+    kernel start and one set of imports (seconds each instead of a papermill run each). The kernel's cache
+    folder is `cache`, which a rejected case must leave uncreated (nothing computed before the check)."""
+
+    def __init__(self, notebook: Path, cache: Path):
+        import nbformat
+        from jupyter_client import KernelManager
+
+        cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+        first = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+        self.imports, self.parameters, self.config = cells[:first], cells[first].source, cells[first + 1].source
+        self.cache = cache
+        env = {**os.environ, "WORKBOOK_CACHE": str(cache),
+               "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())}
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(cwd=str(notebook.parent), env=env)
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=300)
+        for cell in self.imports:
+            assert self._execute(cell.source) is None, "the notebook's imports failed"
+
+    def _execute(self, code: str) -> str | None:
+        reply = self.client.execute_interactive(code, timeout=600, output_hook=lambda msg: None)
+        content = reply["content"]
+        return None if content["status"] == "ok" else f"{content['ename']}: {content['evalue']}"
+
+    def error(self, parameters: dict) -> str | None:
+        """The configuration cell's error with the smoke preset and `parameters` injected, or None."""
+        from papermill.translators import translate_parameters
+
+        injected = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
+        assert self._execute(self.parameters) is None
+        assert self._execute(translate_parameters("python3", "python", injected, "Parameters")) is None
+        return self._execute(self.config)
+
+    def assert_rejects(self, parameters: dict, message: str) -> None:
+        """`parameters` stop the configuration cell within a minute, with an error matching `message`,
+        before anything is written to the cache."""
+        start = time.perf_counter()
+        error = self.error(parameters)
+        assert error is not None and re.search(message, error), f"{parameters}: {error}"
+        assert time.perf_counter() - start < 60
+        assert not self.cache.exists()
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def config_cell_fixture(run: Callable[..., dict]):
+    """A module-scoped `config_cell` fixture: one ConfigCell kernel for the notebook of `run`."""
+
+    @pytest.fixture(scope="module")
+    def config_cell(tmp_path_factory: pytest.TempPathFactory):
+        cell = ConfigCell(run.notebook, tmp_path_factory.mktemp("config") / "cache")
+        yield cell
+        cell.close()
+
+    return config_cell
 
 
 def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict, message: str) -> None:

@@ -8,6 +8,7 @@ from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
     assert_results_page_renders,
+    config_cell_fixture,
     notebook_runner,
     smoke_fixture,
 )
@@ -19,6 +20,7 @@ METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
 
 
 smoke = smoke_fixture(run)
+config_cell = config_cell_fixture(run)
 
 
 def test_results_page_renders_from_the_smoke_run(smoke):
@@ -82,8 +84,12 @@ def test_smoke_run_stays_small(smoke):
     ({"METHOD": ["ddu"]}, r"unknown parameter\(s\): METHOD \(did you mean METHODS\?\)"),
     ({"LOSSES": "ce"}, "LOSSES='ce' must be a list"),
 ])
-def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
-    assert_fails_fast(run, tmp_path, parameters, message)
+def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
+    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_work(tmp_path):
+    assert_fails_fast(run, tmp_path, {"PRESET": "fast"}, "PRESET='fast' is not allowed")  # papermill's path
 
 
 def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):

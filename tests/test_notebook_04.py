@@ -8,6 +8,7 @@ from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
     assert_results_page_renders,
+    config_cell_fixture,
     notebook_runner,
     smoke_fixture,
 )
@@ -18,6 +19,7 @@ run = notebook_runner("04_image_retrieval_score.ipynb")
 
 
 smoke = smoke_fixture(run)
+config_cell = config_cell_fixture(run)
 
 
 def test_smoke_run_reads_cleanly(smoke):
@@ -80,8 +82,12 @@ def test_smoke_run_stays_small(smoke):
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
     ({"EXTRACTORS": ["swav"]}, r"extractor='swav' is not allowed"),  # needs image folders: lib.irs.folders
 ])
-def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
-    assert_fails_fast(run, tmp_path, parameters, message)
+def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
+    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_work(tmp_path):
+    assert_fails_fast(run, tmp_path, {"PRESET": "fast"}, "PRESET='fast' is not allowed")  # papermill's path
 
 
 def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):
