@@ -9,7 +9,7 @@ data/cache/01/ by a hash of everything it depends on, so an interrupted run resu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -77,13 +77,17 @@ PRESETS: dict[str, EnsemblePRConfig] = {
 }
 
 
-def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
+def resolve_config(preset: str, *, train: dict[str, Any] | None = None, **overrides: Any) -> EnsemblePRConfig:
     """The preset's config with `overrides` applied (a value of None keeps the preset's), checked.
+
+    `train` overrides fields of the preset's `ddpm.TrainSettings` the same way (e.g. {"ema_decay": 0.999}).
 
     Raises ValueError naming the parameter for any bad value, before any work is done.
     """
     check_choice("PRESET", preset, PRESETS)
     config = with_overrides(PRESETS[preset], overrides)
+    if train:
+        config = replace(config, train=with_overrides(config.train, train))
     validate(config)
     return config
 
@@ -121,6 +125,7 @@ def validate(config: EnsemblePRConfig) -> None:
     check_int("base_seed", config.base_seed, minimum=0)
     check_int("split_seed", config.split_seed, minimum=0)
     check_real("trunc_factor", config.ring.trunc_factor, low=0.0, open_low=True)
+    config.train.check("train")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -168,7 +173,7 @@ def ring_data(config: EnsemblePRConfig, n_train: int | None = None) -> dict:
 # The cached pipeline
 # ----------------------------------------------------------------------------------------------------
 def _train_key(config: EnsemblePRConfig, complexity: int, n_train: int, num_steps: int) -> dict:
-    return {"stage": "train", "version": 1, "complexity": complexity, "n_train": n_train, "num_steps": num_steps,
+    return {"stage": "train", "version": 2, "complexity": complexity, "n_train": n_train, "num_steps": num_steps,
             "seeds": member_seeds(config, complexity), "ring": config.ring, "train": config.train}
 
 
@@ -283,7 +288,8 @@ def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_s
     trained = trained_ensemble(config, complexity=complexity, train_points=data["train"], num_steps=num_steps,
                                device=device, force=force, progress=progress)
     samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                                params=trained["params"], device=device, force=force, progress=progress)
+                                params=ddpm.sampling_params(trained), device=device, force=force,
+                                progress=progress)
     arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
                            heldout=data["heldout"], samples=samples, force=force, progress=progress)
     curves = curve_list(arrays)
