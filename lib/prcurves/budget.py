@@ -119,8 +119,10 @@ def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray
     return {"aucs": [prcurves.auc_raw(c) for c in curves], "width": float((band["hi"] - band["lo"]).mean())}
 
 
-def run_study(spec: StudySpec, out: Path | None = None, log=print) -> list[dict]:
-    """Run (or read from the cache) every row of the study; write them to `out` as CSV. Returns the rows."""
+def run_study(spec: StudySpec, out: Path | None = None, log=print, cached_only: bool = False) -> list[dict]:
+    """Run (or read from the cache) every row of the study; write them to `out` as CSV. Returns the rows.
+
+    cached_only: skip the rows not in the cache instead of computing them (to collect a partial study)."""
     data = ring_train_heldout(spec.n_train, max(spec.n_train, spec.num_generated))
     rows = []
     for variant, budgets in spec.runs:
@@ -135,6 +137,8 @@ def run_study(spec: StudySpec, out: Path | None = None, log=print) -> list[dict]
                                "ema": use_ema, "train": settings}
                         path = cache_path(NAMESPACE, f"eval-{variant}-C{complexity}-{steps}-ema{int(use_ema)}",
                                           key, ".json")
+                        if not path.exists() and cached_only:
+                            continue
                         if not path.exists():
                             if trained is None:
                                 log(f"train {variant} C={complexity} {num_steps} steps (snapshots {snaps})")
@@ -190,11 +194,13 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=StudySpec.num_members)
     parser.add_argument("--num-generated", type=int, default=StudySpec.num_generated)
     parser.add_argument("--out", type=Path, default=None, help="CSV to write (rows so far, after each row)")
+    parser.add_argument("--cached-only", action="store_true", help="write the cached rows only, compute nothing")
     args = parser.parse_args()
     torch.set_num_threads(1)
     spec = StudySpec(complexities=tuple(args.complexities), num_members=args.members,
                      num_generated=args.num_generated)
-    run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True))
+    run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
+              cached_only=args.cached_only)
 
 
 if __name__ == "__main__":
