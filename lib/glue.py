@@ -33,13 +33,86 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot glue a value of type {type(value).__name__}")
 
 
-def glue(name: str, value: Any) -> None:
-    """Record `value` under `name` in the running notebook's outputs."""
-    from IPython.display import display
+def glue(name: str, value: Any, *, display: bool = True) -> None:
+    """Record `value` under `name` in the running notebook's outputs.
+
+    With `display=False` the output carries only the result's own MIME type, which front ends and HTML
+    reports do not render: the value is recorded silently (show the reader `summary_table` instead).
+    """
+    from IPython.display import display as show
 
     payload = to_jsonable(value)
     json.dumps(payload)  # fail here, not when the notebook is read back
-    display({MIME_TYPE: {name: payload}, "text/plain": f"{name} = {payload!r}"}, raw=True)
+    bundle = {MIME_TYPE: {name: payload}}
+    if display:
+        bundle["text/plain"] = f"{name} = {payload!r}"
+    show(bundle, raw=True)
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v, digits)}" for k, v in value.items()) or "-"
+    if isinstance(value, str) and len(value) > 60:
+        return value[:57] + "..."
+    return str(value)
+
+
+def flatten(results: dict[str, Any], digits: int = 4, depth: int = 2) -> list[tuple[str, str]]:
+    """(name, rounded value) rows of nested results: the keys of the first `depth` levels are joined with
+    ' · ', deeper dicts are written inline ("key value, ..."), floats are rounded to `digits` significant
+    digits and long strings shortened."""
+    rows: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any, level: int) -> None:
+        if isinstance(value, dict) and value and level < depth:
+            for k, v in value.items():
+                walk(f"{prefix} · {k}" if prefix else str(k), v, level + 1)
+        else:
+            rows.append((prefix, _fmt(value, digits)))
+
+    walk("", to_jsonable(results), 0)
+    return rows
+
+
+class Summary:
+    """The reader's view of a notebook's results: a two-column table (result, value), shown whole (no
+    pandas row limit) as HTML in front ends and reports and as aligned text elsewhere."""
+
+    def __init__(self, rows: list[tuple[str, str]]):
+        self.rows = rows
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>"
+                       f"{escape(v)}</td></tr>" for k, v in self.rows)
+        return f"<table><thead><tr><th>result</th><th>value</th></tr></thead><tbody>{body}</tbody></table>"
+
+    def __repr__(self) -> str:
+        width = max((len(k) for k, _ in self.rows), default=6)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in [("result", "value"), *self.rows])
+
+
+def summary_table(results: dict[str, Any], digits: int = 4) -> Summary:
+    """The rounded summary of `results` (see `flatten`)."""
+    return Summary(flatten(results, digits))
+
+
+def record(results: dict[str, Any], digits: int = 4) -> Summary:
+    """Glue every entry of `results` silently and return the rounded summary table to display.
+
+    The notebooks end with `record(headline)`: tests and `make run` read the exact values back with
+    `read_results`, the reader sees one compact table.
+    """
+    for name, value in results.items():
+        glue(name, value, display=False)
+    return summary_table(results, digits)
 
 
 def read_results(notebook: str | Path) -> dict[str, Any]:

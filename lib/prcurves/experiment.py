@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.ring import RingSettings, ring_train_heldout
@@ -30,6 +29,7 @@ from lib.params import (
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
 from lib.prcurves.stats import TESTS, pointwise_compare
+from lib.progress import progress as progress_bar
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "01"
@@ -231,7 +231,7 @@ def member_curves(config: EnsemblePRConfig, *, complexity: int, heldout: np.ndar
     """
     curves = []
     desc = f"PR curves C={complexity}" + (f" ({resample} x{num_draws})" if resample else "")
-    for i, fake in enumerate(tqdm(samples, desc=desc, disable=not progress, mininterval=2)):
+    for i, fake in enumerate(progress_bar(samples, desc=desc, enabled=progress)):
         real, fake = evaluation_sets(heldout, fake)
         k = config.k or prcurves.default_k(len(real))
         base_seed = derive_seed(config.split_seed, complexity, i)

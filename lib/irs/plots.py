@@ -1,0 +1,65 @@
+"""Notebook 04's figures that take more than a few lines."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import NullFormatter
+
+from lib.plotting import PALETTE
+
+MARKERS = "os^vDP*Xhp<>"
+
+
+def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int) -> plt.Figure:
+    """Section 1: bias (+- sd) of IRS_inf and the coverage of its 90 % interval against n / N, one line per
+    true s / N. The x ticks are the simulated ratios only (no minor-tick labels to collide)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for i, (truth, grp) in enumerate(sim.groupby("truth")):
+        axes[0].errorbar(grp["ratio"], grp["bias"], yerr=grp["sd"], marker="o", capsize=3, color=PALETTE[i],
+                         label=f"s / N = {truth:g}")
+        axes[1].plot(grp["ratio"], grp["coverage"], marker="o", color=PALETTE[i], label=f"s / N = {truth:g}")
+    se = np.sqrt(0.9 * 0.1 / sim_reps)
+    axes[1].axhspan(0.9 - 2 * se, 0.9 + 2 * se, color="0.85", label="0.90 ± 2 binomial se")
+    axes[0].axhline(0, color="k", lw=0.8)
+    ratios = sorted(sim["ratio"].unique())
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    axes[0].set(xlabel="n / N", ylabel="bias of IRS_inf (± sd)", title="MLE on simulated truth")
+    axes[1].set(xlabel="n / N", ylabel="coverage of the 90 % interval", ylim=(0.5, 1.02),
+                title=f"interval coverage, N = {sim_n_train:,}")
+    axes[1].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
+    """Section 4: IRS_inf,a of every toy generator against FID, recall and coverage on one extractor's
+    features; one marker per generator, named in a single legend (no labels piled on the points)."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    for k, (label, row) in enumerate(table.iterrows()):
+        style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=label)
+        for ax, x in zip(axes, ("fid", "recall", "coverage")):
+            ax.scatter(row[x], row["irs_adj"], **style)
+    for ax, x in zip(axes, ("FID (on these features)", "recall", "coverage")):
+        ax.set_xlabel(x)
+    axes[0].set_ylabel("IRS_inf,a")
+    axes[1].set_title(f"toy generators on {extractor} features")
+    axes[2].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="generator")
+    fig.tight_layout()
+    return fig
+
+
+def explorer_figure(results: tuple[dict, dict, dict], f: float, title: str) -> plt.Figure:
+    """The explorer's view: IRS_inf of the synthetic draw, of the real reference and IRS_inf,a, each with
+    its interval, against the true class fraction f (dashed)."""
+    fig, ax = plt.subplots(figsize=(5.5, 2.6))
+    for i, r in enumerate(results):
+        ax.errorbar([r["estimate"]], [i], xerr=[[r["estimate"] - r["lower"]], [r["upper"] - r["estimate"]]],
+                    marker="o", capsize=4, color=PALETTE[i])
+    ax.axvline(f, color="k", ls="--", lw=0.8)
+    ax.set(yticks=[0, 1, 2], yticklabels=["IRS_inf synth", "IRS_inf real", "IRS_inf,a"], xlim=(0, 1.5), title=title)
+    return fig
