@@ -89,3 +89,13 @@ def test_precision_out_of_range_and_unreadable_files(good_file, tmp_path):
     (tmp_path / "text.npz").write_text(json.dumps({"not": "npz"}))
     with pytest.raises(ValueError, match="not a readable .npz"):
         stored.load_curves(tmp_path / "text.npz")
+
+
+def test_notebook_results_take_the_files_ensembles(run, good_file):
+    config, results = run
+    other = ex.resolve_config("smoke")  # complexities (2, 4), 4 members: the file's replace them
+    new_config, main, small = stored.notebook_results(stored.load_curves(good_file), other)
+    assert new_config.complexities == (1, 2) and new_config.num_members == 2 and new_config.compare == (2, 1)
+    assert new_config.n_train == len(ex.ring_data(config)["train"])
+    assert small == {} and new_config.small_complexities == ()
+    assert ex.summary_row(main[2]) == ex.summary_row(results[1])

@@ -26,13 +26,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import atomic_write, cache_path, cached_torch
+from lib.cache import PROJECT_ROOT, atomic_write, cache_path, cached_torch
 from lib.data.ring import ring_train_heldout
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
 from lib.seeds import derive_seed
 
 NAMESPACE = "01/budget"
+STUDY_CSV = PROJECT_ROOT / "results" / "01" / "budget_study.csv"  # the committed study notebook 01 plots
 EMA_DECAY = 0.999
 
 # name -> TrainSettings overrides; the learning rate, clipping and t range stay the authors'.

@@ -123,6 +123,40 @@ def stored_results(stored: dict, *, grid_size: int = 1000, band: tuple[float, fl
     return results
 
 
+def notebook_results(stored: dict, config) -> tuple[Any, dict[int, dict], dict[tuple[int, str], dict]]:
+    """(config, results, small) for notebook 01 from a loaded file.
+
+    results: {C: result} of the ensembles on the largest training set; small: {(C, "steps" | "epochs"):
+    result} of the others ("steps" when it has the large-set ensemble's number of steps). The config's
+    complexities, members, n_train, small_n and small_complexities become the file's (its compare pair is
+    kept when the file has both, else the file's largest and smallest C); the rest (band, tests, grid) stays.
+    """
+    from dataclasses import replace
+
+    from lib.prcurves import experiment as ex
+
+    every = stored_results(stored, grid_size=config.grid_size, band=config.band, dup_recall=config.dup_recall)
+    n_main = max(r["n_train"] for r in every)
+    results = {r["complexity"]: r for r in every if r["n_train"] == n_main}
+    if len(results) < 2:
+        raise ValueError(f"CURVES_FILE holds the complexities {sorted(results)} at n = {n_main}; Figure 3 needs two.")
+    small = {}
+    for r in every:
+        if r["n_train"] != n_main:
+            main = results.get(r["complexity"])
+            small[(r["complexity"], "steps" if main and main["num_steps"] == r["num_steps"] else "epochs")] = r
+    complexities = tuple(sorted(results))
+    compare = config.compare if set(config.compare) <= set(complexities) else (complexities[-1], complexities[0])
+    small_ns = sorted({r["n_train"] for r in small.values()})
+    config = replace(config, complexities=complexities, compare=compare, n_train=n_main,
+                     num_generated=min(config.num_generated, n_main), k=None,
+                     num_members=int(stored["precision"].shape[1]),
+                     small_complexities=tuple(sorted({c for c, _ in small if c in results})),
+                     small_n=small_ns[0] if small_ns else config.small_n)
+    ex.validate(config)
+    return config, results, {k: v for k, v in small.items() if k[0] in results}
+
+
 def main() -> None:
     """Run a preset's ensembles (main and Fig. 4's small-data ones) and store their member curves.
 
