@@ -101,7 +101,8 @@ def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (about 16 minutes on 2 cores): the findings its markdown states.
+    """The default preset (issue 11's settings, estimated 15-20 minutes on 2 idle cores, not yet timed): the findings
+    its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
