@@ -85,7 +85,7 @@ def test_per_member_clipping_matches_torch(points):
             g.grad = g.detach().clone()
         torch.nn.utils.clip_grad_norm_(grads, 1.0)
         expected.append([g.grad for g in grads])
-    ddpm._clip_per_member(params, 1.0)
+    ddpm._clip_per_member([p.grad for p in params.values()], 1.0)
     for i in range(3):
         for p, e in zip(params.values(), expected[i]):
             torch.testing.assert_close(p.grad[i], e, rtol=1e-6, atol=1e-8)
@@ -115,3 +115,87 @@ def test_a_damaged_checkpoint_is_deleted_and_training_restarts(points, tmp_path,
                                       checkpoint_every=100, progress=False)
     assert str(ckpt) in caplog.text and not ckpt.exists()
     np.testing.assert_array_equal(straight["losses"], resumed["losses"])
+CONVERGENCE = ddpm.TrainSettings(batch_size=64, t_sampling="stratified", lr_schedule="cosine", warmup_steps=5,
+                                 ema_decay=0.99)
+
+
+@pytest.mark.parametrize("settings", [ddpm.TrainSettings(batch_size=64, t_sampling="per_sample"), CONVERGENCE])
+def test_member_in_batch_equals_member_alone_with_every_option(points, settings):
+    together = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=25, settings=settings, progress=False)
+    alone = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[2:], num_steps=25, settings=settings, progress=False)
+    for part in ("params", "ema") if settings.ema_decay else ("params",):
+        for key, value in together[part].items():
+            torch.testing.assert_close(value[2], alone[part][key][0], rtol=1e-5, atol=1e-6)
+
+
+def test_block_streams_slice_epochs_and_stratify_time_steps():
+    settings = ddpm.TrainSettings(batch_size=196, t_sampling="stratified")  # 196 = 2 x 98 time steps
+    streams = ddpm.BlockStreams([5, 6], 1_000, settings, torch.device("cpu"))
+    assert streams.steps_per_epoch == 6 and streams.steps_per_block == 6 * 34 >= ddpm.BLOCK_STEPS
+    seen = []
+    for step in range(6):  # one epoch: every point once, the last batch partial (1000 = 5 x 196 + 20)
+        idx, t, eps = streams.batch(step)
+        assert idx.shape == (2, 196 if step < 5 else 20) and eps.shape == (*idx.shape, 2) and t.shape == idx.shape
+        seen.append(idx)
+        if step < 5:  # a full batch holds every t in {1, ..., 98} exactly twice
+            for member in t:
+                np.testing.assert_array_equal(torch.bincount(member, minlength=99)[1:], np.full(98, 2))
+    np.testing.assert_array_equal(torch.cat(seen, dim=1).sort(dim=1).values, torch.arange(1000).expand(2, -1))
+    other = ddpm.BlockStreams([6], 1_000, settings, torch.device("cpu"))  # member 6 alone: the same stream
+    for step in (0, 5, 300):  # 300: in the second block
+        for a, b in zip(streams.batch(step), other.batch(step)):
+            torch.testing.assert_close(a[1], b[0], rtol=0, atol=0)
+
+
+def test_learning_rate_warmup_then_cosine_and_linear_decay():
+    cosine = ddpm.TrainSettings(lr=1.0, lr_schedule="cosine", warmup_steps=10)
+    assert [ddpm.learning_rate(cosine, s, 110) for s in (0, 4, 9)] == pytest.approx([0.1, 0.5, 1.0])
+    assert [ddpm.learning_rate(cosine, s, 110) for s in (10, 60, 110)] == pytest.approx([1.0, 0.5, 0.0])
+    linear = ddpm.TrainSettings(lr=2.0, lr_schedule="linear")
+    assert [ddpm.learning_rate(linear, s, 100) for s in (0, 25, 100)] == pytest.approx([2.0, 1.5, 0.0])
+    assert ddpm.learning_rate(ddpm.TrainSettings(), 12_345, 20) == 2e-3
+
+
+def test_ema_is_the_warmed_up_moving_average(points):
+    settings = ddpm.TrainSettings(batch_size=64, ema_decay=0.5)
+    init = ddpm.stack_members([ddpm.init_member(1, torch.Generator().manual_seed(s)) for s in SEEDS[:2]])
+    one = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=1, settings=settings, progress=False)
+    two = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=2, settings=settings, progress=False)
+    for key in init:  # decay min(0.5, (1 + s) / (10 + s)): 0.1 after step 0, then 2/11
+        torch.testing.assert_close(one["ema"][key], 0.1 * init[key] + 0.9 * one["params"][key])
+        torch.testing.assert_close(two["ema"][key], 2 / 11 * one["ema"][key] + 9 / 11 * two["params"][key])
+    assert ddpm.sampling_params(two) is two["ema"]
+
+
+def test_snapshots_and_resume_with_every_option(points, tmp_path):
+    straight = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=12, settings=CONVERGENCE,
+                                   snapshots=(6,), progress=False)
+    ckpt = tmp_path / "run.ckpt"
+    ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=9, settings=CONVERGENCE, checkpoint=ckpt,
+                        checkpoint_every=6, progress=False)
+    resumed = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=12, settings=CONVERGENCE,
+                                  checkpoint=ckpt, checkpoint_every=6, progress=False)
+    for part in ("params", "ema"):
+        for key in straight[part]:
+            torch.testing.assert_close(straight[part][key], resumed[part][key], rtol=0, atol=0)
+    constant = ddpm.TrainSettings(batch_size=64)
+    short = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=6, settings=constant, progress=False)
+    longer = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[:2], num_steps=9, settings=constant,
+                                 snapshots=(6,), progress=False)
+    for key in short["params"]:
+        torch.testing.assert_close(longer["snapshots"][6]["params"][key], short["params"][key], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("t_sampling", "uniform", "settings.t_sampling='uniform' is not allowed"),
+    ("lr_schedule", "step", "settings.lr_schedule='step'"),
+    ("ema_decay", 1.0, r"settings.ema_decay=1.0 must lie in \[0.0, 1.0\)"),
+    ("t_high", 0, "settings.t_high=0"),
+    ("batch_size", 0, "settings.batch_size=0"),
+])
+def test_bad_train_settings_are_refused_before_training(points, field, value, message):
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match=message):
+        ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=1,
+                            settings=replace(ddpm.TrainSettings(), **{field: value}), progress=False)

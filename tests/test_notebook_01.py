@@ -62,6 +62,26 @@ def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke):
     assert cached["runtime_s"] < smoke["results"]["runtime_s"]
 
 
+def test_stored_curves_reproduce_the_smoke_run_without_training(smoke, tmp_path, monkeypatch):
+    """CURVES_FILE: the curves of the smoke run, stored by `python -m lib.prcurves.stored` (every ensemble from the
+    smoke run's cache), give the same tables and tests, and the notebook trains nothing."""
+    import sys
+
+    from lib.prcurves import stored
+
+    curves = tmp_path / "curves-smoke.npz"
+    monkeypatch.setenv("WORKBOOK_CACHE", str(smoke["tmp"] / "cache"))
+    monkeypatch.setattr(sys, "argv", ["stored", "--preset", "smoke", "--device", "cpu", "--out", str(curves)])
+    stored.main()
+    assert stored.load_curves(curves)["precision"].shape[:2] == (4, 4)  # C = 2, 4 at n = 2000; C = 4 twice at n = 1000
+    r = run(tmp_path, "stored", tmp_path / "empty-cache", CURVES_FILE=str(curves))
+    for key in ("num_members", "steps", "auc_raw", "band_width", "below_0.9", "fraction_significant", "fig4",
+                "auc_welch_p"):
+        assert r[key] == smoke["results"][key], key
+    assert r["sampling_share"] == {} and r["curves_file"] == str(curves)
+    assert not list((tmp_path / "empty-cache").rglob("ensemble-*"))
+
+
 @pytest.mark.parametrize("parameters, message", [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
     ({"COMPLEXITIES": [0, 2]}, "complexities entry=0"),
@@ -71,6 +91,9 @@ def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke):
     ({"NUM_MEMBER": 3}, r"unknown parameter\(s\): NUM_MEMBER \(did you mean NUM_MEMBERS\?\)"),
     ({"COMPLEXITIES": 4}, "COMPLEXITIES=4 must be a list"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
+    ({"CURVES_FILE": "missing.npz"}, "CURVES_FILE='missing.npz': no such file"),
+    ({"T_SAMPLING": "uniform"}, "train.t_sampling='uniform' is not allowed"),
+    ({"EMA_DECAY": 1.0}, "train.ema_decay=1.0"),
 ])
 def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)
@@ -78,7 +101,8 @@ def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (about 16 minutes on 2 cores): the findings its markdown states.
+    """The default preset (issue 11's settings, estimated 15-20 minutes on 2 idle cores, not yet timed): the findings
+    its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")

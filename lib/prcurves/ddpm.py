@@ -10,12 +10,15 @@ Spec 01 §2.2-2.3. One *member* is the paper's `DenoisingNet(h=2, d=128, complex
 An *ensemble* of M members is stored as stacked weights (leading axis M) and run with batched matrix
 products, so one optimiser step trains every member. All randomness of member i (its initial weights,
 its data order, its time steps and noise, its sampling noise) comes from generators seeded with its own
-seed, so member i trained inside a batch equals member i trained alone (tests/test_ddpm.py).
+seed, so member i trained inside a batch equals member i trained alone (tests/test_ddpm.py). The training
+randomness is drawn on the device in blocks of many steps (`BlockStreams`), so a step costs no host-side
+draws or copies.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
+from lib.params import check_choice, check_int, check_real
 from lib.seeds import derive_seed
 
 HIDDEN, BLOCK_HIDDEN, EMB_DIM, DATA_DIM = 128, 256, 16, 2
@@ -113,11 +117,11 @@ def _linear(x: torch.Tensor, params: dict[str, torch.Tensor], name: str) -> torc
 def denoise(params: dict[str, torch.Tensor], x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Predicted noise eps_hat(x_t, t) of every member.
 
-    params: stacked (M, ...) float32; x: (M, B, 2) float32; t: (M,) float32 raw step indices.
-    Returns (M, B, 2) float32.
+    params: stacked (M, ...) float32; x: (M, B, 2) float32; t: float32 raw step indices, (M,) (one per
+    member, broadcast over its batch) or (M, B) (one per point). Returns (M, B, 2) float32.
     """
-    e = nn.functional.silu(_linear(t.view(-1, 1, 1), params, "emb1"))
-    e = nn.functional.silu(_linear(e, params, "emb2"))  # (M, 1, 16), broadcast over the batch
+    e = nn.functional.silu(_linear(t.view(t.shape[0], -1, 1), params, "emb1"))
+    e = nn.functional.silu(_linear(e, params, "emb2"))  # (M, 1, 16) broadcast over the batch, or (M, B, 16)
     h = _linear(x, params, "inp")
     for i in range(complexity_of(params)):
         u = _linear(h, params, f"block{i}.x") + _linear(e, params, f"block{i}.e")
@@ -161,64 +165,171 @@ class DenoisingNet(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Training (spec §2.3)
+# Training (spec §2.3, plus the convergence options of the diffusion literature, off in the paper's)
 # ----------------------------------------------------------------------------------------------------
+T_SAMPLING = ("per_batch", "per_sample", "stratified")
+LR_SCHEDULES = ("constant", "cosine", "linear")
+TRAIN_STREAM = 2  # derive_seed(member_seed, TRAIN_STREAM, block) seeds block `block` of a member's stream
+BLOCK_STEPS = 200  # a block holds whole epochs, at least this many steps (fixed: it defines the stream)
+
+
 @dataclass(frozen=True)
 class TrainSettings:
-    """The authors' optimisation settings (spec §2.3)."""
+    """Optimisation settings. The defaults are the authors' (spec §2.3); the last four default to "off".
+
+    t_sampling: "per_batch" (the authors': one t per minibatch, uniform on {t_low, ..., t_high}),
+        "per_sample" (each point its own uniform t, as in Ho et al. 2020), "stratified" (each point its
+        own t, spread evenly over {t_low, ..., t_high} across the minibatch with one random offset: a
+        low-discrepancy draw; the points are in random order, so which point gets which t is random).
+    lr_schedule: "constant" (the authors'), or linear warm-up over `warmup_steps` then "cosine" or
+        "linear" decay to 0 at the last step.
+    ema_decay: 0 (the authors': sample with the trained weights) or the decay d of an exponential moving
+        average of the weights used for sampling, with the usual warm-up min(d, (1 + s) / (10 + s)).
+    """
 
     batch_size: int = 500
     lr: float = 2e-3
     clip_norm: float = 1.0
-    t_low: int = 1  # one t per minibatch, uniform on {t_low, ..., t_high}
+    t_low: int = 1
     t_high: int = 98
+    t_sampling: str = "per_batch"
+    lr_schedule: str = "constant"
+    warmup_steps: int = 0
+    ema_decay: float = 0.0
+
+    def check(self, name: str = "train") -> None:
+        """Raise ValueError naming the field (as `name.field`) for any bad value."""
+        check_int(f"{name}.batch_size", self.batch_size, minimum=1)
+        check_real(f"{name}.lr", self.lr, low=0.0, open_low=True)
+        check_real(f"{name}.clip_norm", self.clip_norm, low=0.0, open_low=True)
+        check_int(f"{name}.t_low", self.t_low, minimum=0, maximum=99)
+        check_int(f"{name}.t_high", self.t_high, minimum=self.t_low, maximum=99)
+        check_choice(f"{name}.t_sampling", self.t_sampling, T_SAMPLING)
+        check_choice(f"{name}.lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        check_int(f"{name}.warmup_steps", self.warmup_steps, minimum=0)
+        check_real(f"{name}.ema_decay", self.ema_decay, low=0.0, high=1.0, open_high=True)
 
 
-class _MemberStream:
-    """One member's training randomness: epoch-wise shuffles, then per step one t and the noise."""
-
-    def __init__(self, num_data: int, settings: TrainSettings, generator: torch.Generator):
-        self.num_data, self.settings, self.gen = num_data, settings, generator
-        self.perm, self.pos = torch.empty(0, dtype=torch.long), num_data
-
-    def next_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(indices (B,), t (1,), eps (B, 2)); the last partial batch of an epoch is kept."""
-        if self.pos >= self.num_data:
-            self.perm, self.pos = torch.randperm(self.num_data, generator=self.gen), 0
-        idx = self.perm[self.pos : self.pos + self.settings.batch_size]
-        self.pos += len(idx)
-        t = torch.randint(self.settings.t_low, self.settings.t_high + 1, (1,), generator=self.gen)
-        return idx, t, torch.randn(len(idx), DATA_DIM, generator=self.gen)
-
-    def state(self) -> dict:
-        return {"gen": self.gen.get_state(), "perm": self.perm, "pos": self.pos}
-
-    def load_state(self, state: dict) -> None:
-        self.gen.set_state(state["gen"])
-        self.perm, self.pos = state["perm"], state["pos"]
+def learning_rate(settings: TrainSettings, step: int, num_steps: int) -> float:
+    """The learning rate of Adam step `step` (0-based) of `num_steps`."""
+    scale = 1.0
+    if settings.warmup_steps and step < settings.warmup_steps:
+        scale = (step + 1) / settings.warmup_steps
+    elif settings.lr_schedule != "constant":
+        progress = (step - settings.warmup_steps) / max(1, num_steps - settings.warmup_steps)
+        scale = 0.5 * (1 + math.cos(math.pi * progress)) if settings.lr_schedule == "cosine" else 1 - progress
+    return settings.lr * scale
 
 
-def _clip_per_member(params: dict[str, torch.Tensor], max_norm: float) -> None:
-    """torch.nn.utils.clip_grad_norm_ applied to each member's own gradient (norm over its parameters)."""
-    grads = [p.grad for p in params.values()]
+class BlockStreams:
+    """The training randomness of M members, drawn on the device a block of whole epochs at a time.
+
+    Block b of member i comes from one generator seeded derive_seed(seed_i, TRAIN_STREAM, b): first one
+    permutation of the data per epoch, then the time steps (per_batch: one per step; per_sample: one
+    per point; stratified: one offset per step), then the noise of every point. A member's stream
+    depends only on its seed, n and the settings (not on M, num_steps or the device's other members),
+    and a step's batch is a slice of the block: no per-step draws, no host-to-device copies.
+    Minibatches are consecutive slices of each epoch's permutation; the last partial one is kept.
+    """
+
+    def __init__(self, seeds: Sequence[int], num_data: int, settings: TrainSettings, device: torch.device):
+        self.seeds, self.n, self.settings, self.device = [int(s) for s in seeds], num_data, settings, device
+        batch = settings.batch_size
+        self.steps_per_epoch = math.ceil(num_data / batch)
+        self.epochs_per_block = max(1, math.ceil(BLOCK_STEPS / self.steps_per_epoch))
+        self.steps_per_block = self.epochs_per_block * self.steps_per_epoch
+        starts = [e * num_data + b * batch for e in range(self.epochs_per_block) for b in range(self.steps_per_epoch)]
+        self.bounds = [(s, min(s + batch, (s // num_data + 1) * num_data)) for s in starts]
+        if settings.t_sampling == "stratified":  # position of every point in its minibatch, and that batch's size
+            pos = torch.cat([torch.arange(e - s, dtype=torch.float64) for s, e in self.bounds])
+            size = torch.cat([torch.full((e - s,), float(e - s), dtype=torch.float64) for s, e in self.bounds])
+            step = torch.cat([torch.full((e - s,), j) for j, (s, e) in enumerate(self.bounds)])
+            self._strata = (pos.to(device), size.to(device), step.to(device))
+        self.block_no, self._block = -1, None
+
+    def _draw_block(self, block_no: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        s, dev, points = self.settings, self.device, self.epochs_per_block * self.n
+        idx, ts, eps = [], [], []
+        for seed in self.seeds:
+            gen = torch.Generator(device=dev).manual_seed(derive_seed(seed, TRAIN_STREAM, block_no))
+            idx.append(torch.cat([torch.randperm(self.n, generator=gen, device=dev)
+                                  for _ in range(self.epochs_per_block)]))
+            if s.t_sampling == "per_batch":
+                ts.append(torch.randint(s.t_low, s.t_high + 1, (self.steps_per_block,), generator=gen, device=dev))
+            elif s.t_sampling == "per_sample":
+                ts.append(torch.randint(s.t_low, s.t_high + 1, (points,), generator=gen, device=dev))
+            else:
+                u = torch.rand(self.steps_per_block, generator=gen, device=dev, dtype=torch.float64)
+                pos, size, step = self._strata
+                num_t = s.t_high - s.t_low + 1
+                ts.append(s.t_low + ((pos + u[step]) / size * num_t).floor().long().clamp(max=num_t - 1))
+            eps.append(torch.randn(points, DATA_DIM, generator=gen, device=dev))
+        return torch.stack(idx), torch.stack(ts), torch.stack(eps)
+
+    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(indices (M, b), t (M,) for per_batch else (M, b), eps (M, b, 2)) of Adam step `step` (0-based)."""
+        block_no, j = divmod(step, self.steps_per_block)
+        if block_no != self.block_no:
+            self._block, self.block_no = self._draw_block(block_no), block_no
+        idx, ts, eps = self._block
+        lo, hi = self.bounds[j]
+        t = ts[:, j] if self.settings.t_sampling == "per_batch" else ts[:, lo:hi]
+        return idx[:, lo:hi], t, eps[:, lo:hi]
+
+
+def _clip_per_member(grads: Sequence[torch.Tensor], max_norm: float) -> None:
+    """torch.nn.utils.clip_grad_norm_ applied to each member's own gradient (norm over all its parameters).
+
+    grads: tensors with the member on the leading axis (the per-layer gradients, or one flat (M, P) one).
+    """
     sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)  # (M,)
     coef = (max_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
 
 
-def _training_step(params, optimiser, data, streams, alpha_bars, settings) -> torch.Tensor:
-    """One Adam step of every member; returns the (M,) per-member losses."""
-    batches = [s.next_batch() for s in streams]
-    idx = torch.stack([b[0] for b in batches]).to(data.device)
-    t = torch.cat([b[1] for b in batches]).to(data.device)
-    eps = torch.stack([b[2] for b in batches]).to(data.device)
-    ab = alpha_bars[t].view(-1, 1, 1)
+class FlatParams:
+    """Every layer of a stacked ensemble in one (M, P) tensor, its gradient in another.
+
+    `layers` are leaf tensors that are views of `flat` (their `.grad` views of `grad`), so the forward pass
+    uses them as before while zeroing, clipping, Adam and the EMA each touch one tensor: a handful of
+    operations per step instead of a dozen per layer. Adam is elementwise, so this changes no result.
+    """
+
+    def __init__(self, params: dict[str, torch.Tensor], device: torch.device):
+        self.shapes = {k: v.shape for k, v in params.items()}
+        num = next(iter(params.values())).shape[0]
+        self.flat = torch.cat([v.reshape(num, -1) for v in params.values()], dim=1).to(device).requires_grad_()
+        self.flat.grad = torch.zeros_like(self.flat)
+        self.layers = self.unflatten(self.flat.detach())
+        for layer, grad in zip(self.layers.values(), self.unflatten(self.flat.grad).values()):
+            layer.requires_grad_()
+            layer.grad = grad
+
+    def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-layer views of an (M, P) tensor laid out like `flat`."""
+        out, offset = {}, 0
+        for name, shape in self.shapes.items():
+            size = math.prod(shape[1:])
+            out[name] = flat[:, offset : offset + size].view(shape)
+            offset += size
+        return out
+
+    def cpu_copy(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu().clone() for k, v in self.unflatten(flat).items()}
+
+
+def _training_step(weights: FlatParams, optimiser, data, batch, alpha_bars, settings) -> torch.Tensor:
+    """One Adam step of every member on `batch` = (idx, t, eps) from `BlockStreams`; returns (M,) losses."""
+    idx, t, eps = batch
+    ab = alpha_bars[t].view(t.shape[0], -1, 1)  # (M, 1, 1) or (M, b, 1)
     x_t = ab.sqrt() * data[idx] + (1 - ab).sqrt() * eps
-    losses = (eps - denoise(params, x_t, t.float())).pow(2).mean(dim=(1, 2))
-    optimiser.zero_grad(set_to_none=False)
-    losses.sum().backward()  # members share no parameter, so each gets its own loss's gradient
-    _clip_per_member(params, settings.clip_norm)
+    losses = (eps - denoise(weights.layers, x_t, t.float())).pow(2).mean(dim=(1, 2))
+    weights.flat.grad.zero_()
+    with warnings.catch_warnings():  # the layers' grads are strided views of one buffer, on purpose
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+        losses.sum().backward()  # members share no parameter, so each gets its own loss's gradient
+    _clip_per_member([weights.flat.grad], settings.clip_norm)
     optimiser.step()
     return losses.detach()
 
@@ -233,43 +344,66 @@ def train_ensemble(
     device: torch.device | str = "cpu",
     checkpoint: Path | None = None,
     checkpoint_every: int = 1000,
+    snapshots: Sequence[int] = (),
     progress: bool = True,
 ) -> dict:
     """Train len(seeds) members of complexity C on `data` ((n, 2) float) for `num_steps` Adam steps.
 
-    Member i uses `seeds[i]` for its initial weights and its training stream. With `checkpoint`, the
-    full state is written there (atomically) every `checkpoint_every` steps and training resumes from
-    it; the result is the same as an uninterrupted run (a member's stream does not depend on num_steps,
-    so the checkpoint of a shorter run also extends it). Returns {"params": stacked CPU tensors,
-    "losses": (num_steps, M) float32 array of per-step training losses}.
+    Member i uses `seeds[i]` for its initial weights and its `BlockStreams` stream. With `checkpoint`,
+    the full state is written there (atomically) every `checkpoint_every` steps and training resumes
+    from it; the result is the same as an uninterrupted run. Returns {"params": stacked CPU tensors,
+    "ema": their moving average (only when settings.ema_decay > 0), "losses": (num_steps, M) float32
+    per-step training losses, "snapshots": {step: {"params", "ema"?}} after each step in `snapshots`}.
+    Use `sampling_params(result)` for the weights to sample with.
     """
+    settings.check("settings")
     device = torch.device(device)
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    params = stack_members([init_member(complexity, g) for g in gens])
-    params = {k: v.to(device).requires_grad_() for k, v in params.items()}
-    optimiser = torch.optim.Adam(params.values(), lr=settings.lr)
-    streams = [_MemberStream(len(data), settings, g) for g in gens]
+    weights = FlatParams(stack_members([init_member(complexity, g) for g in gens]), device)
+    ema = weights.flat.detach().clone() if settings.ema_decay > 0 else None
+    optimiser = torch.optim.Adam([weights.flat], lr=settings.lr)
     losses = torch.zeros(num_steps, len(seeds), device=device)  # kept on the device: no sync per step
-    start = _resume(checkpoint, params, optimiser, streams, losses) if checkpoint else 0
+    start = _resume(checkpoint, weights, ema, optimiser, losses) if checkpoint else 0
     data_t = torch.as_tensor(np.asarray(data, dtype=np.float32), device=device)
+    streams = BlockStreams(seeds, len(data_t), settings, device)
     alpha_bars = cosine_schedule().alpha_bars.to(device)
+    keep = {int(s) for s in snapshots}
+    saved = {}
     bar = tqdm(range(start, num_steps), initial=start, total=num_steps, disable=not progress,
                desc=f"train C={complexity}, M={len(seeds)}", mininterval=2)
     for step in bar:
-        losses[step] = _training_step(params, optimiser, data_t, streams, alpha_bars, settings)
+        if settings.lr_schedule != "constant" or settings.warmup_steps:
+            for group in optimiser.param_groups:
+                group["lr"] = learning_rate(settings, step, num_steps)
+        losses[step] = _training_step(weights, optimiser, data_t, streams.batch(step), alpha_bars, settings)
+        if ema is not None:
+            ema.lerp_(weights.flat.detach(), 1 - min(settings.ema_decay, (1 + step) / (10 + step)))
+        if step + 1 in keep:
+            saved[step + 1] = _result_state(weights, ema)
         if checkpoint and (step + 1) % checkpoint_every == 0 and step + 1 < num_steps:
-            _save_checkpoint(checkpoint, step + 1, params, optimiser, streams, losses)
-    return {"params": {k: v.detach().cpu() for k, v in params.items()}, "losses": losses.cpu().numpy()}
+            _save_checkpoint(checkpoint, step + 1, weights, ema, optimiser, losses)
+    return {**_result_state(weights, ema), "losses": losses.cpu().numpy(), "snapshots": saved}
 
 
-def _save_checkpoint(path, step, params, optimiser, streams, losses) -> None:
-    state = {"step": step, "params": {k: v.detach().cpu() for k, v in params.items()},
-             "optimiser": optimiser.state_dict(), "streams": [s.state() for s in streams],
-             "losses": losses[:step].cpu()}
+def sampling_params(result: dict) -> dict[str, torch.Tensor]:
+    """The weights to sample with: the moving average when training kept one, else the trained weights."""
+    return result.get("ema") or result["params"]
+
+
+def _result_state(weights: FlatParams, ema: torch.Tensor | None) -> dict:
+    state = {"params": weights.cpu_copy(weights.flat)}
+    if ema is not None:
+        state["ema"] = weights.cpu_copy(ema)
+    return state
+
+
+def _save_checkpoint(path, step, weights, ema, optimiser, losses) -> None:
+    state = {"step": step, "flat": weights.flat.detach().cpu(), "ema": None if ema is None else ema.cpu(),
+             "optimiser": optimiser.state_dict(), "losses": losses[:step].cpu()}
     atomic_torch_save(state, path)
 
 
-def _resume(path: Path, params, optimiser, streams, losses) -> int:
+def _resume(path: Path, weights: FlatParams, ema, optimiser, losses) -> int:
     """Load a checkpoint written by `_save_checkpoint` if there is one; return the step to start from.
 
     A damaged checkpoint (checksum mismatch, truncated, unreadable) is logged and deleted, and training
@@ -281,15 +415,16 @@ def _resume(path: Path, params, optimiser, streams, losses) -> int:
     except DamagedCacheEntry as err:
         discard_damaged(err)
         return 0
-    with torch.no_grad():
-        for k, v in params.items():
-            v.copy_(state["params"][k])
-    optimiser.load_state_dict(state["optimiser"])
-    for stream, s in zip(streams, state["streams"]):
-        stream.load_state(s)
     step = int(state["step"])
     if step > len(losses):
         raise ValueError(f"checkpoint {path} is at step {step}, beyond num_steps={len(losses)}; delete it to retrain.")
+    if (ema is None) != (state["ema"] is None) or state["flat"].shape != weights.flat.shape:
+        raise ValueError(f"checkpoint {path} was written with other settings; delete it to retrain.")
+    with torch.no_grad():
+        weights.flat.copy_(state["flat"])
+        if ema is not None:
+            ema.copy_(state["ema"])
+    optimiser.load_state_dict(state["optimiser"])
     losses[:step] = state["losses"].to(losses.device)
     return step
 

@@ -1,0 +1,208 @@
+"""Notebook 01's budget study: AUC and band width against Adam steps, with and without each training change.
+
+Issue 11 asks for a `cpu` preset that gets close to the paper's regime on 2 cores, chosen from measurements.
+This module trains small ensembles under the authors' settings and under each change the diffusion
+literature uses to converge faster (`ddpm.TrainSettings`: stratified time steps, a warm-up + cosine
+learning-rate schedule, a smaller batch, an EMA of the weights for sampling), evaluates each at several
+budgets with the notebook's own estimator (kNN PR curves, AUC_raw, 10-90 % band), and writes one CSV row per
+(variant, EMA or not, C, steps). Every run tracks an EMA beside the trained weights, so "with EMA" and
+"without EMA" come from the same run. Runs with a constant learning rate are evaluated at every budget from
+snapshots of one run; runs with a schedule are trained once per budget (the schedule's length is the budget).
+
+Everything is cached under data/cache/01/budget/ per run and per evaluation, so an interrupted study resumes.
+Usage (CPU, in the background; the figures are wall-clock under whatever load the machine has):
+    OMP_NUM_THREADS=1 python -m lib.prcurves.budget --complexities 4 --out results/01/budget_study-C4.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lib.cache import PROJECT_ROOT, atomic_write, cache_path, cached_torch
+from lib.data.ring import ring_train_heldout
+from lib.prcurves import ddpm
+from lib.prcurves import method as prcurves
+from lib.seeds import derive_seed
+
+NAMESPACE = "01/budget"
+STUDY_CSV = PROJECT_ROOT / "results" / "01" / "budget_study.csv"  # the committed study notebook 01 plots
+EMA_DECAY = 0.999
+
+# name -> TrainSettings overrides; the learning rate, clipping and t range stay the authors'.
+VARIANTS: dict[str, dict] = {
+    "paper": {},
+    "stratified_t": {"t_sampling": "stratified"},
+    "stratified_t+cosine_lr": {"t_sampling": "stratified", "lr_schedule": "cosine", "warmup_steps": 100},
+    "stratified_t+cosine_lr+batch128": {"t_sampling": "stratified", "lr_schedule": "cosine", "warmup_steps": 100,
+                                        "batch_size": 128},
+}
+
+CSV_FIELDS = ["variant", "ema", "C", "steps", "batch_size", "point_steps", "members", "num_generated",
+              "auc_mean", "auc_sd", "auc_min", "width", "train_seconds", "aucs", "settings"]
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """What the study trains: `runs` lists (variant, budgets in Adam steps) in the order they are run."""
+
+    complexities: tuple[int, ...] = (2, 4)
+    num_members: int = 4
+    n_train: int = 10_000
+    num_generated: int = 1_000
+    num_angles: int = 200
+    base_seed: int = 0
+    split_seed: int = 0
+    runs: tuple[tuple[str, tuple[int, ...]], ...] = field(default=(
+        ("paper", (250, 500, 1000)),
+        ("stratified_t+cosine_lr+batch128", (1000, 4000)),
+        ("stratified_t", (250, 500, 1000)),
+        ("stratified_t+cosine_lr", (1000,)),
+    ))
+
+
+def settings_of(variant: str) -> ddpm.TrainSettings:
+    """The TrainSettings of a variant, with the EMA every run of the study tracks."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} must be one of {sorted(VARIANTS)}.")
+    return replace(ddpm.TrainSettings(**VARIANTS[variant]), ema_decay=EMA_DECAY)
+
+
+def schedule_runs(variant: str, budgets: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+    """[(num_steps of a training run, budgets evaluated from its snapshots)]: one run for a constant
+    learning rate, one run per budget for a schedule (whose shape depends on its length)."""
+    if settings_of(variant).lr_schedule == "constant":
+        return [(max(budgets), tuple(sorted(budgets)))]
+    return [(b, (b,)) for b in sorted(budgets)]
+
+
+def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snapshots: tuple[int, ...],
+           train_points: np.ndarray) -> dict:
+    settings = settings_of(variant)
+    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    key = {"stage": "budget-train", "version": 1, "C": complexity, "seeds": seeds, "n": spec.n_train,
+           "steps": num_steps, "snapshots": snapshots, "train": settings}
+    path = cache_path(NAMESPACE, f"train-{variant}-C{complexity}-{num_steps}", key, ".pt")
+
+    def compute() -> dict:
+        start = time.perf_counter()
+        times = {}
+
+        result = ddpm.train_ensemble(train_points, complexity=complexity, seeds=seeds, num_steps=num_steps,
+                                     settings=settings, snapshots=snapshots, progress=False)
+        total = time.perf_counter() - start
+        for s in snapshots:  # wall time to reach a snapshot, assuming a steady step time
+            times[s] = total * s / num_steps
+        return {"snapshots": result["snapshots"], "seconds": times}
+
+    return cached_torch(path, compute)
+
+
+def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray) -> dict:
+    """Sample every member, then its kNN PR curve (the notebook's estimator and splits): AUC_raw per member
+    and the mean 10-90 % band width on the 1000-point recall grid."""
+    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    samples = ddpm.sample_ensemble(params, num_samples=spec.num_generated, seeds=seeds, progress=False)
+    curves = []
+    for i, fake in enumerate(samples):
+        fake = fake[np.isfinite(fake).all(axis=1)]
+        real = heldout[: len(fake)]
+        curves.append(prcurves.pr_curve(real, fake, num_angles=spec.num_angles,
+                                        seed=derive_seed(spec.split_seed, complexity, i)))
+    band = prcurves.ensemble_band(curves)
+    return {"aucs": [prcurves.auc_raw(c) for c in curves], "width": float((band["hi"] - band["lo"]).mean())}
+
+
+def run_study(spec: StudySpec, out: Path | None = None, log=print, cached_only: bool = False) -> list[dict]:
+    """Run (or read from the cache) every row of the study; write them to `out` as CSV. Returns the rows.
+
+    cached_only: skip the rows not in the cache instead of computing them (to collect a partial study)."""
+    data = ring_train_heldout(spec.n_train, max(spec.n_train, spec.num_generated))
+    rows = []
+    for variant, budgets in spec.runs:
+        settings = settings_of(variant)
+        for complexity in spec.complexities:
+            for num_steps, snaps in schedule_runs(variant, budgets):
+                trained = None
+                for steps in snaps:
+                    for use_ema in (False, True):
+                        key = {"stage": "budget-eval", "version": 1, "spec": _eval_spec(spec),
+                               "variant": variant, "C": complexity, "run_steps": num_steps, "steps": steps,
+                               "ema": use_ema, "train": settings}
+                        path = cache_path(NAMESPACE, f"eval-{variant}-C{complexity}-{steps}-ema{int(use_ema)}",
+                                          key, ".json")
+                        if not path.exists() and cached_only:
+                            continue
+                        if not path.exists():
+                            if trained is None:
+                                log(f"train {variant} C={complexity} {num_steps} steps (snapshots {snaps})")
+                                trained = _train(spec, variant, complexity, num_steps, snaps, data["train"])
+                            snap = trained["snapshots"][steps]
+                            row = evaluate(snap["ema" if use_ema else "params"], spec, complexity, data["heldout"])
+                            row["train_seconds"] = trained["seconds"][steps]
+                            atomic_write(path, lambda tmp, r=row: tmp.write_text(json.dumps(r)))
+                        rows.append(_row(spec, variant, settings, complexity, steps, use_ema,
+                                         json.loads(path.read_text())))
+                        log(_describe(rows[-1]))
+                        if out is not None:
+                            write_csv(rows, out)
+    return rows
+
+
+def _eval_spec(spec: StudySpec) -> dict:
+    """The fields of the spec an evaluation depends on (not which complexities or runs a process does)."""
+    return {k: v for k, v in asdict(spec).items() if k not in ("complexities", "runs")}
+
+
+def _row(spec, variant, settings, complexity, steps, use_ema, result) -> dict:
+    aucs = np.array(result["aucs"])
+    return {"variant": variant, "ema": use_ema, "C": complexity, "steps": steps, "batch_size": settings.batch_size,
+            "point_steps": steps * settings.batch_size, "members": len(aucs), "num_generated": spec.num_generated,
+            "auc_mean": float(aucs.mean()), "auc_sd": float(aucs.std(ddof=1)), "auc_min": float(aucs.min()),
+            "width": result["width"], "train_seconds": round(result["train_seconds"], 1),
+            "aucs": ";".join(f"{a:.4f}" for a in aucs),
+            "settings": json.dumps({k: v for k, v in asdict(settings).items() if k != "ema_decay"})}
+
+
+def _describe(row: dict) -> str:
+    return (f"{row['variant']:32s} ema={row['ema']!s:5s} C={row['C']} steps={row['steps']:5d}: "
+            f"AUC {row['auc_mean']:.3f} +- {row['auc_sd']:.3f} (min {row['auc_min']:.3f}), width {row['width']:.3f}")
+
+
+def write_csv(rows: list[dict], out: Path) -> None:
+    """Write rows (as `run_study` returns them) to `out`, atomically."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+            writer.writeheader()
+            for r in rows:
+                writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) and k != "train_seconds" else v)
+                                 for k, v in r.items()})
+
+    atomic_write(Path(out), write)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--complexities", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--members", type=int, default=StudySpec.num_members)
+    parser.add_argument("--num-generated", type=int, default=StudySpec.num_generated)
+    parser.add_argument("--out", type=Path, default=None, help="CSV to write (rows so far, after each row)")
+    parser.add_argument("--cached-only", action="store_true", help="write the cached rows only, compute nothing")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    spec = StudySpec(complexities=tuple(args.complexities), num_members=args.members,
+                     num_generated=args.num_generated)
+    run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
+              cached_only=args.cached_only)
+
+
+if __name__ == "__main__":
+    main()
