@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from lib.cache import atomic_savez
+from lib.cache import atomic_write
 from lib.prcurves import method as prcurves
 
 FORMAT = "prcurves-member-curves"
@@ -55,7 +55,11 @@ def save_curves(path: Path | str, results: Sequence[dict], meta: dict[str, Any])
         "meta": np.array(json.dumps(meta, default=str)),
     }
     _check(arrays, Path(path))
-    return atomic_savez(Path(path), arrays)
+    def write(tmp: Path) -> None:  # a plain .npz (np.load reads it anywhere), not a checksummed cache entry
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    return atomic_write(Path(path), write)
 
 
 def load_curves(path: Path | str) -> dict:
