@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
+from notebook_runner import (
+    assert_clean_outputs,
+    assert_fails_fast,
+    assert_results_page_renders,
+    config_cell_fixture,
+    notebook_runner,
+    smoke_fixture,
+)
 
 run = notebook_runner("01_ensemble_pr_curves.ipynb")
 VOLATILE = {"runtime_s", "device"}
@@ -13,16 +18,16 @@ VOLATILE = {"runtime_s", "device"}
 
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nb01")
-    start = time.perf_counter()
-    results = run(tmp, "first", tmp / "cache")
-    return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp}
+smoke = smoke_fixture(run)
+config_cell = config_cell_fixture(run)
 
 
 def test_smoke_run_reads_cleanly(smoke):
-    assert_clean_outputs(smoke["tmp"] / "first.ipynb")
+    assert_clean_outputs(smoke["notebook"])
+
+
+def test_results_page_renders_from_the_smoke_run(smoke):
+    assert_results_page_renders(smoke)
 
 
 def test_smoke_run_records_its_results(smoke):
@@ -95,8 +100,12 @@ def test_stored_curves_reproduce_the_smoke_run_without_training(smoke, tmp_path,
     ({"T_SAMPLING": "uniform"}, "train.t_sampling='uniform' is not allowed"),
     ({"EMA_DECAY": 1.0}, "train.ema_decay=1.0"),
 ])
-def test_bad_parameters_fail_before_any_training(tmp_path, parameters, message):
-    assert_fails_fast(run, tmp_path, parameters, message)
+def test_bad_parameters_fail_before_any_training(config_cell, parameters, message):
+    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_path):
+    assert_fails_fast(run, tmp_path, {"NUM_MEMBER": 3}, r"unknown parameter\(s\): NUM_MEMBER")  # papermill's path
 
 
 @pytest.mark.full
