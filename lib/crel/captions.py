@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
 from lib.crel.cvae import CVAESettings, train_cvae
+from lib.crel.flow import FlowSettings, train_flow
 from lib.data.files import data_file
 from lib.params import check_int
 
@@ -65,7 +66,8 @@ class CaptionSettings:
     # different random caption for every x, which no LGM conditioned on x can learn (see notebook 02, §4).
     unrelated_mode: str = "shared"
     pca_dim: int | None = 32
-    latent_dim: int = 3
+    latent_dim: int = 3  # the CVAE's; the flow's latent dimension is pca_dim (a bijection of the PCA codes)
+    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (issue 10)
     n_directions: int = 64
     hidden: tuple[int, ...] = (256, 256)
     epochs: int = 20
@@ -87,6 +89,8 @@ def validate(s: CaptionSettings) -> None:
                          f"(need >= {need}).")
     check_int("samples_per_image", s.samples_per_image, minimum=1)
     check_int("latent_dim (captions)", s.latent_dim, minimum=1)
+    if s.lgm not in ("cvae", "flow"):
+        raise ValueError(f"caption lgm={s.lgm!r} is not allowed; choose 'cvae' or 'flow'.")
     if not s.near_band[0] >= 1 or s.near_band[1] < s.near_band[0] or s.mid_band[1] < s.mid_band[0]:
         raise ValueError(f"near_band={s.near_band} and mid_band={s.mid_band} must be ranks 1 <= lo <= hi.")
     if s.unrelated_min_rank >= n - 1 or s.mid_band[1] >= n - 1:
@@ -278,10 +282,16 @@ def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, pr
         xs = np.repeat(pca_x.transform(x_full[folds[f]]), idx.shape[1], 0)
         return xs, pca_y.transform(emb[idx.ravel()])
 
-    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
-    lgm = train_cvae(*xy("lgm", slice(None)), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+    if s.lgm == "flow":  # a bijection of the PCA codes; 4 r directions keep the DQR polytope bounded in r = pca_dim
+        fs = FlowSettings(transforms=4, hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
+        lgm = train_flow(*xy("lgm", slice(None)), settings=fs, seed=s.seed)
+        n_dir = max(s.n_directions, 4 * lgm.latent_dim)
+    else:
+        cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
+        lgm = train_cvae(*xy("lgm", slice(None)), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+        n_dir = s.n_directions
     x_dqr, y_dqr = xy("dqr", slice(None))
-    model = crel.fit(x_dqr, y_dqr, x_dqr=x_dqr, y_dqr=y_dqr, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
+    model = crel.fit(x_dqr, y_dqr, x_dqr=x_dqr, y_dqr=y_dqr, lgm=lgm, tau_dir=s.alpha, n_directions=n_dir,
                      dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=(128, 128, 128)), seed=s.seed)
     model.calibrate(*xy("cal", slice(0, 1)), s.alpha)
     test_imgs = folds["test"][: s.n_test]

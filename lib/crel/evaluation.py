@@ -185,8 +185,8 @@ def exact_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, y_gr
         return {"covered": covered, "area": None}
     pts = y_grid.points
     q = model.quantiles(x)
-    area = np.array([np.sum(model.latent_scores(model.latent(np.repeat(xi[None], len(pts), 0), pts),
-                                                np.repeat(qi[None], len(pts), 0)) <= model.gamma + 1e-12)
+    area = np.array([np.sum(in_set_mask(model.latent(np.repeat(xi[None], len(pts), 0), pts), model.U, qi,
+                                        model.gamma, model.inflation))
                      for xi, qi in zip(np.atleast_2d(x), q)], float)
     return {"covered": covered, "area": area}
 
