@@ -40,9 +40,8 @@ run: $(STAMP)
 	@for nb in $(NOTEBOOKS); do \
 		name=$$(basename $$nb .ipynb); \
 		echo "== $$name (PRESET=$(PRESET))"; \
-		$(BIN)/papermill $$nb runs/$$name.ipynb --cwd notebooks -p PRESET $(PRESET) -p EXPLORER False \
+		$(BIN)/python -m lib.report $$nb runs -p PRESET $(PRESET) -p EXPLORER False \
 			-p FIGURES_DIR $(FIGURES) || exit 1; \
-		$(BIN)/jupyter nbconvert --to html runs/$$name.ipynb --output-dir runs || exit 1; \
 	done
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -40,3 +41,30 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"cpu ({cpu_model()}, {torch.get_num_threads()} threads)"
+
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def set_threads(n: int, name: str = "NUM_THREADS") -> int:
+    """Use `n` CPU threads for everything numeric in this process and in the processes it starts.
+
+    Sets PyTorch's intra-op threads and (when still possible) its inter-op threads, the BLAS/OpenMP pools
+    already loaded (NumPy's, faiss's, through threadpoolctl) and the OMP/MKL/OpenBLAS environment variables
+    that subprocesses read. The notebooks expose it as `NUM_THREADS` (default 1: their matrices are small, and
+    on a shared 2-core machine a second thread oversubscribes the cores; measured in the README).
+    """
+    from lib.params import check_int
+
+    n = check_int(name, n, minimum=1)
+    for var in THREAD_ENV:
+        os.environ[var] = str(n)
+    torch.set_num_threads(n)
+    try:
+        torch.set_num_interop_threads(n)
+    except RuntimeError:  # only settable before the first inter-op parallel work; then it stays as it was
+        pass
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)
+    return n

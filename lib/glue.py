@@ -33,13 +33,66 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot glue a value of type {type(value).__name__}")
 
 
-def glue(name: str, value: Any) -> None:
-    """Record `value` under `name` in the running notebook's outputs."""
-    from IPython.display import display
+def glue(name: str, value: Any, *, display: bool = True) -> None:
+    """Record `value` under `name` in the running notebook's outputs.
+
+    With `display=False` the output carries only the result's own MIME type, which front ends and HTML
+    reports do not render: the value is recorded silently (show the reader `summary_table` instead).
+    """
+    from IPython.display import display as show
 
     payload = to_jsonable(value)
     json.dumps(payload)  # fail here, not when the notebook is read back
-    display({MIME_TYPE: {name: payload}, "text/plain": f"{name} = {payload!r}"}, raw=True)
+    bundle = {MIME_TYPE: {name: payload}}
+    if display:
+        bundle["text/plain"] = f"{name} = {payload!r}"
+    show(bundle, raw=True)
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
+    if isinstance(value, str) and len(value) > 60:
+        return value[:57] + "..."
+    return str(value)
+
+
+def flatten(results: dict[str, Any], digits: int = 4) -> list[tuple[str, str]]:
+    """(name, rounded value) rows of nested results: nested dict keys are joined with ' · ', floats
+    rounded to `digits` significant digits, long strings shortened."""
+    rows: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix} · {k}" if prefix else str(k), v)
+        else:
+            rows.append((prefix, _fmt(value, digits)))
+
+    walk("", to_jsonable(results))
+    return rows
+
+
+def summary_table(results: dict[str, Any], digits: int = 4):
+    """A two-column table (result, value) of `results`, rounded, for the reader (a pandas DataFrame)."""
+    import pandas as pd
+
+    return pd.DataFrame(flatten(results, digits), columns=["result", "value"]).set_index("result")
+
+
+def record(results: dict[str, Any], digits: int = 4):
+    """Glue every entry of `results` silently and return the rounded summary table to display.
+
+    The notebooks end with `record(headline)`: tests and `make run` read the exact values back with
+    `read_results`, the reader sees one compact table.
+    """
+    for name, value in results.items():
+        glue(name, value, display=False)
+    return summary_table(results, digits)
 
 
 def read_results(notebook: str | Path) -> dict[str, Any]:

@@ -47,3 +47,32 @@ def shade_mask(ax: plt.Axes, x, mask, *, color, label: str | None = None) -> Non
     """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant)."""
     ax.fill_between(x, 0, 1, where=mask, transform=ax.get_xaxis_transform(), color=color, alpha=0.15, lw=0,
                     label=label, step="mid")
+
+
+def alt_text(fig: plt.Figure) -> str:
+    """A description of `fig` built from its titles and axis labels (the alt text of HTML reports)."""
+    parts = []
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        parts.append(fig._suptitle.get_text())
+    for ax in fig.axes:
+        bits = [t for t in (ax.get_title(), ax.get_xlabel() and f"x: {ax.get_xlabel()}",
+                            ax.get_ylabel() and f"y: {ax.get_ylabel()}") if t]
+        if bits:
+            parts.append(", ".join(bits))
+    return "Figure. " + "; ".join(parts) if parts else "Figure."
+
+
+def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None = None, *,
+         alt: str | None = None) -> None:
+    """Save `fig` as `<directory>/<name>.png` (see `savefig`), display it with alt text and close it.
+
+    The alt text (`alt`, else one built from the figure's titles and labels) travels in the output's
+    metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>.
+    Returns nothing, so a cell ending with `show(...)` prints no stray path.
+    """
+    from IPython.display import display
+
+    if name:
+        savefig(fig, name, directory)
+    display(fig, metadata={"image/png": {"alt": alt or alt_text(fig)}})
+    plt.close(fig)

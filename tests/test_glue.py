@@ -30,3 +30,12 @@ def test_glue_displays_mime_bundle(monkeypatch):
     glue.glue("fraction", np.float64(0.25))
     assert shown[0][glue.MIME_TYPE] == {"fraction": 0.25}
     json.dumps(shown[0])
+
+
+def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
+    table = glue.record({"delta": -0.0014000000000000123, "auc": {"C4": [0.97123456, 0.01]}, "name": "x"})
+    assert shown == [{glue.MIME_TYPE: {"delta": -0.0014000000000000123}},
+                     {glue.MIME_TYPE: {"auc": {"C4": [0.97123456, 0.01]}}}, {glue.MIME_TYPE: {"name": "x"}}]
+    assert table["value"].to_dict() == {"delta": "-0.0014", "auc · C4": "[0.9712, 0.01]", "name": "x"}

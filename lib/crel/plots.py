@@ -1,0 +1,54 @@
+"""Notebook 02's figures that take more than a few lines: a condition's latent region and decoded set."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from scipy.spatial import ConvexHull
+
+from lib.crel import baselines as cb
+from lib.crel import method as crel
+from lib.data.banana import sample_y
+from lib.plotting import PALETTE
+
+
+def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes) -> None:
+    """At condition x: the latent region R(x), the calibrated set S^gamma(x) and fresh codes (left, `ax_z`),
+    fresh outputs Y | x and the decoded grid points of S^gamma(x) (right, `ax_y`).
+
+    `run` holds the fitted "model" (a calibrated `CReL`) and its latent "z_grid".
+    """
+    m, x = run["model"], np.array([[x_value]])
+    q = m.quantiles(x)[0]
+    V = crel.polygon(m.U, q)
+    t = np.linspace(0, 2 * np.pi, 400)
+    ax_z.fill(*np.vstack([V, V[:1]]).T, color=PALETTE[0], alpha=0.4, label="R(x)")
+    ring = np.concatenate([V[i] + m.gamma * np.stack([np.cos(t), np.sin(t)], 1) for i in range(len(V))])
+    hull = ring[ConvexHull(ring).vertices]
+    ax_z.plot(*np.vstack([hull, hull[:1]]).T, color=PALETTE[1], label=f"S^γ, γ = {m.gamma:.3f}")
+    rng = np.random.default_rng(0)
+    ys = sample_y(np.full(2000, x_value), rng)
+    zs = m.latent(np.full((2000, 1), x_value), ys)
+    ax_z.scatter(*zs.T, s=2, color="0.3", alpha=0.4, label="codes of fresh Y | x")
+    cloud = cb.latent_cloud(m, x[0], run["z_grid"], q, m.U, m.gamma, 20_000, rng)
+    ax_y.scatter(*ys.T, s=2, color="0.3", alpha=0.4, label="fresh Y | x")
+    if cloud is not None:
+        ax_y.scatter(*cloud.points.T, s=3, color=PALETTE[1], alpha=0.5, label="Dec(S^γ grid points)")
+    ax_z.set(title=f"latent space, x = {x_value}", xlabel="z1", ylabel="z2")
+    ax_z.legend(fontsize=7)
+    ax_y.set(title=f"output space, x = {x_value}", xlabel="y1", ylabel="y2")
+    ax_y.legend(fontsize=7)
+
+
+def negative_distance(y: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
+    """The explorer's metric rho(y) = -||y - gt||: its minimum over the set is the point farthest from gt."""
+    return -torch.linalg.vector_norm(y - gt, dim=1)
+
+
+def mark_worst(ax_z: plt.Axes, ax_y: plt.Axes, rel: dict) -> None:
+    """The worst-case code z* and its decoded output (a `CReL.reliability` result) as red stars."""
+    ax_z.scatter(*rel["z"].T, marker="*", s=200, color="red", label="worst z*")
+    ax_y.scatter(*rel["y"].T, marker="*", s=200, color="red", label=f"Dec(z*), ρ = {rel['score'][0]:.3f}")
+    ax_z.legend(fontsize=7)
+    ax_y.legend(fontsize=7)

@@ -1,0 +1,76 @@
+"""`make run`'s runner: execute a notebook with papermill and write its self-contained HTML report.
+
+    python -m lib.report notebooks/01_ensemble_pr_curves.ipynb runs -p PRESET smoke -p FIGURES_DIR docs/figures
+
+- The kernel talks to papermill over IPC sockets (not TCP), so ipykernel has no "Kernel is running over TCP
+  without encryption" warning to print.
+- Path parameters (`FIGURES_DIR`) are injected relative to the notebook's folder, so the injected-parameters
+  cell shows no absolute path of the machine.
+- The HTML uses `notebooks/templates/report.html.j2`: JupyterLab's look without require.js or MathJax from a
+  CDN (the report opens offline), and each figure's alt text from `lib.plotting.show`. Widget state is not
+  embedded: the explorers are Python callbacks that need a kernel, so a report shows their static view.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from jupyter_client.manager import KernelManager
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
+PATH_PARAMETERS = ("FIGURES_DIR",)
+
+
+class IPCKernelManager(KernelManager):
+    """A kernel manager whose kernel listens on IPC sockets in the runtime folder (local and private)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.transport = "ipc"
+
+
+def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: str | Path | None = None,
+            timeout: int | None = None, progress_bar: bool = True) -> Path:
+    """Run `notebook` with `parameters` into `output` (papermill, IPC kernel); path parameters relative to cwd."""
+    import papermill as pm
+
+    cwd = Path(cwd or Path(notebook).parent)
+    parameters = {k: os.path.relpath(Path(v).resolve(), cwd.resolve()) if k in PATH_PARAMETERS and v else v
+                  for k, v in parameters.items()}
+    pm.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(cwd),
+                        kernel_manager_class=IPCKernelManager, progress_bar=progress_bar,
+                        execution_timeout=timeout)
+    return Path(output)
+
+
+def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
+    """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
+    from nbconvert import HTMLExporter
+
+    executed = Path(executed)
+    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_filename(str(executed))
+    target = Path(output_dir or executed.parent) / f"{executed.stem}.html"
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    from papermill.cli import _resolve_type
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("out_dir", type=Path, help="folder for the executed notebook and its HTML report")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="a parameter, typed as papermill's -p does (True/False, None, numbers, text)")
+    args = parser.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    executed = execute(args.notebook, args.out_dir / args.notebook.name,
+                       {name: _resolve_type(value) for name, value in args.parameter})
+    print(f"{executed} and {to_html(executed)}")
+
+
+if __name__ == "__main__":
+    main()
