@@ -37,6 +37,10 @@ class SinhLGM(torch.nn.Module):
         return torch.sinh(z)
 
 
+class NonBijectiveSinh(SinhLGM):
+    bijective = False
+
+
 class XQuantiles(torch.nn.Module):
     """A stand-in DQR: the unit box {|z_i| <= 1} for x >= 0; a crossing (empty) region for x < 0."""
 
@@ -148,6 +152,11 @@ def test_feldman_calibration_accepts_empty_regions():
         assert feld.calibrate(x, y, 0.05).radius == math.inf
     out = feld.evaluate(x[-2:], y[-2:])  # an infinite radius covers everything
     assert out["covered"].all() and np.all(out["area"] == 21 ** 2)
+    # the decoded-set path (a non-bijective LGM: membership by optimisation, tol 1e-3) gives the same scores
+    m_nb = box_model(NonBijectiveSinh())
+    s_nb = ev.FeldmanDecoded(m_nb, AXES, z_grid, grid, tol=1e-3).scores(x, y)
+    assert np.isposinf(s_nb[-2:]).all()
+    assert np.allclose(s_nb[:-2], s[:-2], atol=2e-3)
 
 
 def test_flow_exact_coverage_y_is_within_sampling_error_over_resplits():

@@ -230,6 +230,25 @@ class FeldmanDecoded:
             return in_set_mask(z, self.U, qi, 0.0)
         return dec.within(Y, self.tol)
 
+    def _depth(self, dec: DecodedSet, xi: np.ndarray, qi: np.ndarray, yi: np.ndarray, pts: np.ndarray) -> float:
+        """Distance from y (inside) to the nearest Y-grid point outside the region (+inf if none).
+
+        Bijective: exact membership of every grid point. Otherwise only the grid points nearer to y than the
+        nearest grid point the cloud already places outside (cloud distance > tol + 1.5 rho) are optimised."""
+        near = np.linalg.norm(pts - yi, axis=1)
+        if getattr(self.model.lgm, "bijective", False):
+            outside = ~self._member(dec, xi, qi, pts)
+            return float(near[outside].min()) if outside.any() else math.inf
+        cloud = dec.tree.query(pts)[0]
+        sure_out = cloud > self.tol + 1.5 * dec.rho
+        bound = float(near[sure_out].min()) if sure_out.any() else math.inf
+        cand = np.nonzero(~sure_out & (near < bound) & (cloud > self.tol))[0]  # cloud <= tol: surely inside
+        if len(cand):
+            out_cand = ~dec.within(pts[cand], self.tol)
+            if out_cand.any():
+                bound = min(bound, float(near[cand[out_cand]].min()))
+        return bound
+
     def _region(self, xi: np.ndarray, qi: np.ndarray) -> DecodedSet:
         return DecodedSet(self.model, xi, self.U, qi, 0.0, "ball", self.z_grid, self.pgd)
 
@@ -243,8 +262,7 @@ class FeldmanDecoded:
                 out[i] = math.inf
                 continue
             if self._member(dec, xi, qi, yi[None])[0]:
-                outside_pts = pts[~self._member(dec, xi, qi, pts)]
-                out[i] = -cKDTree(outside_pts).query(yi)[0] if len(outside_pts) else -math.inf
+                out[i] = -self._depth(dec, xi, qi, yi, pts)
             else:
                 out[i] = dec.distances(yi[None])[0]
         return out
