@@ -152,24 +152,37 @@ class DecodedSet:
         return self.distances(Y, refine=open_) <= thr
 
     def _pgd(self, z0: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        lgm = self.model.lgm
-        xt = torch.as_tensor(np.repeat(self.x[None], len(z0), 0), dtype=torch.float32)
-        yt = torch.as_tensor(Y, dtype=torch.float32)
-        z = self.project(np.asarray(z0, np.float64))
-        steps = max(1, self.pgd.steps)
-        lrs = self.step * np.geomspace(self.pgd.lr_start, self.pgd.lr_end, steps)
-        best = np.full(len(z), math.inf)
-        for lr in (*(float(v) for v in lrs), 0.0):
-            zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(lr > 0)
-            with torch.set_grad_enabled(lr > 0):
-                dist = torch.linalg.vector_norm(lgm.decode(zt, xt) - yt, dim=1)
-            best = np.minimum(best, dist.detach().double().numpy())
-            if lr == 0.0:
-                break
-            (g,) = torch.autograd.grad(dist.sum(), zt)
-            g = g.double().numpy()
-            z = self.project(z - lr * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
-        return best
+        return _pgd(self.model.lgm, np.asarray(z0, np.float64), np.repeat(self.x[None], len(z0), 0), Y,
+                    [(np.arange(len(z0)), self.project)], self.step, self.pgd)
+
+
+def _pgd(lgm: torch.nn.Module, z0: np.ndarray, x: np.ndarray, Y: np.ndarray, groups: list, step: float,
+         pgd: PGDSettings) -> np.ndarray:
+    """min over z in S of ||Dec(z; x) - y|| for each row by normalised projected gradient steps with a geometric
+    step decay (best iterate kept). groups: [(row indices, projector onto that rows' set)]."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    yt = torch.as_tensor(Y, dtype=torch.float32)
+
+    def project(Z: np.ndarray) -> np.ndarray:
+        out = Z.copy()
+        for rows, proj in groups:
+            out[rows] = proj(Z[rows])
+        return out
+
+    z = project(z0)
+    lrs = step * np.geomspace(pgd.lr_start, pgd.lr_end, max(1, pgd.steps))
+    best = np.full(len(z), math.inf)
+    for lr in (*(float(v) for v in lrs), 0.0):
+        zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(lr > 0)
+        with torch.set_grad_enabled(lr > 0):
+            dist = torch.linalg.vector_norm(lgm.decode(zt, xt) - yt, dim=1)
+        best = np.minimum(best, dist.detach().double().numpy())
+        if lr == 0.0:
+            break
+        (g,) = torch.autograd.grad(dist.sum(), zt)
+        g = g.double().numpy()
+        z = project(z - lr * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
+    return best
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -256,15 +269,26 @@ class FeldmanDecoded:
         """Signed scores (n,): outside, dist(y, Dec(R(x))); inside, minus the distance to the nearest
         Y-grid point outside; +inf where R(x) is empty."""
         pts, out = self.y_grid.points, np.empty(len(x))
-        for i, (xi, qi, yi) in enumerate(zip(np.atleast_2d(x), self._quantiles(x), y)):
+        x2 = np.atleast_2d(x)
+        outside = []  # (row, decoded set): their distances are optimised together, one batch
+        for i, (xi, qi, yi) in enumerate(zip(x2, self._quantiles(x), y)):
             dec = self._region(xi, qi)
             if dec.empty:
                 out[i] = math.inf
-                continue
-            if self._member(dec, xi, qi, yi[None])[0]:
+            elif self._member(dec, xi, qi, yi[None])[0]:
                 out[i] = -self._depth(dec, xi, qi, yi, pts)
             else:
-                out[i] = dec.distances(yi[None])[0]
+                outside.append((i, dec))
+        if outside:
+            rows = np.array([i for i, _ in outside])
+            Y = np.asarray(y, np.float64)[rows]
+            cloud, z0 = np.empty(len(rows)), np.empty((len(rows), self.z_grid.shape[1]))
+            for j, (_i, dec) in enumerate(outside):
+                cloud[j], k = dec.tree.query(Y[j])
+                z0[j] = dec.z[k]
+            groups = [(np.array([j]), dec.project) for j, (_, dec) in enumerate(outside)]
+            step = max(dec.step for _, dec in outside)
+            out[rows] = np.minimum(cloud, _pgd(self.model.lgm, z0, x2[rows], Y, groups, step, self.pgd))
         return out
 
     def calibrate(self, x_cal: np.ndarray, y_cal: np.ndarray, alpha: float) -> FeldmanDecoded:
