@@ -36,7 +36,7 @@ def test_conformal_radius_edge_cases():
             crel.conformal_radius(np.ones(100), bad)
     with pytest.raises(ValueError, match="empty"):
         crel.conformal_radius([], 0.1)
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match="NaN"):
         crel.conformal_radius([1.0, np.nan] * 20, 0.1)
     assert crel.min_calibration_points(0.1) == 9 and crel.min_calibration_points(0.02) == 49
 

@@ -42,6 +42,15 @@ def test_smoke_run_records_the_synthetic_table(smoke):
         assert abs(crel_row["coverage_z"] - (1 - alpha)) < 4 * se + 1 / 501
         assert crel_row["gamma"] >= 0 and crel_row["latent_area"] > 0
         assert crel_row["pre_coverage"] < 1 - alpha  # calibration must inflate, not shrink (§3.4)
+    # issue 10: with the flow LGM, exact Coverage-Y grows with 1 - alpha and sits within 0.05 of it
+    assert r["lgm"] == "flow"
+    flow = {a: r["table_by_lgm"][f"flow/CReL/{a}"] for a in (0.1, 0.02)}
+    assert flow[0.1]["coverage_y_mean"] < flow[0.02]["coverage_y_mean"]
+    for alpha, row in flow.items():
+        assert abs(row["coverage_y_mean"] - (1 - alpha)) < 0.05, (alpha, row)
+        assert 0 < row["area_mean"] <= 3_100
+    assert {"flow", "cvae"} <= {row["lgm"] for row in r["per_seed"]}  # both LGMs, every seed listed
+    assert all(isinstance(dims, list) for dims in r["collapsed"].values())
 
 
 def test_smoke_run_records_the_guarantee_and_the_runtime(smoke):
@@ -81,6 +90,7 @@ def test_smoke_run_stays_small(smoke):
     ({"CAPTION_LATENT_DIM": 0}, "latent_dim \\(captions\\)=0 must be >= 1"),
     ({"FOLDS": [1500, 1500, 20, 500]}, "folds\\[2\\]=20 calibration points are too few for alpha=0.02"),
     ({"INFLATION": "cube"}, "inflation='cube' is not allowed"),
+    ({"LGM": "gan"}, "lgm='gan' is not allowed"),
     ({"ALPHAS": 0.1}, r"ALPHAS=0.1 must be a list"),
     ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
     ({"INCLUDE_PCP": "false"}, "INCLUDE_PCP='false' must be True or False"),

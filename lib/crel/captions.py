@@ -63,7 +63,8 @@ class CaptionSettings:
     # different random caption for every x, which no LGM conditioned on x can learn (see notebook 02, §4).
     unrelated_mode: str = "shared"
     pca_dim: int | None = 32
-    latent_dim: int = 3
+    latent_dim: int = 3  # the CVAE's; the flow's latent dimension is pca_dim (a bijection of the PCA codes)
+    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (issue 10)
     n_directions: int = 64
     hidden: tuple[int, ...] = (256, 256)
     epochs: int = 20
@@ -85,6 +86,7 @@ def validate(s: CaptionSettings) -> None:
                          f"(need >= {need}).")
     check_int("samples_per_image", s.samples_per_image, minimum=1)
     check_int("latent_dim (captions)", s.latent_dim, minimum=1)
+    check_choice("caption lgm", s.lgm, ("cvae", "flow"))
     if not s.near_band[0] >= 1 or s.near_band[1] < s.near_band[0] or s.mid_band[1] < s.mid_band[0]:
         raise ValueError(f"near_band={s.near_band} and mid_band={s.mid_band} must be ranks 1 <= lo <= hi.")
     if s.unrelated_min_rank >= n - 1 or s.mid_band[1] >= n - 1:
@@ -236,7 +238,7 @@ def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSe
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
     """The captions' LGM, DQR and PGD settings for the shared embeddings pipeline."""
-    return EmbeddingModelSettings(pca_dim=s.pca_dim, latent_dim=s.latent_dim, n_directions=s.n_directions,
+    return EmbeddingModelSettings(lgm=s.lgm, pca_dim=s.pca_dim, latent_dim=s.latent_dim, n_directions=s.n_directions,
                                   epochs=s.epochs, hidden=s.hidden, dqr_hidden=(128, 128, 128), alpha=s.alpha,
                                   pgd_starts=s.pgd_starts, pgd_steps=s.pgd_steps, pgd_lr=s.pgd_lr, seed=s.seed)
 

@@ -4,10 +4,18 @@ Encoder E(y, x) -> (mu, log sigma^2) in R^r, decoder Dec(z; x) -> y. The loss is
 (mqr `CVAE/models.py`: kl_mult = 0.01, LeakyReLU). CReL's latent code of an output is the encoder
 *mean* mu(y, x): it is a deterministic function of (x, y), so exchangeable pairs give exchangeable codes
 (spec §3.2, [derivation]). Inputs and outputs are standardised inside the model.
+
+Posterior collapse (issue 10): at kl_mult = 0.01 one of the two latent dimensions of the banana CVAE can
+die (KL 0.001 nats, the decoder ignores it), so the decoded set is a curve and CReL's Coverage-Y is 0.
+Two remedies are settings here: a linear KL warm-up over `kl_warmup_epochs` and "free bits" (Kingma et
+al. 2016): each dimension's batch-mean KL below `free_bits` nats costs nothing, so the KL term never pushes
+a dimension below that floor. `latent_kl` measures the per-dimension KL and `check_collapse` reports a
+dimension below a threshold (a `CollapseWarning`, or an error) naming the seed and the dimension.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +34,18 @@ class CVAESettings:
     batch_size: int = 256
     lr: float = 1e-3
     kl_mult: float = 0.01
+    kl_warmup_epochs: int = 0  # the KL weight grows linearly from 0 to kl_mult over these epochs
+    free_bits: float = 0.0  # nats per latent dimension that the KL term does not penalise
+
+
+class CollapseWarning(UserWarning):
+    """A latent dimension of a CVAE carries (almost) no information: its mean KL is below the threshold."""
 
 
 class CVAE(nn.Module):
     """Encoder MLP on [y, x] with mu and log-variance heads; decoder MLP on [Linear(z), x]."""
+
+    bijective = False
 
     def __init__(self, y_dim: int, x_dim: int, latent_dim: int, hidden: tuple[int, ...]):
         super().__init__()
@@ -60,11 +76,12 @@ class CVAE(nn.Module):
         ys = self.decoder(torch.cat([self.z_in(z), xs], 1))
         return ys * self.y_std + self.y_mean
 
-    def loss(self, y: torch.Tensor, x: torch.Tensor, kl_mult: float) -> torch.Tensor:
+    def loss(self, y: torch.Tensor, x: torch.Tensor, kl_mult: float, free_bits: float = 0.0) -> torch.Tensor:
         mu, logvar = self.encode(y, x)
         z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
         recon = ((self.decode(z, x) - y) / self.y_std).pow(2).sum(1).mean()
-        kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1).mean()
+        kl_dim = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).mean(0)  # (r,) batch-mean KL per dimension
+        kl = kl_dim.clamp_min(free_bits).sum() if free_bits > 0 else kl_dim.sum()
         return recon + kl_mult * kl
 
 
@@ -81,12 +98,43 @@ def train_cvae(x: np.ndarray, y: np.ndarray, *, latent_dim: int, settings: CVAES
     xt, yt = xt.to(device), yt.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
     model.train()
-    for _ in range(settings.epochs):
+    for epoch in range(settings.epochs):
+        warm = min(1.0, (epoch + 1) / settings.kl_warmup_epochs) if settings.kl_warmup_epochs > 0 else 1.0
         for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
             opt.zero_grad()
-            model.loss(yt[idx], xt[idx], settings.kl_mult).backward()
+            model.loss(yt[idx], xt[idx], settings.kl_mult * warm, settings.free_bits).backward()
             opt.step()
     return model.cpu().eval()
+
+
+@torch.no_grad()
+def latent_kl(model: CVAE, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """(r,) mean KL(q(z | y, x) || N(0, I)) of each latent dimension over the pairs (y: (n, d), x: (n, p))."""
+    yt = torch.as_tensor(np.asarray(y, np.float32).reshape(len(y), -1))
+    xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(y), -1))
+    mu, logvar = model.encode(yt, xt)
+    return (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).mean(0).double().numpy()
+
+
+def check_collapse(model: nn.Module, y: np.ndarray, x: np.ndarray, *, seed: int | str, threshold: float = 0.05,
+                   error: bool = False) -> list[int]:
+    """The collapse guard: the latent dimensions whose mean KL on (y, x) is below `threshold` nats.
+
+    A dead dimension is reported as a `CollapseWarning` (or a ValueError with `error=True`) naming the seed,
+    the dimension and its KL. Bijective LGMs (the flow) cannot collapse and return [].
+    """
+    if getattr(model, "bijective", False):
+        return []
+    kl = latent_kl(model, y, x)
+    dead = [int(j) for j in np.nonzero(kl < threshold)[0]]
+    if dead:
+        msg = (f"CVAE posterior collapse (seed {seed}): latent dimension(s) {dead} have mean KL "
+               f"{', '.join(f'{kl[j]:.2g}' for j in dead)} nats < {threshold}; the decoder ignores them, so the "
+               "decoded set is degenerate. Use free_bits > 0, a smaller kl_mult with kl_warmup_epochs, or LGM='flow'.")
+        if error:
+            raise ValueError(msg)
+        warnings.warn(msg, CollapseWarning, stacklevel=2)
+    return dead
 
 
 @torch.no_grad()

@@ -16,6 +16,10 @@ import torch
 
 from lib.crel import method as crel
 from lib.crel.cvae import CVAESettings, train_cvae
+from lib.crel.flow import FlowSettings, train_flow
+from lib.params import check_choice
+
+LGMS = ("cvae", "flow")
 
 
 @dataclass
@@ -49,8 +53,9 @@ def cosine_metric(pca_y: PCA):
 class EmbeddingModelSettings:
     """The LGM, DQR and PGD settings of CReL on embeddings (spec 02 §2.4 for the captions' values)."""
 
+    lgm: str = "cvae"  # "cvae" (the paper's) | "flow" (a bijection of the PCA codes, issue 10)
     pca_dim: int | None = 32
-    latent_dim: int = 3
+    latent_dim: int = 3  # the CVAE's r; the flow's codes have the PCA dimension
     n_directions: int = 64
     epochs: int = 20  # CVAE and DQR
     hidden: tuple[int, ...] = (256, 256)  # CVAE
@@ -60,6 +65,18 @@ class EmbeddingModelSettings:
     pgd_steps: int = 100
     pgd_lr: float = 0.05
     seed: int = 0
+
+
+def _train_lgm(x: np.ndarray, y: np.ndarray, s: EmbeddingModelSettings):
+    """The LGM on the PCA codes, and the number of DQR directions it needs: a flow's codes have the PCA
+    dimension, and 4 r directions keep the DQR polytope bounded there."""
+    check_choice("lgm", s.lgm, LGMS)
+    if s.lgm == "flow":
+        lgm = train_flow(x, y, settings=FlowSettings(transforms=4, hidden=s.hidden, epochs=s.epochs, batch_size=256,
+                                                     lr=1e-3), seed=s.seed)
+        return lgm, max(s.n_directions, 4 * lgm.latent_dim)
+    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
+    return train_cvae(x, y, latent_dim=s.latent_dim, settings=cv, seed=s.seed), s.n_directions
 
 
 def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, folds: dict[str, np.ndarray],
@@ -83,10 +100,9 @@ def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray
         y = samples[idx] if k is None else samples[idx, :k]
         return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
 
-    cv = CVAESettings(hidden=s.hidden, epochs=s.epochs, batch_size=256, lr=1e-3)
-    lgm = train_cvae(*pairs(lgm_i), latent_dim=s.latent_dim, settings=cv, seed=s.seed)
+    lgm, n_directions = _train_lgm(*pairs(lgm_i), s)
     xd, yd = pairs(dqr_i)
-    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=s.n_directions,
+    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=n_directions,
                      dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden), seed=s.seed)
     model.calibrate(*pairs(cal_i, 1), s.alpha)
     x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])

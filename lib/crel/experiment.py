@@ -16,13 +16,16 @@ import numpy as np
 from lib.cache import cache_path, cached_torch
 from lib.crel import baselines as cb
 from lib.crel import captions as cap
+from lib.crel import evaluation as ev_mod
 from lib.crel import method as crel
-from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, train_cvae
+from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, latent_kl, train_cvae
+from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
 from lib.params import check_choice, check_int, check_ints, check_probability, resolve_preset
 
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
+LGMS = ("cvae", "flow")  # the latent generative models (issue 10)
 PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
     ("CReL", 0.1): (0.8953, 0.8915, 232.7), ("Feldman", 0.1): (None, 0.8940, 234.5),
     ("DQR", 0.1): (0.8823, 0.9145, 287.4), ("CReL", 0.02): (0.9770, 0.9760, 398.5),
@@ -43,7 +46,17 @@ class CReLConfig:
     feldman_directions: int = 256  # Feldman's region (mqr q_model_ens.py)
     tau_dir: float | None = None  # per-direction level; None: = alpha (interp., §2.2)
     folds: tuple[int, int, int, int] = (6000, 6000, 4000, 4000)  # lgm / dqr / cal / test (§2.2, proposal)
+    lgm: str = "flow"  # the LGM of the re-splits and the headline rows: "cvae" (the paper's) or "flow"
+    table_lgms: tuple[str, ...] = ("cvae", "flow")  # the LGMs whose rows the synthetic table shows
     cvae_epochs: int = 100
+    kl_mult: float = 1e-3  # mqr: 0.01, which collapses a latent dimension on some seeds (issue 10)
+    kl_warmup_epochs: int = 20  # the KL weight grows linearly from 0 over these epochs
+    free_bits: float = 0.0  # nats per latent dimension free of KL cost (0: off)
+    collapse_threshold: float = 0.05  # a latent dimension with mean KL below this (nats) is reported dead
+    flow_epochs: int = 100
+    flow_transforms: int = 4
+    decoded_tolerance: float = 0.01  # Y units: y is in the CVAE's decoded set iff its distance is <= this
+    pgd_steps: int = 40  # projected-gradient steps of the decoded-set distance
     dqr_epochs: int = 100
     z_grid_size: int = 10_000  # Feldman's latent grid (§3.7: 1e4 for r = 2)
     y_grid_size: int = 3_000  # Y-grid (§3.7: 55 x 55 for d = 2)
@@ -55,6 +68,7 @@ class CReLConfig:
     empty_region: str = "shift"  # proposal, §3.3
     dqr_baseline: str = "identity_convex"  # which DQR row the paper row is compared with; interp., §3.8
     include_pcp: bool = True
+    include_feldman: bool = True  # Feldman's row (its decoded-set scores are the slowest part of the table)
     coverage_resplits: int = 200  # §5
     runtime_dims: tuple[int, ...] = (2, 3, 4)  # §2.3
     runtime_y_grid: tuple[int, ...] = (3_000, 100_000, 200_000)  # §3.7, per runtime dim
@@ -67,7 +81,8 @@ class CReLConfig:
 
 PRESETS: dict[str, CReLConfig] = {
     "smoke": CReLConfig(
-        preset="smoke", num_seeds=1, folds=(1500, 1500, 500, 500), cvae_epochs=30, dqr_epochs=20,
+        preset="smoke", num_seeds=1, folds=(1500, 1500, 500, 500), cvae_epochs=30, dqr_epochs=20, flow_epochs=30,
+        kl_warmup_epochs=10, pgd_steps=20,
         z_grid_size=900, area_eval_n_x=20, feldman_n_cal=100, coverage_resplits=100,
         runtime_dims=(2, 3), runtime_y_grid=(1_000, 8_000), runtime_z_grid=(900, 8_000), runtime_n_points=50,
         runtime_n_feldman=3, runtime_epochs=5, max_cloud_points=5_000,
@@ -76,7 +91,7 @@ PRESETS: dict[str, CReLConfig] = {
             captioners=("A", "B"), p_fail_sweep=(), near_band=(1, 5), mid_band=(10, 30), unrelated_min_rank=80,
             epochs=5, n_test=20, pgd_starts=10, pgd_steps=10)),
     "cpu": CReLConfig(
-        preset="cpu", num_seeds=2, folds=(4000, 4000, 2000, 2000), cvae_epochs=60, dqr_epochs=40,
+        preset="cpu", num_seeds=5, folds=(4000, 4000, 2000, 2000), cvae_epochs=60, dqr_epochs=40, flow_epochs=60,
         z_grid_size=2_500, area_eval_n_x=100, feldman_n_cal=500, runtime_n_points=200, runtime_n_feldman=3,
         runtime_epochs=5, max_cloud_points=10_000,
         captions=cap.CaptionSettings(
@@ -109,6 +124,21 @@ def validate(config: CReLConfig) -> None:
     if config.latent_dim != 2:
         raise ValueError(f"latent_dim={config.latent_dim} is not supported by the synthetic table, which uses the "
                          "exact 2-D polygon for Coverage-Y, area and the Steiner area; use 2.")
+    check_choice("lgm", config.lgm, LGMS)
+    if not config.table_lgms:
+        raise ValueError("table_lgms=() must name at least one LGM.")
+    for name in config.table_lgms:
+        check_choice("table_lgms entry", name, LGMS)
+    if config.lgm not in config.table_lgms:
+        raise ValueError(f"lgm={config.lgm!r} must be one of table_lgms={config.table_lgms!r} (its rows lead the "
+                         "table).")
+    for name in ("kl_mult", "free_bits", "collapse_threshold", "decoded_tolerance"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}={value!r} must be a number >= 0.")
+    check_int("kl_warmup_epochs", config.kl_warmup_epochs, minimum=0)
+    check_int("flow_transforms", config.flow_transforms, minimum=1)
+    check_int("pgd_steps", config.pgd_steps, minimum=1)
     check_int("n_directions", config.n_directions, minimum=3)
     check_int("feldman_directions", config.feldman_directions, minimum=3)
     folds = tuple(config.folds)
@@ -122,7 +152,7 @@ def validate(config: CReLConfig) -> None:
     if config.feldman_n_cal is not None:
         check_int("feldman_n_cal", config.feldman_n_cal, minimum=need, maximum=n_cal)
     check_int("area_eval_n_x", config.area_eval_n_x, minimum=1, maximum=folds[3])
-    for name in ("cvae_epochs", "dqr_epochs", "z_grid_size", "y_grid_size", "coverage_resplits",
+    for name in ("cvae_epochs", "flow_epochs", "dqr_epochs", "z_grid_size", "y_grid_size", "coverage_resplits",
                  "runtime_n_points", "runtime_n_feldman", "runtime_epochs", "max_cloud_points"):
         check_int(name, getattr(config, name), minimum=1)
     check_choice("inflation", config.inflation, crel.INFLATIONS)
@@ -152,20 +182,39 @@ def synthetic_folds(config: CReLConfig, seed: int, d: int = 2) -> dict:
     return {name: (x[a:b], y[a:b]) for name, a, b in zip(names, cuts[:-1], cuts[1:])}
 
 
+def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None = None) -> CVAESettings | FlowSettings:
+    """The training settings of the config's LGM (`lgm` overrides config.lgm; lr 2e-3, mqr: 1e-3, converges in the
+    few epochs a CPU run affords)."""
+    lgm = config.lgm if lgm is None else lgm
+    if lgm == "flow":
+        return FlowSettings(transforms=config.flow_transforms, epochs=epochs or config.flow_epochs, lr=2e-3)
+    return CVAESettings(hidden=SMALL_X_HIDDEN, epochs=epochs or config.cvae_epochs, batch_size=256, lr=2e-3,
+                        kl_mult=config.kl_mult, kl_warmup_epochs=config.kl_warmup_epochs, free_bits=config.free_bits)
+
+
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
-                  epochs: tuple[int, int] | None = None, force: bool = False) -> dict:
-    """{"crel": latent CReL, "dqr": identity-transform DQR} for one seed and alpha (cached)."""
-    r = config.latent_dim if latent_dim is None else latent_dim
-    ce, de = epochs or (config.cvae_epochs, config.dqr_epochs)
+                  epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None) -> dict:
+    """{"crel": latent CReL, "dqr": identity-transform DQR, "lgm_kl": per-dimension KL (CVAE) or None,
+    "collapsed": dead latent dimensions} for one seed, alpha and LGM (`lgm` overrides config.lgm; cached).
+    A collapsed CVAE dimension raises a `CollapseWarning` naming the seed and the dimension."""
+    lgm_name = config.lgm if lgm is None else lgm
+    check_choice("lgm", lgm_name, LGMS)
+    r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
+    ce, de = epochs or (None, config.dqr_epochs)
     folds = synthetic_folds(config, seed, d)
-    # lr 2e-3 (mqr: 1e-3) converges in the few epochs a CPU run affords
-    cv = CVAESettings(hidden=SMALL_X_HIDDEN, epochs=ce, batch_size=256, lr=2e-3)
+    lset = lgm_settings(config, ce, lgm_name)
     dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
     tau = tau_for(config, alpha)
-    key_lgm = {"v": 2, "folds": config.folds, "seed": seed, "d": d, "r": r, "cvae": cv}  # v2: classes moved to lib.crel
-    lgm_path = cache_path(CACHE_NAMESPACE, f"banana-cvae-d{d}-r{r}-s{seed}", key_lgm, ".pt")
-    lgm = cached_torch(lgm_path, lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=cv, seed=seed),
-                       force=force)
+    key_lgm = {"v": 3, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: lset}  # v3: LGM choice
+    lgm_path = cache_path(CACHE_NAMESPACE, f"banana-{lgm_name}-d{d}-r{r}-s{seed}", key_lgm, ".pt")
+    if lgm_name == "flow":
+        train = lambda: train_flow(*folds["lgm"], settings=lset, seed=seed)  # noqa: E731
+    else:
+        train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=lset, seed=seed)  # noqa: E731
+    lgm = cached_torch(lgm_path, train, force=force)
+    kl = None if lgm_name == "flow" else latent_kl(lgm, folds["dqr"][1], folds["dqr"][0])
+    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed,
+                               threshold=config.collapse_threshold)
     key = {**key_lgm, "tau": tau, "K": config.n_directions, "dqr": dq}
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
@@ -177,12 +226,12 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
                          x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
         return {"crel": m, "dqr": ident}
 
-    models = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-d{d}-r{r}-s{seed}-a{alpha}", key, ".pt"),
-                          fit_both, force=force)
+    models = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-{lgm_name}-d{d}-r{r}-s{seed}-a{alpha}", key,
+                                     ".pt"), fit_both, force=force)
     for m in (models["crel"], models["dqr"]):  # the options do not change training: set them on cached models
         for name, value in opts.items():
             setattr(m, name, value)
-    return {**models, "folds": folds}
+    return {**models, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -202,53 +251,84 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
     return crel.steiner_area(crel.polygon(model.U, q), g)
 
 
-def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False) -> dict:
-    """Coverage-Z, Coverage-Y and area of every method at one seed and alpha, and CReL's scores."""
-    models = fitted_models(config, seed, alpha, force=force)
+def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False, *, lgm: str | None = None,
+                         include_dqr: bool = True) -> dict:
+    """Coverage-Z, Coverage-Y and area of every method at one seed, alpha and LGM, and CReL's scores.
+
+    Coverage-Y and area (issue 10; `lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
+    Y-grid points whose code is in S(x)); with the CVAE, y within `decoded_tolerance` of the decoded set
+    Dec(S(x)) (projected optimisation over S(x)). Feldman's row is measured the same way; the Y-space DQR is
+    exact. `coverage_y_cloud` / `area_cloud` keep the earlier decoded-cloud check (h = the cloud's own
+    0.9-quantile nearest-neighbour distance) for comparison.
+    """
+    models = fitted_models(config, seed, alpha, force=force, lgm=lgm)
+    lgm_name = models["lgm_name"]
     m, ident, folds = models["crel"], models["dqr"], models["folds"]
     (x_cal, y_cal), (x_te, y_te) = folds["cal"], folds["test"]
     ev = slice(0, config.area_eval_n_x)
     y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
     z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
+    pgd = ev_mod.PGDSettings(steps=config.pgd_steps)
+    bijective = getattr(m.lgm, "bijective", False)
+    tol = 0.0 if bijective else config.decoded_tolerance
+    common = dict(lgm=lgm_name, measure="exact" if bijective else f"decoded set, tol {tol:g}",
+                  collapsed=list(models["collapsed"]),
+                  lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
     rows, t0 = [], time.perf_counter()
     m.calibrate(x_cal, y_cal, alpha)
     cal_time = time.perf_counter() - t0
     test_scores = m.scores(x_te, y_te)
     cov_z = float(np.mean(test_scores <= m.gamma))
-    out = cb.crel_output_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, config.max_cloud_points, seed)
+    t0 = time.perf_counter()
+    if bijective:
+        out = ev_mod.exact_output_evaluation(m, x_te[ev], y_te[ev], y_grid)
+    else:
+        out = ev_mod.decoded_set_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, tol, pgd)
+    eval_s = time.perf_counter() - t0
+    cloud = cb.crel_output_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, config.max_cloud_points, seed)
     q_ev = m.quantiles(x_te[ev])
     steiner = float(np.mean([latent_area(m, q) for q in q_ev]))
-    rows.append(dict(method="CReL", coverage_z=cov_z, coverage_y=out["covered"].mean(), area=out["area"].mean(),
-                     latent_area=steiner, gamma=m.gamma, pre_coverage=m.info["pre_calibration_coverage"],
-                     calibration_s_per_point=cal_time / len(x_cal)))
+    # bijective: Enc(y) in S(x) is exactly the Coverage-Z event, so Coverage-Y is measured on the whole test fold
+    cov_y = float(np.mean(test_scores <= m.gamma + 1e-12)) if bijective else float(out["covered"].mean())
+    rows.append(dict(method="CReL", coverage_z=cov_z, coverage_y=cov_y,
+                     area=float(out["area"].mean()), coverage_y_cloud=float(cloud["covered"].mean()),
+                     area_cloud=float(cloud["area"].mean()), latent_area=steiner, gamma=m.gamma,
+                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=cal_time / len(x_cal),
+                     evaluation_s=eval_s, **common))
     rows.append(dict(method="DQR (latent, uncalibrated)", coverage_z=float(np.mean(test_scores <= 0)),
                      coverage_y=np.nan, area=np.nan, latent_area=np.nan, gamma=0.0,
-                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=np.nan))
-    nf = config.feldman_n_cal or len(x_cal)
-    U256 = crel.directions(config.feldman_directions, m.latent_dim)
-    feld = cb.FeldmanRegion(m, U256, z_grid, y_grid, config.max_cloud_points, seed)
-    t0 = time.perf_counter()
-    feld.calibrate(x_cal[:nf], y_cal[:nf], alpha)
-    f_time = (time.perf_counter() - t0) / nf
-    fo = feld.evaluate(x_te[ev], y_te[ev])
-    rows.append(dict(method="Feldman", coverage_z=np.nan, coverage_y=fo["covered"].mean(), area=fo["area"].mean(),
-                     latent_area=np.nan, gamma=feld.radius, pre_coverage=np.nan, calibration_s_per_point=f_time))
-    ident.calibrate(x_cal, y_cal, alpha)
-    io = cb.convex_output_evaluation(ident, x_te[ev], y_te[ev], y_grid)
-    full_cov = float(np.mean(ident.contains(x_te, y_te)))
-    rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
-                     area=io["area"].mean(), latent_area=np.nan, gamma=ident.gamma,
-                     pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan))
+                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=np.nan, **common))
+    feld = None
+    if config.include_feldman:
+        nf = config.feldman_n_cal or len(x_cal)
+        U256 = crel.directions(config.feldman_directions, m.latent_dim)
+        feld = ev_mod.FeldmanDecoded(m, U256, z_grid, y_grid, tol=tol, pgd=pgd)
+        t0 = time.perf_counter()
+        feld.calibrate(x_cal[:nf], y_cal[:nf], alpha)
+        f_time = (time.perf_counter() - t0) / nf
+        fo = feld.evaluate(x_te[ev], y_te[ev])
+        rows.append(dict(method="Feldman", coverage_z=np.nan, coverage_y=float(fo["covered"].mean()),
+                         area=float(fo["area"].mean()), latent_area=np.nan, gamma=feld.radius, pre_coverage=np.nan,
+                         calibration_s_per_point=f_time, **common))
+    if include_dqr:
+        ident.calibrate(x_cal, y_cal, alpha)
+        io = cb.convex_output_evaluation(ident, x_te[ev], y_te[ev], y_grid)
+        full_cov = float(np.mean(ident.contains(x_te, y_te)))
+        rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
+                         area=float(io["area"].mean()), latent_area=np.nan, gamma=ident.gamma,
+                         pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan,
+                         lgm="none", measure="exact", collapsed=[], lgm_kl=None))
     if config.include_pcp:
         pcp = cb.PCP(m.lgm, seed=seed).calibrate(x_cal, y_cal, alpha)
         po = pcp.evaluate(x_te[ev], y_te[ev], y_grid)
         full = pcp.scores(x_te, y_te, seed + 2) <= pcp.radius
-        rows.append(dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=po["area"].mean(),
-                         latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan))
+        rows.append(dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=float(po["area"].mean()),
+                         latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan,
+                         **{**common, "measure": "exact"}))
     for r in rows:
         r.update(seed=seed, alpha=alpha)
     return {"rows": rows, "cal_scores": m.info["cal_scores"], "test_scores": test_scores, "model": m,
-            "y_grid": y_grid, "z_grid": z_grid, "feldman": feld, "identity": ident}
+            "y_grid": y_grid, "z_grid": z_grid, "feldman": feld, "identity": ident, "lgm": lgm_name}
 
 
 def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int, seed: int) -> dict:

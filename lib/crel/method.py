@@ -13,6 +13,7 @@ Geometry conventions: U: (K, r) unit directions as rows; q: (K,) or (n, K) DQR o
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -51,20 +52,28 @@ def conformal_radius(distances: np.ndarray, alpha: float, *, allow_infinite: boo
     """gamma = the ceil((n+1)(1-alpha))-th smallest of `distances` (n,) (spec §3.4, paper step 4).
 
     If that rank exceeds n the set must be the whole space: gamma = +inf when `allow_infinite`, else a
-    ValueError says how many calibration points alpha needs.
+    ValueError says how many calibration points alpha needs. Infinite scores are legitimate: +inf is "no
+    region covers this point" (Feldman's score when R(x) holds no grid point), -inf "deep inside"; when the
+    order statistic falls on a +inf score, gamma = +inf (the set is the whole space) with a RuntimeWarning.
+    NaN is rejected.
     """
     d = np.asarray(distances, dtype=np.float64).ravel()
     if d.size == 0:
         raise ValueError("distances is empty: conformal calibration needs at least one calibration point.")
-    if not np.all(np.isfinite(d)):
-        raise ValueError("distances holds non-finite values.")
+    if np.isnan(d).any():
+        raise ValueError(f"distances holds {int(np.isnan(d).sum())} NaN value(s).")
     k = conformal_rank(d.size, alpha)
     if k > d.size:
         if allow_infinite:
             return math.inf
         raise ValueError(f"alpha={alpha} needs at least {min_calibration_points(alpha)} calibration points "
                          f"(ceil((n+1)(1-alpha)) <= n); got n={d.size}.")
-    return float(np.partition(d, k - 1)[k - 1])
+    gamma = float(np.partition(d, k - 1)[k - 1])
+    if gamma == math.inf:
+        warnings.warn(f"{int(np.isposinf(d).sum())} of {d.size} calibration scores are +inf (points no region "
+                      f"covers) and the rank-{k} order statistic falls on them: gamma = +inf, the prediction set "
+                      "is the whole space.", RuntimeWarning, stacklevel=2)
+    return gamma
 
 
 # ----------------------------------------------------------------------------------------------------

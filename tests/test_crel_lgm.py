@@ -1,0 +1,182 @@
+"""CReL's latent generative models and output-space measurements (issue 10): the flow's exact round trip,
+exact Coverage-Y and area on a toy bijection with a known region, the decoded-set distance against the
+known distance to a box, the CVAE collapse guard, infinite scores in calibration, and the flow's exact
+Coverage-Y within sampling error of 1 - alpha over re-splits."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from lib.crel import cvae as cvae_mod
+from lib.crel import evaluation as ev
+from lib.crel import method as crel
+from lib.crel.baselines import Grid
+from lib.crel.flow import FlowSettings, train_flow
+from lib.data.banana import banana
+
+
+class SinhLGM(torch.nn.Module):
+    """A toy bijection y = sinh(z) per coordinate (code z = asinh(y)), ignoring x."""
+
+    bijective = True
+    latent_dim = 2
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("y_mean", torch.zeros(2))
+
+    def encode(self, y: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.asinh(y), torch.zeros_like(y)
+
+    def decode(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.sinh(z)
+
+
+class NonBijectiveSinh(SinhLGM):
+    bijective = False
+
+
+class XQuantiles(torch.nn.Module):
+    """A stand-in DQR: the unit box {|z_i| <= 1} for x >= 0; a crossing (empty) region for x < 0."""
+
+    def forward(self, x: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+        box = -torch.ones(len(x), len(U))
+        crossed = torch.full((len(x), len(U)), 0.5)
+        return torch.where(x[:, :1] >= 0, box, crossed)
+
+
+AXES = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])  # U z >= -1 <=> |z_i| <= 1
+
+
+def box_model(lgm: torch.nn.Module | None = None) -> crel.CReL:
+    m = crel.CReL(U=AXES, dqr=XQuantiles(), lgm=lgm or SinhLGM(), tau_dir=0.1)
+    m.gamma, m.alpha = 0.0, 0.1
+    return m
+
+
+def test_flow_round_trip_on_the_banana_is_exact_to_1e_4():
+    x, y = banana(400, 0)
+    flow = train_flow(x, y, settings=FlowSettings(epochs=2, transforms=3, hidden=(32, 32)), seed=0)
+    z = cvae_mod.encode_mean(flow, y, x)
+    assert z.shape == (400, 2) and flow.bijective and flow.latent_dim == 2
+    assert np.abs(cvae_mod.decode(flow, z, x) - y).max() < 1e-4
+    zt = torch.zeros(3, 2, requires_grad=True)  # decoding is differentiable (CReL's PGD needs it)
+    flow.decode(zt, torch.ones(3, 1)).sum().backward()
+    assert torch.isfinite(zt.grad).all() and zt.grad.abs().sum() > 0
+
+
+def test_exact_coverage_y_and_area_of_a_known_region_on_a_toy_bijection():
+    m = box_model()
+    s = math.sinh(1.0)  # the decoded set is the box |y_i| <= sinh(1)
+    rng = np.random.default_rng(0)
+    y = rng.uniform(-2, 2, (400, 2))
+    x = np.ones((400, 1))
+    grid = Grid(np.array([-2.0, -2.0]), np.array([2.0, 2.0]), 41)  # spacing 0.1; no point within 0.02 of |y|=s
+    truth_in = (np.abs(y) <= s).all(1)
+    out = ev.exact_output_evaluation(m, x[:5], y[:5], grid)
+    assert np.array_equal(m.contains(x, y), truth_in)
+    pts = grid.points
+    expected_area = np.sum((np.abs(pts) <= s).all(1))
+    assert expected_area == 23 ** 2  # -1.1 .. 1.1 in steps of 0.1
+    assert np.all(out["area"] == expected_area)
+    # the decoded-set path (projected optimisation) gives the same answer with a small tolerance
+    dec = ev.decoded_set_evaluation(m, x[:5], y[:5], np.stack(np.meshgrid(*[np.linspace(-1.5, 1.5, 31)] * 2), -1)
+                                    .reshape(-1, 2), grid, tol=1e-3)
+    assert np.array_equal(dec["covered"], truth_in[:5]) and np.all(dec["area"] == expected_area)
+
+
+def test_decoded_set_distance_matches_the_known_distance_to_a_box():
+    m = box_model()
+    s = math.sinh(1.0)
+    z_grid = np.stack(np.meshgrid(*[np.linspace(-1.5, 1.5, 13)] * 2), -1).reshape(-1, 2)  # coarse: spacing 0.25
+    dec = ev.DecodedSet(m, np.ones(1), AXES, -np.ones(4), 0.0, "ball", z_grid)
+    y = np.array([[0.13, 2.0], [2.0, 2.5], [0.3, -0.4], [-1.5, 0.0]])
+    truth = np.linalg.norm(np.maximum(np.abs(y) - s, 0), axis=1)
+    d = dec.distances(y)
+    assert np.allclose(d[truth > 0], truth[truth > 0], atol=2e-3)
+    assert d[2] <= 2e-3  # inside: a decoded point within the optimiser's precision
+    assert dec.within(y, 1e-2).tolist() == (truth <= 1e-2).tolist()
+    cloud_only = dec.tree.query(y)[0]
+    assert cloud_only[0] > truth[0] + 0.005  # the coarse cloud alone overstates the distance
+
+
+def test_collapse_guard_names_the_seed_and_the_dead_dimension():
+    torch.manual_seed(0)
+    model = cvae_mod.CVAE(2, 1, 3, (16, 16))
+    x, y = banana(200, 0)
+    model.set_scaling(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32))
+    with torch.no_grad():  # dimension 1: mu = 0 and log-variance = 0 for every input, i.e. KL = 0 exactly
+        for head in (model.mu, model.logvar):
+            head.weight[1].zero_()
+            head.bias[1].zero_()
+        model.mu.weight[[0, 2]] *= 50  # the others carry information
+    kl = cvae_mod.latent_kl(model, y, x)
+    assert kl[1] == pytest.approx(0.0, abs=1e-9) and kl[0] > 0.05 and kl[2] > 0.05
+    with pytest.warns(cvae_mod.CollapseWarning, match=r"seed 7.*dimension\(s\) \[1\]"):
+        assert cvae_mod.check_collapse(model, y, x, seed=7) == [1]
+    with pytest.raises(ValueError, match=r"seed 3.*\[1\]"):
+        cvae_mod.check_collapse(model, y, x, seed=3, error=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cvae_mod.check_collapse(SinhLGM(), y, x, seed=0) == []  # a bijection cannot collapse
+
+
+def test_conformal_radius_accepts_infinite_scores():
+    scores = np.r_[np.arange(1.0, 18.0), [math.inf] * 2, [-math.inf]]  # n = 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert crel.conformal_radius(scores, 0.2) == 16.0  # k = ceil(21 * 0.8) = 17 -> the 16th finite value
+    with pytest.warns(RuntimeWarning, match="2 of 20 calibration scores are \\+inf"):
+        assert crel.conformal_radius(scores, 0.05) == math.inf  # k = 20 falls on +inf
+    with pytest.raises(ValueError, match="NaN"):
+        crel.conformal_radius(np.r_[scores, math.nan], 0.2)
+
+
+def test_feldman_calibration_accepts_empty_regions():
+    m = box_model()
+    grid = Grid(np.array([-2.0, -2.0]), np.array([2.0, 2.0]), 21)
+    z_grid = np.stack(np.meshgrid(*[np.linspace(-1.5, 1.5, 13)] * 2), -1).reshape(-1, 2)
+    feld = ev.FeldmanDecoded(m, AXES, z_grid, grid)
+    x = np.r_[np.ones(18), -np.ones(2)][:, None]  # the last two conditions have no region
+    y = np.r_[np.linspace(-1, 2.5, 18)[:, None].repeat(2, 1), np.zeros((2, 2))]
+    s = feld.scores(x, y)
+    assert np.isposinf(s[-2:]).all() and np.isfinite(s[:-2]).all()
+    assert (s[:-2] <= 0).sum() == np.sum((np.abs(y[:-2]) <= math.sinh(1)).all(1))  # inside <=> score <= 0
+    assert math.isfinite(feld.calibrate(x, y, 0.2).radius)
+    with pytest.warns(RuntimeWarning, match=r"\+inf"):
+        assert feld.calibrate(x, y, 0.05).radius == math.inf
+    out = feld.evaluate(x[-2:], y[-2:])  # an infinite radius covers everything
+    assert out["covered"].all() and np.all(out["area"] == 21 ** 2)
+    # the decoded-set path (a non-bijective LGM: membership by optimisation, tol 1e-3) gives the same scores
+    m_nb = box_model(NonBijectiveSinh())
+    s_nb = ev.FeldmanDecoded(m_nb, AXES, z_grid, grid, tol=1e-3).scores(x, y)
+    assert np.isposinf(s_nb[-2:]).all()
+    assert np.allclose(s_nb[:-2], s[:-2], atol=2e-3)
+
+
+def test_flow_exact_coverage_y_is_within_sampling_error_over_resplits():
+    alpha = 0.1
+    x, y = banana(2600, 3)
+    flow = train_flow(x[:600], y[:600], settings=FlowSettings(epochs=4, transforms=2, hidden=(32, 32)), seed=0)
+    m = crel.fit(x[:600], y[:600], x_dqr=x[600:1200], y_dqr=y[600:1200], lgm=flow, tau_dir=alpha, n_directions=16,
+                 dqr_settings=crel.DQRSettings(epochs=4, lr=3e-3), seed=0)
+    xp, yp = x[1200:], y[1200:]
+    scores = m.scores(xp, yp)
+    rng = np.random.default_rng(1)
+    n_cal, cov = 300, []
+    for _ in range(40):
+        perm = rng.permutation(len(xp))
+        m.gamma = crel.conformal_radius(scores[perm[:n_cal]], alpha)
+        test = perm[n_cal:n_cal + 250]
+        covered = ev.exact_output_evaluation(m, xp[test], yp[test], None)["covered"]
+        assert np.array_equal(covered, scores[test] <= m.gamma + 1e-12)  # Enc(y) in S <=> score <= gamma
+        cov.append(covered.mean())
+    cov = np.array(cov)
+    # the mean over splits is within 3 standard errors of [1 - alpha, 1 - alpha + 1/(n_cal + 1)]
+    se = cov.std(ddof=1) / math.sqrt(len(cov))
+    assert 1 - alpha - 3 * se - 0.005 <= cov.mean() <= 1 - alpha + 1 / (n_cal + 1) + 3 * se + 0.005
