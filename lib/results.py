@@ -61,6 +61,14 @@ def minutes(seconds: float | None) -> str:
     return f"{m} min {s} s" if m else f"{s} s"
 
 
+def mean_sd(row: Mapping[str, Any], name: str, spec: str = ".3f") -> str:
+    """'0.905 ± 0.011' from row[name + '_mean'] and row[name + '_std'] ('—' where the run has no value)."""
+    mean, sd = row.get(f"{name}_mean"), row.get(f"{name}_std")
+    if mean is None:
+        return "—"
+    return f"{mean:{spec}}" + ("" if sd is None else f" ± {sd:{spec}}")
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -91,7 +99,8 @@ def value_tables(results: Mapping[str, Any]) -> str:
 def render(template: str, namespace: Mapping[str, Any]) -> str:
     """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
     env = {"mean": statistics.fmean, "minutes": minutes, "round": round, "abs": abs, "len": len, "max": max,
-           "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum, **namespace}
+           "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
+           "mean_sd": mean_sd, **namespace}
 
     def fill(match: re.Match) -> str:
         expression, spec = match.group(1), match.group(2)

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from notebook_runner import assert_clean_outputs, assert_fails_fast, notebook_runner
+from notebook_runner import (
+    assert_clean_outputs,
+    assert_fails_fast,
+    assert_results_page_renders,
+    config_cell_fixture,
+    notebook_runner,
+    smoke_fixture,
+)
 
 run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
 
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nb02")
-    start = time.perf_counter()
-    results = run(tmp, "smoke", tmp / "cache")
-    return {"results": results, "seconds": time.perf_counter() - start, "notebook": tmp / "smoke.ipynb"}
+smoke = smoke_fixture(run)
+config_cell = config_cell_fixture(run)
 
 
 def test_smoke_run_reads_cleanly(smoke):
     assert_clean_outputs(smoke["notebook"])
+
+
+def test_results_page_renders_from_the_smoke_run(smoke):
+    assert_results_page_renders(smoke)
 
 
 def test_smoke_run_records_the_synthetic_table(smoke):
@@ -97,8 +102,8 @@ def test_smoke_run_stays_small(smoke):
     ({"ALPHA": [0.1]}, r"unknown parameter\(s\): ALPHA \(did you mean ALPHAS\?\)"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
 ])
-def test_bad_parameters_fail_before_any_work(tmp_path, parameters, message):
-    assert_fails_fast(run, tmp_path, parameters, message)
+def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
+    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
 
 
 def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):
