@@ -138,8 +138,20 @@ def update_readme(readme: Path, headlines: str) -> bool:
     return True
 
 
+def headline_rows(template: str, namespace: Mapping[str, Any], current: str) -> str:
+    """The README table: the template's header, then each notebook's row rendered from its run, or kept as it
+    stands in `current` (the README's block) when that notebook has no run in `runs/`."""
+    lines = template.strip().splitlines()
+    kept = {line[:8]: line for line in current.splitlines() if line.startswith("| [0")}
+    out = lines[:2]
+    for line in lines[2:]:
+        number = line[3:5]
+        out.append(render(line, namespace) if f"r{number}" in namespace else kept.get(line[:8], line))
+    return "\n".join(out) + "\n"
+
+
 def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
-    """Render the page of every notebook run found in `runs`, and the README headlines when all are there."""
+    """Render the page of every notebook run found in `runs`, and its row of the README's headline table."""
     templates = sorted((out / "templates").glob("[0-9][0-9]-*.md"))
     written, namespace = [], {}
     for template in templates:
@@ -153,12 +165,11 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
         namespace[f"r{number}"], namespace[f"run{number}"] = read_results(run), run_info(run)
         written.append(page)
     headline_template = out / "templates" / "headlines.md"
-    if readme is not None and headline_template.exists():
-        if len(namespace) == 2 * len(templates):
-            update_readme(readme, render(headline_template.read_text(encoding="utf-8"), namespace))
+    if readme is not None and headline_template.exists() and namespace:
+        block = HEADLINES.search(readme.read_text(encoding="utf-8"))
+        table = headline_rows(headline_template.read_text(encoding="utf-8"), namespace, block[0] if block else "")
+        if update_readme(readme, table):
             written.append(readme)
-        else:
-            print("README headlines kept: they need a run of every notebook")
     return written
 
 

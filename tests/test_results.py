@@ -44,3 +44,13 @@ def test_every_notebook_has_a_template_and_the_readme_has_the_markers():
     assert {p.name[:2] for p in TEMPLATES.glob("[0-9][0-9]-*.md")} == {p.name[:2] for p in notebooks}
     readme = (TEMPLATES.parents[2] / "README.md").read_text()
     assert "<!-- headlines:begin -->" in readme and "<!-- headlines:end -->" in readme
+
+
+def test_headline_rows_render_the_notebooks_that_ran_and_keep_the_others():
+    from lib.results import headline_rows
+
+    template = ("| # | result |\n|---|---|\n| [01](nb1) | {{ r01['auc'] :.2f }} |\n"
+                "| [02](nb2) | {{ r02['cov'] :.2f }} |\n")
+    current = "| # | result |\n|---|---|\n| [01](nb1) | old one |\n| [02](nb2) | old two |\n"
+    table = headline_rows(template, {"r01": {"auc": 0.912}, "run01": {}}, current)
+    assert table.splitlines()[2:] == ["| [01](nb1) | 0.91 |", "| [02](nb2) | old two |"]
