@@ -207,8 +207,9 @@ def test_two_processes_computing_the_same_cached_entry_never_corrupt_it(tmp_path
     assert all(w["equal"] for w in writers)
     assert reader["bad"] == 0 and reader["good"] > 0
     entry = tmp_path / "cache" / "entry.npz"
-    with np.load(entry) as npz:
-        assert np.array_equal(npz["x"], np.random.default_rng(0).standard_normal(SIZE))
+    from lib.cache import load_npz
+
+    assert np.array_equal(load_npz(entry)["x"], np.random.default_rng(0).standard_normal(SIZE))
     assert [p.name for p in entry.parent.iterdir()] == ["entry.npz"]  # no temporary file left behind
 
 
