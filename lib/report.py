@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from jupyter_client.manager import KernelManager
@@ -22,6 +24,22 @@ from jupyter_client.manager import KernelManager
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
 PATH_PARAMETERS = ("FIGURES_DIR",)
+
+
+
+@contextlib.contextmanager
+def temporary_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set environment variables for the kernel papermill starts (it inherits them), then restore them."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: str(v) for k, v in values.items()})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class IPCKernelManager(KernelManager):

@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from lib.cache import atomic_write, config_hash
+from lib.report import temporary_environ
 
 GRID_KEYS = ("fixed", "grid", "points", "resources", "timeout")
 HEAD = ("point_id", "status")
@@ -170,7 +171,7 @@ def run_point(notebook_text: str, parameters: dict[str, Any], *, point: str, cwd
         source, executed = Path(tmp) / "input.ipynb", Path(tmp) / f"{point}.ipynb"
         source.write_text(notebook_text, encoding="utf-8")
         error = ""
-        with _environ(kernel_environ(env)):
+        with temporary_environ(kernel_environ(env)):
             try:
                 pm.execute_notebook(source, executed, parameters=parameters, progress_bar=False,
                                     cwd=cwd if Path(cwd).is_dir() else tmp, execution_timeout=timeout)
@@ -183,21 +184,6 @@ def run_point(notebook_text: str, parameters: dict[str, Any], *, point: str, cwd
     return {"point_id": point, "status": "failed" if error else "ok", "error": error, "results": results,
             "notebook_text": text, "runtime_s": time.perf_counter() - start, "worker": _worker_name(),
             "host": socket.gethostname()}
-
-
-@contextlib.contextmanager
-def _environ(values: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the kernel papermill starts (it inherits them), then restore."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update({k: str(v) for k, v in values.items()})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def kernel_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -14,25 +13,9 @@ import papermill as pm
 import pytest
 
 from lib.glue import MIME_TYPE, read_results
-from lib.report import IPCKernelManager
+from lib.report import IPCKernelManager, temporary_environ
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-
-
-@contextlib.contextmanager
-def _environment(**variables: str):
-    """Set environment variables for the kernel papermill starts, and restore them afterwards, so that one
-    notebook run leaves nothing behind for the next test."""
-    saved = {k: os.environ.get(k) for k in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def notebook_runner(filename: str) -> Callable[..., dict]:
@@ -48,8 +31,9 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
     def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
         out = tmp_path / f"{name}.ipynb"
         parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
-        with _environment(WORKBOOK_DATASET_CACHE=os.environ["WORKBOOK_CACHE_SESSION"], WORKBOOK_CACHE=str(cache),
-                          WORKBOOK_DATA=str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())):  # cwd moves
+        with temporary_environ({"WORKBOOK_DATASET_CACHE": os.environ["WORKBOOK_CACHE_SESSION"],
+                                "WORKBOOK_CACHE": str(cache),  # the data root absolute: the kernel's cwd moves
+                                "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())}):
             pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
                                 execution_timeout=cell_timeout, kernel_manager_class=IPCKernelManager)
         return read_results(out)
