@@ -16,10 +16,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from jupyter_client.manager import KernelManager
+from jupyter_client.utils import run_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
@@ -43,11 +46,26 @@ def temporary_environ(values: Mapping[str, str]) -> Iterator[None]:
 
 
 class IPCKernelManager(KernelManager):
-    """A kernel manager whose kernel listens on IPC sockets in the runtime folder (local and private)."""
+    """A kernel manager whose kernel listens on IPC sockets in a private folder of its own.
+
+    jupyter_client names IPC sockets `<ip>-<port>` with `ip` "kernel-ipc" relative to the working folder
+    and ports counted from 1, so two kernels started at once in one folder took the same sockets and
+    each rejected the other's messages ("Invalid Signature"). A fresh temporary folder per kernel keeps
+    concurrent runs (two `make run`s, a sweep's workers, the test suite beside a run) apart.
+    """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.transport = "ipc"
+        self._socket_dir = tempfile.mkdtemp(prefix="wb-kernel-")
+        self.ip = os.path.join(self._socket_dir, "ipc")
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    cleanup_resources = run_sync(_async_cleanup_resources)
 
 
 def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: str | Path | None = None,

@@ -39,3 +39,25 @@ def test_report_is_offline_clean_and_described(tmp_path, capfd):
     assert 'alt="Figure. a title, x: recall"' in html
     assert "<th>p*(y|x)</th>" in html  # the escaped bar stays inside its cell (unescaped: raw text)
     assert "-0.0014</td>" in html and html.count("0000000123") == 1  # the summary; the raw value only in the code
+
+
+def test_concurrent_runs_in_one_folder_keep_their_kernels_apart(tmp_path):
+    """Two `make run`s (or a run beside the test suite) start kernels in the same notebooks/ folder at once.
+
+    jupyter_client's default IPC sockets (`kernel-ipc-<n>` in the working folder, n counted from 1) were
+    shared by such kernels, which then rejected each other's messages ("Invalid Signature") and timed out.
+    """
+    import subprocess
+    import sys
+
+    nb = new_notebook(cells=[new_code_cell("import os, time\npid = os.getpid()\ntime.sleep(1)"),
+                             new_code_cell("from lib.glue import record\nrecord({'pid': pid})")],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    code = "import sys; from lib.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
+    runs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "t.ipynb"), str(tmp_path / f"o{i}.ipynb")],
+                             stderr=subprocess.PIPE, text=True) for i in range(3)]
+    errors = [run.communicate(timeout=300)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], errors
+    assert not any("Invalid Signature" in e for e in errors)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o0.ipynb", "o1.ipynb", "o2.ipynb", "t.ipynb"]  # no sockets left
