@@ -60,4 +60,4 @@ def test_concurrent_runs_in_one_folder_keep_their_kernels_apart(tmp_path):
     errors = [run.communicate(timeout=300)[1] for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], errors
     assert not any("Invalid Signature" in e for e in errors)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["o0.ipynb", "o1.ipynb", "o2.ipynb", "t.ipynb"]  # no sockets left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o0.ipynb", "o1.ipynb", "o2.ipynb", "t.ipynb"]  # no sockets

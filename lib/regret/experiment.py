@@ -5,6 +5,9 @@ Backbones (spec B8, §7):
   on the JPEG copy and cached) feed a trained *head* per method (spec §7 `cpu-head` [proposal]). Not the
   paper's protocol: ensemble and MC-dropout diversity exist only in the head, and the ResNet saw the
   (lossless) training images, so its training features are cleaner than its test features.
+- whole networks (issue 15, `lib.regret.whole`): the airbench-style net trained from scratch per method (nine
+  networks), beside the heads. `whole_source` "stored" loads the predictions a completed run left in
+  results/03/whole/ (seconds), "train" trains them (cached per network, checkpointed per epoch), "off" skips.
 - "scratch" (`paper`): a CIFAR ResNet trained from scratch with the head on the JPEG training images
   (SGD, cosine schedule, crop + flip), one network per method (five for the ensemble); DDU gets soft
   spectral normalisation on every layer. Needs a GPU.
@@ -25,10 +28,12 @@ from lib.cache import cache_path, cached_npz, cached_torch
 from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.regret import method as regret
 from lib.regret import uq
+from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
 
 CACHE_NAMESPACE = "03"
 BACKBONES = ("frozen", "scratch")
+WHOLE_SOURCES = ("stored", "train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
 DEPTHS = (20, 32, 44, 56)
 
@@ -63,6 +68,8 @@ class RegretConfig:
     synth: SynthAge = field(default_factory=SynthAge)
     synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128))
     sandbox: Sandbox = field(default_factory=Sandbox)
+    whole_source: str = "stored"  # issue 15: "stored" (results/03/whole) | "train" | "off"
+    whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
     seed: int = 0
 
 
@@ -72,8 +79,12 @@ PRESETS: dict[str, RegretConfig] = {
         preset="smoke", n_train=2000, n_test=1000, head=_SMOKE_HEAD, num_dirichlet_draws=100, extra_depths=(20,),
         n_ood=200, al_pool=400, al_rounds=2, al_epochs=10, al_test=300,
         synth=SynthAge(sizes=(400, 100, 300)), synth_head=replace(_SMOKE_HEAD, epochs=3, batch_size=128),
-        sandbox=Sandbox(num_bins=100, n_train=1000)),
+        sandbox=Sandbox(num_bins=100, n_train=1000), whole_source="train",
+        whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
+                               whiten_patches=500)),
     "cpu": RegretConfig(preset="cpu"),
+    # the cpu preset plus the nine whole networks trained here (airbench recipe; hours on a 2-core CPU)
+    "whole": RegretConfig(preset="whole", whole_source="train"),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
                                                                                    lr=0.1, weight_decay=1e-4),
                           synth_head=uq.HeadSettings(epochs=200, batch_size=128)),
@@ -84,7 +95,8 @@ def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
     """The preset's config with `overrides` applied (None keeps the preset's value), checked.
 
     Head fields (dropout, mc_samples, members, epochs, ...) are accepted at the top level and go into
-    `head`. Raises ValueError naming the parameter for any bad value, before any work is done.
+    `head`; the whole networks' settings come as a dict `whole={...}` (lib.regret.whole.WholeSettings).
+    Raises ValueError naming the parameter for any bad value, before any work is done.
     """
     config = resolve_preset(PRESETS, preset, overrides, flat=("head",))
     validate(config)
@@ -129,6 +141,8 @@ def validate(config: RegretConfig) -> None:
     check_int("al_epochs", config.al_epochs, minimum=1)
     check_real("al_lr", config.al_lr, low=0.0, open_low=True)
     check_int("al_test", config.al_test, minimum=10, maximum=10_000)
+    check_choice("whole_source", config.whole_source, WHOLE_SOURCES)
+    wh.validate_whole(config.whole)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
 
@@ -467,3 +481,80 @@ def proxy_summary(ood: dict, nauc: dict, aurec_ce: dict) -> dict:
 
     return {m: {"near-OOD AuROC": mean_of(ood[m], NEAR_OOD), "far-OOD AuROC": mean_of(ood[m], FAR_OOD),
                 "AL NAUC": nauc[m], "CE AuReC": aurec_ce.get(m, float("nan"))} for m in ood}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Whole networks trained from scratch (issue 15; lib.regret.whole)
+# ----------------------------------------------------------------------------------------------------
+def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor, train_labels: np.ndarray, *,
+                   device: torch.device, force: bool = False, progress: bool = False,
+                   max_steps: int | None = None) -> dict:
+    """{"nets", "histories", "seconds", "epoch_seconds", "ddu_fit"} of one method's whole network(s).
+
+    Each network is cached by everything it depends on, and checkpointed after every epoch beside its cache
+    entry (an interrupted run resumes there). DDU's Gaussians are fitted on the training features.
+    """
+    seeds = [config.seed + i for i in range(config.whole.members)] if method == "ensemble" else [config.seed]
+    labels = torch.from_numpy(train_labels.astype(np.int64))
+    out = {"nets": [], "histories": [], "seconds": [], "epoch_seconds": []}
+    for seed in seeds:
+        key = {"stage": "whole", "version": 1, "method": method, "settings": config.whole, "seed": seed,
+               "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps}
+        path = cache_path(CACHE_NAMESPACE, f"whole-{method}-{seed}", key, ".pt")
+        checkpoint = path.with_suffix(".ckpt")
+        trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(
+            method, train_images, labels, config.whole, s, checkpoint=c, device=device, progress=progress,
+            max_steps=max_steps), force=force)
+        checkpoint.unlink(missing_ok=True)
+        out["nets"].append(wh.load_network(method, config.whole, seed, trained["state"]))
+        out["histories"].append(trained["history"])
+        out["seconds"].append(trained["seconds"])
+        out["epoch_seconds"].append(trained["epoch_seconds"])
+    out["ddu_fit"] = None
+    if method == "ddu":
+        emb = wh._batched(out["nets"][0].to(device).embed, train_images, device).double().numpy()
+        out["nets"][0].cpu()
+        out["ddu_fit"] = regret.gda_fit(emb, train_labels, 10)
+    return out
+
+
+def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device, force: bool = False,
+                      progress: bool = False, max_steps: int | None = None) -> dict:
+    """{method: {"test": prediction, "ood": {set or "id": CE Ê}, "meta"}} of the whole networks, trained here.
+
+    Test predictions cover the CIFAR-10H rows in `cifar`; OOD scores the `config.n_ood` first test images
+    ("id") and every OOD set, as the heads' OOD section does.
+    """
+    from lib.models.images import to_tensor
+
+    train_images = to_tensor(cifar["train_images"])
+    test_images = to_tensor(cifar["test_images"])
+    ood_sets = {"id": to_tensor(cifar["test_images"][: config.n_ood])}
+    for name in config.ood_sets:
+        ood_sets[name] = to_tensor(ood_images(name, cifar["all_test_images"], config.n_ood, config.seed))
+    out = {}
+    for method in config.methods:
+        fit = whole_networks(config, method, train_images, cifar["train_labels"], device=device, force=force,
+                             progress=progress, max_steps=max_steps)
+
+        def predict(images: torch.Tensor, method: str = method, fit: dict = fit) -> dict:
+            return wh.predict(method, fit["nets"], images, config.whole, seed=config.seed + 10_000,
+                              ddu_fit=fit["ddu_fit"], device=device)
+
+        test = predict(test_images)
+        ood = {name: acquisition_scores(method, predict(images), config.seed) for name, images in ood_sets.items()}
+        meta = {"settings": wh.describe_settings(config.whole), "seed": config.seed, "n_train": len(train_images),
+                "n_test": len(test_images), "n_ood": config.n_ood, "data_source": "jpeg",
+                "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
+                "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
+                "final_train_loss": [h[-1] for h in fit["histories"] if h],
+                "embedding_dim": int(test.get("embedding_dim", 0))}
+        out[method] = {"test": test, "ood": ood, "meta": meta}
+    return out
+
+
+def stored_whole_predictions(config: RegretConfig, n_test: int, folder=None) -> dict:
+    """The stored whole-network predictions (results/03/whole/), first n_test rows, in `whole_predictions`'s
+    format; the OOD scores are those stored (their n_ood is in each method's meta)."""
+    folder = wh.STORED_DIR if folder is None else folder
+    return {m: wh.load_predictions(folder, m, n_test) for m in config.methods}

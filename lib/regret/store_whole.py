@@ -1,0 +1,82 @@
+"""Train notebook 03's nine whole networks and store their predictions for readers without the compute.
+
+    python -m lib.regret.store_whole [--widths 64 256 256] [--epochs 10] [--device auto] [--threads 2]
+                                     [--out results/03/whole]
+
+Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (and the recipe overrides given),
+cached per network and checkpointed per epoch (an interrupted run resumes), then writes one
+`<method>.npz` per method (`lib.regret.whole.save_predictions`) with the command, commit, device, data
+source and timings in its metadata, and a README.md table of what was stored. Notebook 03 loads them with
+WHOLE_SOURCE="stored" (the default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lib.device import describe, pick_device, set_threads
+from lib.regret import experiment as ex
+from lib.regret import whole as wh
+
+
+def git_commit() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--widths", type=int, nargs=3, default=None, help="conv-group widths (recipe: 64 256 256)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per network (recipe: 10)")
+    parser.add_argument("--n-train", type=int, default=None, help="training images (default: all 50,000)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads (measured fastest here: see the README)")
+    parser.add_argument("--out", type=Path, default=wh.STORED_DIR)
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs}
+    config = ex.resolve_config("whole", whole=whole, n_train=args.n_train)
+    device = pick_device(args.device)
+    start = time.perf_counter()
+    cifar = ex.cifar_data(config)
+    preds = ex.whole_predictions(config, cifar, device=device, progress=True)
+    seconds = time.perf_counter() - start
+    command = "python -m lib.regret.store_whole " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    common = {"command": command, "commit": git_commit(), "device": describe(device), "host": platform.node(),
+              "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    rows = []
+    for method, p in preds.items():
+        meta = {**p["meta"], **common}
+        wh.save_predictions(args.out, method, p["test"], p["ood"], meta)
+        seconds_per_epoch = sum(meta["train_seconds"]) / sum(map(len, meta["epoch_seconds"]))
+        rows.append(f"| {method} | {meta['test_accuracy']:.4f} | {len(meta['train_seconds'])} | "
+                    f"{sum(meta['train_seconds']) / 60:.1f} | {seconds_per_epoch:.0f} |")
+    (args.out / "README.md").write_text(
+        "# Notebook 03: stored whole-network predictions\n\n"
+        "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"`.\n\n"
+        f"- command: `{command}`\n- commit: `{common['commit']}`\n- device: {common['device']}\n"
+        f"- date: {common['date']}\n- data: the CIFAR-10 JPEG copy (`cifar10/cifar10-jpeg.zip`), "
+        f"{len(cifar['train_labels'])} training images, all {len(cifar['p_true'])} CIFAR-10H rows\n"
+        f"- recipe: `{json.dumps(wh.describe_settings(config.whole))}`\n"
+        f"- wall time, all nine networks with prediction: {seconds / 60:.1f} min\n\n"
+        "| method | test accuracy (JPEG) | networks | training min | s per epoch |\n|---|---|---|---|---|\n"
+        + "\n".join(rows) + "\n", encoding="utf-8")
+    print(f"stored in {args.out} ({seconds / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,438 @@
+"""Whole networks trained from scratch for the four uncertainty methods (issue 15; spec 03 §2.3, B8).
+
+The paper trains each method's whole network; the `cpu` preset's heads on frozen features cannot show
+that comparison (members and dropout samples differ only in a small head). Training a CIFAR-10 network
+from scratch is cheap with the "airbench" recipe of K. Jordan, *94% on CIFAR-10 in 3.29 Seconds on a
+Single GPU* (arXiv:2404.00498; github.com/KellerJordan/cifar10-airbench). This module is our own
+implementation of that recipe's ideas, not a copy of its code:
+
+- **Net** (`FastCifarNet`): a frozen 2x2 *patch-whitening* convolution (its filters are the eigenvectors of
+  the training patches' covariance scaled by 1/sqrt(eigenvalue), with their negatives: 24 channels), then
+  three conv groups (conv3x3 -> maxpool 2 -> BN -> GELU -> conv3x3 -> BN -> GELU) of widths 64 / 256 / 256,
+  a global 3x3 max pool and a bias-free linear layer whose logits are scaled by 1/9. BatchNorm has no
+  trainable scale and a fast running-statistics momentum; convolutions start as identities (dirac init).
+- **Optimisation**: Nesterov SGD on the *summed* batch loss with the recipe's decoupled hyper-parameters
+  (lr 11.5 and weight decay 0.0153 per "kilostep" of 1024 x (1 + 1/(1 - momentum)) samples, momentum 0.85),
+  BatchNorm biases at 64x the learning rate, batch 1024, a triangular schedule (0.2 -> 1 over the first
+  23 % of steps, then down to 0.07), label smoothing 0.2 (a parameter: it changes the predictive
+  distribution that the regret is measured on), random flips and 2-pixel translations.
+- **Left out**, as the recipe's own "clean" variant does: lookahead / EMA, progressive freezing of the
+  whitening bias, alternating flips, and test-time augmentation (the methods are evaluated on the network
+  itself, one forward pass per sample).
+
+The four methods' variants (spec §2.3); predictions come in the format of `lib.regret.uq.predict`:
+
+- mc_dropout: dropout p before the last conv group and before the classifier; S passes at test time, the
+  first two groups computed once. {"samples": (S, N, K)}
+- ensemble: M networks from seeds seed, seed + 1, ... (initialisation and data order). {"samples": (M, N, K)}
+- evidential: α = softplus(logits) + 1, trained with `uq.evidential_loss` on one-hot targets. {"alpha": (N, K)}
+- ddu: soft spectral normalisation (coefficient 3) on every trained conv and the classifier, residual conv
+  groups (DDU's bi-Lipschitz feature map needs skips), class-conditional Gaussians on the last group's
+  pooled features. {"probs": (N, K), "log_density": (N, C)}
+
+`train_network` is seeded, checkpoints every epoch and resumes from the last checkpoint;
+`lib.regret.experiment.whole_predictions` trains the nine networks (cached per network) and predicts;
+`save_predictions` / `load_predictions` write and read the stored predictions under `results/03/whole/`
+that the notebook loads instead of training.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
+from lib.params import check_choice, check_int, check_real
+from lib.progress import progress as progress_bar
+from lib.regret import method as regret
+from lib.regret import uq
+
+STORED_VERSION = 1
+STORED_DIR = Path(__file__).resolve().parents[2] / "results" / "03" / "whole"
+NUM_CLASSES = 10
+
+
+@dataclass(frozen=True)
+class WholeSettings:
+    """The from-scratch recipe (airbench's values unless stated) and the methods' settings."""
+
+    widths: tuple[int, int, int] = (64, 256, 256)
+    epochs: int = 10  # airbench94: 9.9 with lookahead and TTA; its clean variant 10
+    batch_size: int = 1024
+    lr: float = 11.5  # per kilostep (decoupled, see the module docstring)
+    momentum: float = 0.85
+    weight_decay: float = 0.0153
+    bias_scaler: float = 64.0
+    label_smoothing: float = 0.2
+    translate: int = 2
+    whiten_patches: int = 5000  # training images whose 2x2 patches set the whitening filters
+    dropout: float = 0.1  # MC-Dropout p (paper: 0.1)
+    mc_samples: int = 20  # S (paper: 20)
+    members: int = 5  # M (paper: 5)
+    sn_coeff: float = 3.0  # DDU (paper: 3.0)
+    edl_loss: str = "expected_ce"  # spec B9, as the heads
+
+
+def validate_whole(settings: WholeSettings) -> None:
+    """Raise ValueError naming the field (prefixed `whole_`) for any bad value."""
+    if len(settings.widths) != 3:
+        raise ValueError(f"whole_widths={settings.widths!r} must list three conv-group widths.")
+    for w in settings.widths:
+        check_int("whole_widths entry", w, minimum=1)
+    check_int("whole_epochs", settings.epochs, minimum=1)
+    check_int("whole_batch_size", settings.batch_size, minimum=2)
+    check_real("whole_lr", settings.lr, low=0.0, open_low=True)
+    check_real("whole_momentum", settings.momentum, low=0.0, high=1.0, open_high=True)
+    check_real("whole_weight_decay", settings.weight_decay, low=0.0)
+    check_real("whole_label_smoothing", settings.label_smoothing, low=0.0, high=1.0, open_high=True)
+    check_int("whole_translate", settings.translate, minimum=0, maximum=8)
+    check_int("whole_whiten_patches", settings.whiten_patches, minimum=10)
+    check_real("whole_dropout", settings.dropout, low=0.0, high=1.0, open_low=True, open_high=True)
+    check_int("whole_mc_samples", settings.mc_samples, minimum=2)
+    check_int("whole_members", settings.members, minimum=2)
+    check_real("whole_sn_coeff", settings.sn_coeff, low=0.0, open_low=True)
+    check_choice("whole_edl_loss", settings.edl_loss, uq.EDL_LOSSES)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The network
+# ----------------------------------------------------------------------------------------------------
+class _BatchNorm(nn.BatchNorm2d):
+    """BatchNorm with a fixed unit scale (only the bias trains) and fast running statistics (airbench)."""
+
+    def __init__(self, channels: int):
+        super().__init__(channels, eps=1e-12, momentum=0.4)
+        self.weight.requires_grad_(False)
+
+
+class ConvGroup(nn.Module):
+    """conv3x3 -> maxpool 2 -> BN -> GELU -> conv3x3 -> BN -> GELU (+ the pooled branch when `residual`)."""
+
+    def __init__(self, c_in: int, c_out: int, residual: bool = False):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, padding="same", bias=False)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding="same", bias=False)
+        self.norm1, self.norm2 = _BatchNorm(c_out), _BatchNorm(c_out)
+        self.residual = residual
+        for conv in (self.conv1, self.conv2):  # identity start on the channels that exist (airbench's dirac init)
+            w = conv.weight.data
+            nn.init.dirac_(w[: min(w.shape[:2])])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.gelu(self.norm1(F.max_pool2d(self.conv1(x), 2)))
+        out = F.gelu(self.norm2(self.conv2(h)))
+        return out + h if self.residual else out
+
+
+class FastCifarNet(nn.Module):
+    """The airbench-style CIFAR-10 net; `trunk` (whitening + groups 1-2) and `tail` split it for MC-Dropout."""
+
+    def __init__(self, widths: tuple[int, int, int] = (64, 256, 256), num_classes: int = NUM_CLASSES,
+                 dropout: float = 0.0, residual: bool = False):
+        super().__init__()
+        self.whiten = nn.Conv2d(3, 24, 2, bias=True)
+        self.whiten.weight.requires_grad_(False)  # set from the data by `whiten_init`, never trained
+        self.group1 = ConvGroup(24, widths[0], residual)
+        self.group2 = ConvGroup(widths[0], widths[1], residual)
+        self.group3 = ConvGroup(widths[1], widths[2], residual)
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.linear = nn.Linear(widths[2], num_classes, bias=False)
+        self.logit_scale = 1 / 9
+
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        return self.group2(self.group1(F.gelu(self.whiten(x))))
+
+    def tail_features(self, h: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_max_pool2d(self.group3(self.drop(h)), 1).flatten(1)
+
+    def tail(self, h: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.drop(self.tail_features(h))) * self.logit_scale
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The (N, widths[2]) features DDU's class-conditional Gaussians are fitted on."""
+        return self.tail_features(self.trunk(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tail(self.trunk(x))
+
+
+@torch.no_grad()
+def whiten_init(net: FastCifarNet, images: torch.Tensor, eps: float = 5e-4) -> None:
+    """Filters = eigenvectors of the 2x2x3 patch covariance of `images` / sqrt(eigenvalue + eps), and negatives."""
+    patches = images.unfold(2, 2, 1).unfold(3, 2, 1).permute(0, 2, 3, 1, 4, 5).reshape(-1, 12).double()
+    patches = patches - patches.mean(0)
+    eigvals, eigvecs = torch.linalg.eigh(patches.T @ patches / len(patches))
+    filters = (eigvecs.T / torch.sqrt(eigvals + eps)[:, None]).reshape(12, 3, 2, 2)
+    net.whiten.weight.copy_(torch.cat([filters, -filters]).float())
+
+
+def build_network(method: str, settings: WholeSettings, seed: int) -> FastCifarNet:
+    """The (untrained) network of `method` with weights drawn from `seed`."""
+    check_choice("method", method, uq.METHODS)
+    torch.manual_seed(seed)
+    net = FastCifarNet(settings.widths, dropout=settings.dropout if method == "mc_dropout" else 0.0,
+                       residual=method == "ddu")
+    if method == "ddu":
+        for name in ("group1", "group2", "group3", "linear"):
+            uq.add_spectral_norm(getattr(net, name), settings.sn_coeff)
+    return net
+
+
+# ----------------------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------------------
+def augment(images: torch.Tensor, translate: int, generator: torch.Generator) -> torch.Tensor:
+    """Random horizontal flips and translations by up to `translate` pixels (reflect padding) of (B, 3, H, W)."""
+    flip = torch.rand(len(images), generator=generator) < 0.5
+    out = torch.where(flip[:, None, None, None], images.flip(3), images)
+    if translate == 0:
+        return out
+    t, size = translate, images.shape[-1]
+    padded = F.pad(out, (t, t, t, t), mode="reflect")
+    shifts = torch.randint(0, 2 * t + 1, (2, len(images)), generator=generator)
+    for dy in range(2 * t + 1):  # one slice per shift: (2t + 1)^2 vectorised copies instead of B
+        for dx in range(2 * t + 1):
+            pick = (shifts[0] == dy) & (shifts[1] == dx)
+            if pick.any():
+                out[pick] = padded[pick, :, dy:dy + size, dx:dx + size]
+    return out
+
+
+def lr_factor(step: int, total: int) -> float:
+    """Airbench's triangular schedule: 0.2 -> 1 over the first 23 % of the steps, then linearly to 0.07."""
+    warm = max(1, int(0.23 * total))
+    if step < warm:
+        return 0.2 + 0.8 * step / warm
+    return 1.0 + (0.07 - 1.0) * (step - warm) / max(1, total - warm)
+
+
+def make_optimiser(net: nn.Module, settings: WholeSettings) -> torch.optim.SGD:
+    """Nesterov SGD with the recipe's decoupled lr / weight decay; BatchNorm biases at bias_scaler x lr."""
+    kilostep = 1024 * (1 + 1 / (1 - settings.momentum))
+    lr = settings.lr / kilostep
+    wd = settings.weight_decay * settings.batch_size / kilostep
+    norm_biases = [p for m in net.modules() if isinstance(m, _BatchNorm) for p in (m.bias,)]
+    ids = {id(p) for p in norm_biases}
+    others = [p for p in net.parameters() if p.requires_grad and id(p) not in ids]
+    groups = [{"params": others, "lr": lr, "weight_decay": wd, "base_lr": lr},
+              {"params": norm_biases, "lr": lr * settings.bias_scaler,
+               "weight_decay": wd / settings.bias_scaler, "base_lr": lr * settings.bias_scaler}]
+    return torch.optim.SGD(groups, momentum=settings.momentum, nesterov=True)
+
+
+def summed_loss(method: str, logits: torch.Tensor, labels: torch.Tensor, settings: WholeSettings) -> torch.Tensor:
+    """The recipe's summed batch loss: label-smoothed CE, or the evidential loss on one-hot targets."""
+    if method == "evidential":
+        onehot = F.one_hot(labels, NUM_CLASSES).float()
+        return uq.evidential_loss(logits, onehot, settings.edl_loss, 0.0) * len(labels)
+    return F.cross_entropy(logits, labels, label_smoothing=settings.label_smoothing, reduction="sum")
+
+
+def train_network(method: str, images: torch.Tensor, labels: torch.Tensor, settings: WholeSettings, seed: int, *,
+                  checkpoint: Path | None = None, device: torch.device | None = None, progress: bool = False,
+                  max_steps: int | None = None) -> dict:
+    """Train one network; {"state", "history" (mean loss per epoch), "seconds", "epoch_seconds"}.
+
+    images: (N, 3, 32, 32) float32 normalised (lib.models.images.to_tensor); labels: (N,) int64.
+    `checkpoint`: a file written after every epoch (weights, optimiser, data-order generator, history); a run
+    interrupted and started again resumes from it and ends with the same weights. `max_steps` stops early
+    (tests; the schedule still spans all epochs). Every random draw comes from `seed`: initialisation, data
+    order, augmentation, dropout masks.
+    """
+    device = device or torch.device("cpu")
+    net = build_network(method, settings, seed)
+    whiten_init(net, images[: settings.whiten_patches])
+    net.to(device, memory_format=torch.channels_last).train()  # 1.4x faster convolutions on this CPU (README)
+    opt = make_optimiser(net, settings)
+    g = torch.Generator().manual_seed(seed)
+    steps_per_epoch = max(1, len(images) // settings.batch_size)  # the last partial batch is dropped
+    total = settings.epochs * steps_per_epoch
+    state = {"epoch": 0, "history": [], "epoch_seconds": []}
+    saved = _load_checkpoint(checkpoint)
+    if saved is not None:
+        net.load_state_dict(saved["net"])
+        opt.load_state_dict(saved["opt"])
+        g.set_state(saved["generator"])
+        torch.set_rng_state(saved["torch_rng"])
+        state = saved["state"]
+    else:
+        torch.manual_seed(seed + 1)  # dropout masks
+    step = state["epoch"] * steps_per_epoch
+    for epoch in progress_bar(range(state["epoch"], settings.epochs), desc=f"{method} seed {seed}",
+                              enabled=progress):
+        start, total_loss, seen = time.perf_counter(), 0.0, 0
+        order = torch.randperm(len(images), generator=g)
+        complete = True
+        for b in range(steps_per_epoch):
+            if max_steps is not None and step >= max_steps:
+                complete = False
+                break
+            idx = order[b * settings.batch_size:(b + 1) * settings.batch_size]
+            x = augment(images[idx], settings.translate, g).to(device, memory_format=torch.channels_last)
+            for group in opt.param_groups:
+                group["lr"] = group["base_lr"] * lr_factor(step, total)
+            loss = summed_loss(method, net(x), labels[idx].to(device), settings)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            total_loss, seen = total_loss + loss.item(), seen + len(idx)
+        state = {"epoch": epoch + 1, "history": [*state["history"], total_loss / max(seen, 1)],
+                 "epoch_seconds": [*state["epoch_seconds"], time.perf_counter() - start]}
+        if checkpoint is not None and complete:  # a cut-short epoch (max_steps) is not a resumable state
+            atomic_torch_save({"net": net.state_dict(), "opt": opt.state_dict(), "generator": g.get_state(),
+                               "torch_rng": torch.get_rng_state(), "state": state}, checkpoint)
+        if max_steps is not None and step >= max_steps:
+            break
+    net.eval().cpu()
+    return {"state": net.state_dict(), "history": state["history"], "seconds": float(sum(state["epoch_seconds"])),
+            "epoch_seconds": state["epoch_seconds"]}
+
+
+def _load_checkpoint(checkpoint: Path | None) -> dict | None:
+    """The checkpoint's contents, or None when there is none (a damaged one is reported and discarded)."""
+    if checkpoint is None or not checkpoint.exists():
+        return None
+    try:
+        return load_torch(checkpoint)
+    except DamagedCacheEntry as err:
+        discard_damaged(err)
+        return None
+
+
+def load_network(method: str, settings: WholeSettings, seed: int, state: dict) -> FastCifarNet:
+    net = build_network(method, settings, seed)
+    net.load_state_dict(state)
+    return net.eval()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Prediction
+# ----------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def _batched(fn, images: torch.Tensor, device: torch.device, batch_size: int = 500) -> torch.Tensor:
+    return torch.cat([fn(images[i:i + batch_size].to(device, memory_format=torch.channels_last)).cpu()
+                      for i in range(0, len(images), batch_size)])
+
+
+@torch.no_grad()
+def predict(method: str, nets: list[FastCifarNet], images: torch.Tensor, settings: WholeSettings, *, seed: int,
+            ddu_fit: dict | None = None, device: torch.device | None = None) -> dict:
+    """The method's prediction on `images`, in the format of `lib.regret.uq.predict` (numpy arrays).
+
+    MC-Dropout: the first two conv groups run once per batch, the dropout tail S times (dropout on, BatchNorm
+    in eval mode), so S samples cost about 1 + S/4 forward passes instead of S.
+    """
+    device = device or torch.device("cpu")
+    if method == "mc_dropout":
+        net = nets[0].to(device).eval()
+        net.drop.train()
+        torch.manual_seed(seed)
+
+        def samples(x: torch.Tensor) -> torch.Tensor:
+            h = net.trunk(x)
+            return torch.stack([F.softmax(net.tail(h), 1) for _ in range(settings.mc_samples)], dim=1)
+
+        out = _batched(samples, images, device).transpose(0, 1)
+        net.eval().cpu()
+        return {"samples": out.double().numpy()}
+    if method == "ensemble":
+        members = [n.to(device) for n in nets]
+        return {"samples": torch.stack([_batched(lambda x, n=n: F.softmax(n(x), 1), images, device)
+                                        for n in members]).double().numpy()}
+    net = nets[0].to(device)
+    if method == "evidential":
+        return {"alpha": _batched(lambda x: uq.evidential_alpha(net(x)), images, device).double().numpy()}
+    logits = _batched(net, images, device)
+    emb = _batched(net.embed, images, device).double().numpy()
+    return {"probs": F.softmax(logits.double(), 1).numpy(), "log_density": regret.gda_log_density(emb, ddu_fit),
+            "embedding_dim": np.array(emb.shape[1])}
+
+
+def accuracy(method: str, prediction: dict, labels: np.ndarray) -> float:
+    """Top-1 accuracy of the method's predictive mean against hard labels."""
+    q = uq.estimates(method, prediction, "zero_one", num_draws=2)["q"]
+    return float(np.mean(q.argmax(1) == labels))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Stored predictions (results/03/whole/): what a completed run leaves for readers without the compute
+# ----------------------------------------------------------------------------------------------------
+_ARRAY_DTYPES = {"samples": np.float16, "alpha": np.float32, "probs": np.float32, "log_density": np.float32}
+
+
+def save_predictions(folder: Path, method: str, test: dict, ood_scores: dict, meta: dict) -> Path:
+    """Write `<folder>/<method>.npz`: the test prediction (float16 samples, float32 otherwise), the CE Ê of
+    every OOD set and of the in-distribution images they are compared with, and `meta` as JSON."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {f"test_{k}": np.asarray(v).astype(_ARRAY_DTYPES[k]) for k, v in test.items() if k in _ARRAY_DTYPES}
+    arrays.update({f"ood_{k}": np.asarray(v, dtype=np.float32) for k, v in ood_scores.items()})
+    meta = {**meta, "version": STORED_VERSION, "method": method}
+    path = folder / f"{method}.npz"
+    np.savez_compressed(path, meta=np.array(json.dumps(meta, default=str)), **arrays)
+    return path
+
+
+def _expected_keys(method: str) -> tuple[str, ...]:
+    return {"mc_dropout": ("samples",), "ensemble": ("samples",), "evidential": ("alpha",),
+            "ddu": ("probs", "log_density")}[method]
+
+
+def load_predictions(folder: Path, method: str, n_test: int | None = None) -> dict:
+    """{"test": prediction dict (float64), "ood": {set: Ê}, "meta"} from `<folder>/<method>.npz`.
+
+    Raises FileNotFoundError naming the file (and how to make it) or ValueError naming the file and what is
+    wrong: a version other than STORED_VERSION, a missing array, or shapes that are not (S, 10000, 10) /
+    (10000, 10) / (10000, C). `n_test` keeps the first n_test CIFAR-10H rows.
+    """
+    check_choice("method", method, uq.METHODS)
+    path = Path(folder) / f"{method}.npz"
+    if not path.is_file():
+        raise FileNotFoundError(f"stored predictions {path} are missing: `python -m lib.regret.store_whole` writes "
+                                f"them, or run notebook 03 with WHOLE_SOURCE='train' (or 'off')")
+    with np.load(path, allow_pickle=False) as data:
+        if "meta" not in data:
+            raise ValueError(f"{path}: no 'meta' entry; not a stored-predictions file")
+        meta = json.loads(str(data["meta"]))
+        if meta.get("version") != STORED_VERSION:
+            raise ValueError(f"{path}: version {meta.get('version')!r}, this workbook reads version {STORED_VERSION}")
+        test = {}
+        for key in _expected_keys(method):
+            if f"test_{key}" not in data:
+                raise ValueError(f"{path}: the array 'test_{key}' is missing")
+            test[key] = data[f"test_{key}"].astype(np.float64)
+        ood = {k[4:]: data[k].astype(np.float64) for k in data.files if k.startswith("ood_")}
+    n_rows = meta.get("n_test", 10_000)
+    for key, arr in test.items():
+        rows = arr.shape[1] if key == "samples" else arr.shape[0]
+        ok = arr.ndim == (3 if key == "samples" else 2) and rows == n_rows
+        if key != "log_density":
+            ok = ok and arr.shape[-1] == NUM_CLASSES
+        if not ok:
+            expected = f"({'S, ' if key == 'samples' else ''}{n_rows}, {'C' if key == 'log_density' else NUM_CLASSES})"
+            raise ValueError(f"{path}: 'test_{key}' has shape {arr.shape}; expected {expected}")
+    if n_test is not None:
+        if n_test > n_rows:
+            raise ValueError(f"n_test={n_test} exceeds the {n_rows} rows stored in {path}")
+        test = {k: (v[:, :n_test] if k == "samples" else v[:n_test]) for k, v in test.items()}
+    if method == "ddu":
+        test["embedding_dim"] = np.array(meta.get("embedding_dim", 0))
+    return {"test": test, "ood": ood, "meta": meta}
+
+
+def settings_from(meta: dict) -> WholeSettings:
+    """The WholeSettings recorded in a stored file's metadata."""
+    fields = dict(meta["settings"])
+    fields["widths"] = tuple(fields["widths"])
+    return replace(WholeSettings(), **fields)
+
+
+def describe_settings(settings: WholeSettings) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}

@@ -1,0 +1,184 @@
+"""Notebook 03's whole networks (lib.regret.whole): the airbench-style net, its training, the methods'
+variants, resuming, and the stored predictions (issue 15). Tiny nets, a few steps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from lib.regret import experiment as ex
+from lib.regret import method as regret
+from lib.regret import whole as wh
+
+TINY = wh.WholeSettings(widths=(8, 8, 8), epochs=2, batch_size=32, mc_samples=4, members=2, whiten_patches=40)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(128, 3, 32, 32, generator=g), torch.randint(0, 10, (128,), generator=g)
+
+
+def test_whitening_filters_decorrelate_patches():
+    """Known answer: the 12 positive filters map 2x2x3 patches to coordinates with (near) identity covariance."""
+    g = torch.Generator().manual_seed(1)
+    mix = torch.randn(3, 3, generator=g)  # correlated colour channels
+    images = torch.einsum("ij,njhw->nihw", mix, torch.randn(200, 3, 32, 32, generator=g))
+    net = wh.FastCifarNet((8, 8, 8))
+    wh.whiten_init(net, images, eps=0.0)
+    with torch.no_grad():
+        out = torch.nn.functional.conv2d(images, net.whiten.weight[:12])  # no bias
+    flat = out.permute(0, 2, 3, 1).reshape(-1, 12).double()
+    cov = torch.cov(flat.T)
+    assert torch.allclose(cov, torch.eye(12, dtype=torch.float64), atol=0.02)
+    assert torch.equal(net.whiten.weight[12:], -net.whiten.weight[:12])
+    assert not net.whiten.weight.requires_grad
+
+
+def test_schedule_is_airbenchs_triangle():
+    total = 100
+    assert wh.lr_factor(0, total) == pytest.approx(0.2)
+    assert wh.lr_factor(23, total) == pytest.approx(1.0)
+    assert wh.lr_factor(100, total) == pytest.approx(0.07)
+    values = [wh.lr_factor(s, total) for s in range(total + 1)]
+    assert np.argmax(values) == 23 and np.all(np.diff(values[23:]) < 0)
+
+
+def test_augment_flips_and_shifts_exactly():
+    g = torch.Generator().manual_seed(3)
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8)
+    out = wh.augment(x, 0, g)
+    for i in range(2):  # without translation each image is itself or its mirror
+        assert torch.equal(out[i], x[i]) or torch.equal(out[i], x[i].flip(2))
+    out = wh.augment(x, 2, torch.Generator().manual_seed(4))
+    for i in range(2):  # each output is a window of the reflect-padded image or of its mirror
+        padded = torch.nn.functional.pad(torch.stack([x[i], x[i].flip(2)]), (2, 2, 2, 2), mode="reflect")
+        windows = [padded[k, :, dy:dy + 8, dx:dx + 8] for k in range(2) for dy in range(5) for dx in range(5)]
+        assert any(torch.equal(out[i], w) for w in windows)
+
+
+@pytest.mark.parametrize("method", ["mc_dropout", "ensemble", "evidential", "ddu"])
+def test_each_method_trains_and_predicts_in_the_heads_format(toy, method):
+    x, y = toy
+    run = wh.train_network(method, x, y, TINY, seed=0)
+    assert len(run["history"]) == TINY.epochs and np.all(np.isfinite(run["history"]))
+    nets = [wh.load_network(method, TINY, s, wh.train_network(method, x, y, TINY, seed=s)["state"])
+            for s in range(2)] if method == "ensemble" else [wh.load_network(method, TINY, 0, run["state"])]
+    fit = None
+    if method == "ddu":
+        fit = regret.gda_fit(wh._batched(nets[0].embed, x, torch.device("cpu")).double().numpy(), y.numpy(), 10)
+        assert any("parametrizations" in name for name, _ in nets[0].named_modules())  # spectral norm
+    pred = wh.predict(method, nets, x[:50], TINY, seed=5, ddu_fit=fit)
+    if method in ("mc_dropout", "ensemble"):
+        s = TINY.mc_samples if method == "mc_dropout" else 2
+        assert pred["samples"].shape == (s, 50, 10)
+        np.testing.assert_allclose(pred["samples"].sum(-1), 1, atol=1e-6)
+        assert np.abs(pred["samples"][0] - pred["samples"][1]).max() > 1e-6  # samples / members differ
+    elif method == "evidential":
+        assert pred["alpha"].shape == (50, 10) and np.all(pred["alpha"] > 1)
+    else:
+        assert pred["probs"].shape == (50, 10) and pred["log_density"].shape == (50, 10)
+    est = ex.uq.estimates(method, pred, "ce", num_draws=10)
+    assert np.all(np.isfinite(est["E_hat"])) and est["q"].shape == (50, 10)
+
+
+def test_mc_dropout_shortcut_equals_full_stochastic_passes(toy):
+    """Independent check: the trunk-once prediction equals S full forward passes with dropout on."""
+    x, y = toy
+    net = wh.load_network("mc_dropout", TINY, 0, wh.train_network("mc_dropout", x, y, TINY, seed=0)["state"])
+    fast = wh.predict("mc_dropout", [net], x[:40], TINY, seed=9)["samples"]
+    net.eval()
+    net.drop.train()
+    torch.manual_seed(9)
+    inputs = x[:40].contiguous(memory_format=torch.channels_last)  # predict's layout (dropout masks follow it)
+    with torch.no_grad():
+        naive = torch.stack([torch.softmax(net(inputs), 1) for _ in range(TINY.mc_samples)]).double().numpy()
+    np.testing.assert_allclose(fast, naive, atol=1e-6)
+
+
+def test_interrupted_training_resumes_to_the_same_weights(toy, tmp_path):
+    x, y = toy
+    settings = replace(TINY, epochs=3)
+    straight = wh.train_network("mc_dropout", x, y, settings, seed=2)
+    checkpoint = tmp_path / "net.ckpt"
+    first = wh.train_network("mc_dropout", x, y, settings, seed=2, checkpoint=checkpoint, max_steps=8)  # 2 epochs
+    assert len(first["history"]) == 2 and checkpoint.exists()
+    resumed = wh.train_network("mc_dropout", x, y, settings, seed=2, checkpoint=checkpoint)
+    assert resumed["history"] == straight["history"]
+    assert all(torch.equal(straight["state"][k], resumed["state"][k]) for k in straight["state"])
+
+
+def test_bad_recipe_values_are_named():
+    for bad, name in ((dict(widths=(8, 8)), "whole_widths"), (dict(epochs=0), "whole_epochs"),
+                      (dict(dropout=0.0), "whole_dropout"), (dict(label_smoothing=1.0), "whole_label_smoothing")):
+        with pytest.raises(ValueError, match=name):
+            wh.validate_whole(replace(wh.WholeSettings(), **bad))
+    with pytest.raises(ValueError, match="whole_source"):
+        ex.resolve_config("cpu", whole_source="gpu")
+    config = ex.resolve_config("cpu", whole={"widths": [16, 32, 32], "epochs": None})
+    assert config.whole.widths == (16, 32, 32) and config.whole.epochs == wh.WholeSettings().epochs
+
+
+def _stored(tmp_path, method="ensemble", n=30, s=3, **meta):
+    rng = np.random.default_rng(0)
+    samples = rng.dirichlet(np.ones(10), size=(s, n))
+    ood = {"id": rng.random(20), "mnist": rng.random(20)}
+    path = wh.save_predictions(tmp_path, method, {"samples": samples}, ood,
+                               {"n_test": n, "settings": wh.describe_settings(TINY), **meta})
+    return path, samples, ood
+
+
+def test_stored_predictions_round_trip(tmp_path):
+    path, samples, ood = _stored(tmp_path)
+    loaded = wh.load_predictions(tmp_path, "ensemble")
+    np.testing.assert_allclose(loaded["test"]["samples"], samples, atol=1e-3)  # float16 storage
+    assert loaded["test"]["samples"].dtype == np.float64
+    np.testing.assert_allclose(loaded["ood"]["mnist"], ood["mnist"], rtol=1e-6)
+    assert loaded["meta"]["version"] == wh.STORED_VERSION and wh.settings_from(loaded["meta"]) == TINY
+    assert wh.load_predictions(tmp_path, "ensemble", n_test=10)["test"]["samples"].shape == (3, 10, 10)
+    with pytest.raises(ValueError, match="n_test=31 exceeds"):
+        wh.load_predictions(tmp_path, "ensemble", n_test=31)
+
+
+def test_stored_predictions_of_the_wrong_version_or_shape_are_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="ensemble.npz"):
+        wh.load_predictions(tmp_path, "ensemble")
+    path, samples, _ = _stored(tmp_path)
+    with np.load(path) as data:
+        arrays = dict(data)
+    meta = json.loads(str(arrays["meta"]))
+    np.savez(path, **{**arrays, "meta": np.array(json.dumps({**meta, "version": 0}))})
+    with pytest.raises(ValueError, match="version 0"):
+        wh.load_predictions(tmp_path, "ensemble")
+    np.savez(path, **{**arrays, "test_samples": arrays["test_samples"][:, :, :9]})
+    with pytest.raises(ValueError, match=r"'test_samples' has shape \(3, 30, 9\)"):
+        wh.load_predictions(tmp_path, "ensemble")
+    np.savez(path, **{k: v for k, v in arrays.items() if k != "test_samples"})
+    with pytest.raises(ValueError, match="'test_samples' is missing"):
+        wh.load_predictions(tmp_path, "ensemble")
+
+
+def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
+    """whole_predictions: trained, cached per network (a second call trains nothing), every OOD set scored."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    cifar = {"train_images": rng.integers(0, 256, (96, 32, 32, 3), dtype=np.uint8),
+             "train_labels": np.arange(96) % 10, "test_images": rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8),
+             "test_labels": np.arange(40) % 10}
+    cifar["all_test_images"] = np.concatenate([cifar["test_images"]] * 2)
+    config = ex.resolve_config("smoke", methods=["ensemble", "ddu"], n_ood=20, ood_sets=["blur", "uniform_noise"],
+                               whole={"widths": [4, 8, 8], "epochs": 1, "batch_size": 32, "whiten_patches": 20})
+    out = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
+    assert set(out) == {"ensemble", "ddu"}
+    assert out["ensemble"]["test"]["samples"].shape == (2, 40, 10)
+    assert set(out["ddu"]["ood"]) == {"id", "blur", "uniform_noise"} and len(out["ddu"]["ood"]["id"]) == 20
+    assert out["ensemble"]["meta"]["n_train"] == 96 and len(out["ensemble"]["meta"]["train_seconds"]) == 2
+    entries = sorted(p.name for p in (tmp_path / "cache" / "03").iterdir())
+    assert len([e for e in entries if e.startswith("whole-")]) == 3 and not any(e.endswith(".ckpt") for e in entries)
+    monkeypatch.setattr(wh, "train_network", lambda *a, **k: pytest.fail("a cached network was retrained"))
+    again = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
+    np.testing.assert_array_equal(again["ensemble"]["test"]["samples"], out["ensemble"]["test"]["samples"])
