@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import tempfile
@@ -437,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
                              "e.g. WORKBOOK_DATA=/shared/data")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    # Ctrl-C must stop the sweep (and keep its rows) even when it was started from a background job or a
+    # script: POSIX shells start those with SIGINT ignored, Python then keeps it ignored, and the sweep ran on
+    # to the end (the interrupt test failed that way in CI-like runs).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     out = Path(args.out) if args.out else Path("runs") / "sweeps" / Path(args.grid).stem
     try:
         env = _parse_env(args.env)  # folders given relative to where the sweep is started

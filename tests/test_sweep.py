@@ -258,8 +258,6 @@ def test_a_bad_point_is_recorded_the_others_finish_and_a_rerun_retries_only_it(t
     assert list(rows(out)) == ["1", "2", "3"]
 
 
-@pytest.mark.xfail(strict=False, reason="on an idle machine the SIGINT sent after the first point did not stop the "
-                   "sweep (exit 0, all points run): the interrupt reached a point's kernel instead; open in issue 13")
 def test_interrupted_sweep_keeps_its_rows_and_the_rerun_runs_only_the_missing_points(tmp_path):
     log, out = tmp_path / "ran.log", tmp_path / "out"
     grid = grid_file(tmp_path, {"fixed": {"SLEEP": 1.0, "LOG": str(log)}, "grid": {"X": [1, 2, 3]}})
