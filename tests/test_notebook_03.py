@@ -69,6 +69,19 @@ def test_smoke_run_checks_the_theorem_and_the_proxies(smoke):
     assert all(row["ex-AuReC"] >= 0 for row in r["synth"].values())
 
 
+def test_smoke_run_trains_whole_networks_beside_the_heads(smoke):
+    """The smoke preset trains tiny whole networks (WHOLE_SOURCE="train"); the stored path is tested in
+    test_whole.py and on the committed results/03/whole files."""
+    r = smoke["results"]
+    assert r["whole_source"] == "train"
+    assert set(r["whole"]) == {f"{loss}/{m}" for loss in ("ce", "zero_one") for m in METHODS}
+    for row in r["whole"].values():
+        assert row["ex-AuReC"] >= 0 and row["AuReC"] == pytest.approx(row["ex-AuReC"] + row["oracle_AuReC"])
+    assert set(r["whole_accuracy"]) == set(METHODS) and all(0 <= a <= 1 for a in r["whole_accuracy"].values())
+    for row in r["whole_ood_auroc"].values():
+        assert set(row) == {"mnist", "gaussian_noise", "blur", "uniform_noise"}
+
+
 def test_smoke_run_stays_small(smoke):
     # about 65 s on a 2-core machine (with a fresh cache); the bound guards against a preset that grew
     assert smoke["results"]["runtime_s"] < 180
@@ -83,6 +96,8 @@ def test_smoke_run_stays_small(smoke):
     ({"PROGRESS": "false"}, "PROGRESS='false' must be True or False"),
     ({"METHOD": ["ddu"]}, r"unknown parameter\(s\): METHOD \(did you mean METHODS\?\)"),
     ({"LOSSES": "ce"}, "LOSSES='ce' must be a list"),
+    ({"WHOLE_SOURCE": "gpu"}, "whole_source='gpu' is not allowed"),
+    ({"WHOLE_WIDTHS": [8, 8]}, "whole_widths"),
 ])
 def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases

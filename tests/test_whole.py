@@ -162,6 +162,25 @@ def test_stored_predictions_of_the_wrong_version_or_shape_are_refused(tmp_path):
         wh.load_predictions(tmp_path, "ensemble")
 
 
+def test_the_committed_stored_predictions_load_and_match_their_readme():
+    """results/03/whole: every method's file loads (10,000 rows, the recipe's S and M), is checked before any
+    work by check_inputs, and its README names the command and commit that produced it."""
+    wh.check_stored(wh.STORED_DIR, ex.uq.METHODS)
+    readme = (wh.STORED_DIR / "README.md").read_text(encoding="utf-8")
+    for method in ex.uq.METHODS:
+        stored = wh.load_predictions(wh.STORED_DIR, method)
+        settings = wh.settings_from(stored["meta"])
+        first = next(iter(stored["test"].values()))
+        assert (first.shape[1] if method in ("mc_dropout", "ensemble") else first.shape[0]) == 10_000
+        if method == "mc_dropout":
+            assert first.shape[0] == settings.mc_samples
+        if method == "ensemble":
+            assert first.shape[0] == settings.members == len(stored["meta"]["train_seconds"])
+        assert {"id", "mnist", "gaussian_noise", "blur", "uniform_noise"} <= set(stored["ood"])
+        assert stored["meta"]["command"] in readme and stored["meta"]["commit"] in readme
+        assert 0.1 < stored["meta"]["test_accuracy"] <= 1
+
+
 def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     """whole_predictions: trained, cached per network (a second call trains nothing), every OOD set scored."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))

@@ -164,7 +164,8 @@ def check_inputs(config: RegretConfig) -> list[str]:
     """Every data file the notebook reads, checked (present, SHA-256) before any work; returns their names:
     the CIFAR-10 JPEG copy, its test labels and lossless anchors (the order check), the CIFAR-10H soft labels,
     cleanlab's cross-validated probabilities and the pretrained ResNets' weights (the backbone, the single
-    models of the oracle table, and ResNet-20 for active learning from scratch)."""
+    models of the oracle table, and ResNet-20 for active learning from scratch); with whole_source "stored"
+    also the stored whole-network predictions (present, right version)."""
     from lib.data.files import data_file
     from lib.models.cifar_resnet import weight_file
 
@@ -173,6 +174,9 @@ def check_inputs(config: RegretConfig) -> list[str]:
              "cifar10h/cifar10h-probs.npy", "cifar10/test_crossval_probs.npy", *map(weight_file, depths)]
     for name in names:
         data_file(name)
+    if config.whole_source == "stored":
+        wh.check_stored(wh.STORED_DIR, config.methods)
+        names.extend(f"results/03/whole/{m}.npz" for m in config.methods)
     return names
 
 

@@ -385,6 +385,23 @@ def _expected_keys(method: str) -> tuple[str, ...]:
             "ddu": ("probs", "log_density")}[method]
 
 
+def check_stored(folder: Path, methods: tuple[str, ...]) -> None:
+    """Cheap check before any work: every method's stored file exists and has this workbook's version."""
+    for method in methods:
+        path = Path(folder) / f"{method}.npz"
+        if not path.is_file():
+            raise FileNotFoundError(_missing(path))
+        with np.load(path, allow_pickle=False) as data:
+            version = json.loads(str(data["meta"])).get("version") if "meta" in data else None
+        if version != STORED_VERSION:
+            raise ValueError(f"{path}: version {version!r}, this workbook reads version {STORED_VERSION}")
+
+
+def _missing(path: Path) -> str:
+    return (f"stored predictions {path} are missing: `python -m lib.regret.store_whole` writes them, or run "
+            "notebook 03 with WHOLE_SOURCE='train' (or 'off')")
+
+
 def load_predictions(folder: Path, method: str, n_test: int | None = None) -> dict:
     """{"test": prediction dict (float64), "ood": {set: Ê}, "meta"} from `<folder>/<method>.npz`.
 
@@ -395,8 +412,7 @@ def load_predictions(folder: Path, method: str, n_test: int | None = None) -> di
     check_choice("method", method, uq.METHODS)
     path = Path(folder) / f"{method}.npz"
     if not path.is_file():
-        raise FileNotFoundError(f"stored predictions {path} are missing: `python -m lib.regret.store_whole` writes "
-                                f"them, or run notebook 03 with WHOLE_SOURCE='train' (or 'off')")
+        raise FileNotFoundError(_missing(path))
     with np.load(path, allow_pickle=False) as data:
         if "meta" not in data:
             raise ValueError(f"{path}: no 'meta' entry; not a stored-predictions file")
