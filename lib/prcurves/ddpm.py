@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
 from lib.params import check_choice, check_int, check_real
+from lib.progress import progress as progress_bar
 from lib.seeds import derive_seed
 
 HIDDEN, BLOCK_HIDDEN, EMB_DIM, DATA_DIM = 128, 256, 16, 2
@@ -369,8 +369,8 @@ def train_ensemble(
     alpha_bars = cosine_schedule().alpha_bars.to(device)
     keep = {int(s) for s in snapshots}
     saved = {}
-    bar = tqdm(range(start, num_steps), initial=start, total=num_steps, disable=not progress,
-               desc=f"train C={complexity}, M={len(seeds)}", mininterval=2)
+    bar = progress_bar(range(start, num_steps), initial=start, total=num_steps, enabled=progress,
+                       desc=f"train C={complexity}, M={len(seeds)}")
     for step in bar:
         if settings.lr_schedule != "constant" or settings.warmup_steps:
             for group in optimiser.param_groups:
@@ -453,7 +453,7 @@ def sample_ensemble(
     noise = lambda: torch.stack([torch.randn(num_samples, DATA_DIM, generator=g) for g in gens]).to(device)  # noqa: E731
     sched = cosine_schedule()
     x = noise()
-    for t in tqdm(range(sched.num_steps - 1, -1, -1), disable=not progress, desc="sample", mininterval=2):
+    for t in progress_bar(range(sched.num_steps - 1, -1, -1), enabled=progress, desc="sample"):
         beta, alpha, ab = (float(v[t]) for v in (sched.betas, sched.alphas, sched.alpha_bars))
         eps_hat = denoise(params, x, torch.full((len(seeds),), float(t), device=device))
         x = (x - beta / math.sqrt(1 - ab) * eps_hat) / math.sqrt(alpha) + math.sqrt(beta) * noise()
