@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
@@ -110,13 +111,15 @@ def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_pa
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (issue 11's settings, estimated 15-20 minutes on 2 idle cores, not yet timed): the findings
-    its markdown states.
+    """The default preset (issue 11's settings; estimated 15-20 minutes on 2 idle cores, timed only on a shared
+    machine so far): the findings its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
     assert r["num_members"] == 8 and set(r["auc_raw"]) == {"1", "2", "4", "8"}
     fig4 = r["fig4"]
     assert fig4["C4/n2496/epochs"][0] < fig4["C4/n2496/steps"][0]  # A2: 4x fewer steps at the same epochs
-    assert all(share < 0.1 for share in r["sampling_share"].values())  # model spread dominates
+    # converged members: the estimator's sampling noise is most of the ensemble spread (the text's finding)
+    assert all(share > 0.5 for share in r["sampling_share"].values())
     assert r["runtime_s"] < 25 * 60
+    check_findings("01", r)  # the table's and Figure 3's stated findings (tests/findings.py)

@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=wh.STORED_DIR)
     args = parser.parse_args(argv)
     set_threads(args.threads)
+    commit = git_commit()  # the code this run imports; the checkout may move on while it trains
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs}
     config = ex.resolve_config("whole", whole=whole, n_train=args.n_train)
     device = pick_device(args.device)
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     preds = ex.whole_predictions(config, cifar, device=device, progress=True)
     seconds = time.perf_counter() - start
     command = "python -m lib.regret.store_whole " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
-    common = {"command": command, "commit": git_commit(), "device": describe(device), "host": platform.node(),
+    common = {"command": command, "commit": commit, "device": describe(device), "host": platform.node(),
               "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     rows = []
     for method, p in preds.items():
