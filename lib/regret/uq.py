@@ -241,8 +241,9 @@ def train_module(module: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
 
 @torch.no_grad()
 def batched(fn: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor, device: torch.device,
-            batch_size: int = 1024) -> torch.Tensor:
-    return torch.cat([fn(inputs[i:i + batch_size].to(device)).cpu() for i in range(0, len(inputs), batch_size)])
+            batch_size: int = 1024, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
+    return torch.cat([fn(inputs[i:i + batch_size].to(device, memory_format=memory_format)).cpu()
+                      for i in range(0, len(inputs), batch_size)])
 
 
 def predict(method: str, modules: list[nn.Module], inputs: torch.Tensor, *, settings: HeadSettings, seed: int,

@@ -316,10 +316,9 @@ def load_network(method: str, settings: WholeSettings, seed: int, state: dict) -
 # ----------------------------------------------------------------------------------------------------
 # Prediction
 # ----------------------------------------------------------------------------------------------------
-@torch.no_grad()
-def _batched(fn, images: torch.Tensor, device: torch.device, batch_size: int = 500) -> torch.Tensor:
-    return torch.cat([fn(images[i:i + batch_size].to(device, memory_format=torch.channels_last)).cpu()
-                      for i in range(0, len(images), batch_size)])
+def _batched(fn, images: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """`lib.regret.uq.batched` in the channels_last layout the networks are trained in."""
+    return uq.batched(fn, images, device, batch_size=500, memory_format=torch.channels_last)
 
 
 @torch.no_grad()
