@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -180,3 +182,27 @@ def test_flow_exact_coverage_y_is_within_sampling_error_over_resplits():
     # the mean over splits is within 3 standard errors of [1 - alpha, 1 - alpha + 1/(n_cal + 1)]
     se = cov.std(ddof=1) / math.sqrt(len(cov))
     assert 1 - alpha - 3 * se - 0.005 <= cov.mean() <= 1 - alpha + 1 / (n_cal + 1) + 3 * se + 0.005
+
+
+def test_table_runs_are_cached_per_run_and_keyed_by_what_they_measure(monkeypatch):
+    from lib.crel import experiment as ex
+
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), flow_epochs=2, dqr_epochs=2, z_grid_size=100,
+                               y_grid_size=200, area_eval_n_x=5, include_feldman=False, include_pcp=False,
+                               seed=11)
+    first = ex.synthetic_table_rows(config, 11, 0.1, lgm="flow")
+    assert [r["method"] for r in first["rows"]] == ["CReL", "DQR (latent, uncalibrated)", "DQR (Y-space)"]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the table run was measured again instead of loaded")
+
+    monkeypatch.setattr(ex, "_measure_table_run", fail)
+    # a setting the run does not depend on (the re-splits) keeps the cached entry
+    again = ex.synthetic_table_rows(replace(config, coverage_resplits=7, runtime_dims=(2,)), 11, 0.1, lgm="flow")
+    pd.testing.assert_frame_equal(pd.DataFrame(again["rows"]), pd.DataFrame(first["rows"]))  # NaN-aware
+    np.testing.assert_array_equal(again["test_scores"], first["test_scores"])
+    assert again["model"].gamma == first["model"].gamma == crel.conformal_radius(first["cal_scores"], 0.1)
+    assert again["model"].contains(*ex.synthetic_folds(config, 11)["test"]).mean() == first["rows"][0]["coverage_z"]
+    # a setting it does depend on misses the cache
+    with pytest.raises(AssertionError, match="measured again"):
+        ex.synthetic_table_rows(replace(config, decoded_tolerance=0.02), 11, 0.1, lgm="flow")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -251,9 +251,47 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
     return crel.steiner_area(crel.polygon(model.U, q), g)
 
 
+# Fields that do not change one table run's measurements: left out of its cache key
+_NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
+                     "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
+                     "captions")
+TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
+
+
+def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool) -> dict:
+    """What one (LGM, seed, alpha) table run depends on: every setting except those in `_NOT_IN_TABLE_KEY`."""
+    settings = {k: v for k, v in asdict(config).items() if k not in _NOT_IN_TABLE_KEY}
+    return {"v": TABLE_VERSION, "settings": settings, "seed": seed, "alpha": alpha, "lgm": lgm,
+            "include_dqr": include_dqr}
+
+
 def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False, *, lgm: str | None = None,
                          include_dqr: bool = True) -> dict:
     """Coverage-Z, Coverage-Y and area of every method at one seed, alpha and LGM, and CReL's scores.
+
+    The measurements (rows, CReL's scores and calibration) are cached per run under data/cache/02/ (`table_key`),
+    so an interrupted table resumes at the first run it had not finished; the models come from `fitted_models`'
+    cache and the grids are rebuilt (both cheap). Returns {"rows", "cal_scores", "test_scores", "model" (the
+    calibrated CReL), "y_grid", "z_grid", "lgm"}.
+    """
+    lgm_name = config.lgm if lgm is None else lgm
+    check_choice("lgm", lgm_name, LGMS)
+    path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
+                      table_key(config, seed, alpha, lgm_name, include_dqr), ".pt")
+    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, lgm_name, include_dqr, force),
+                            force=force)
+    models = fitted_models(config, seed, alpha, lgm=lgm_name)
+    m, folds = models["crel"], models["folds"]
+    m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
+    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
+    z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
+    return {"rows": [dict(r) for r in measured["rows"]], "cal_scores": m.info["cal_scores"],
+            "test_scores": measured["test_scores"], "model": m, "y_grid": y_grid, "z_grid": z_grid, "lgm": lgm_name}
+
+
+def _measure_table_run(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool,
+                       force: bool) -> dict:
+    """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM.
 
     Coverage-Y and area (issue 10; `lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
     Y-grid points whose code is in S(x)); with the CVAE, y within `decoded_tolerance` of the decoded set
@@ -327,8 +365,7 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
                          **{**common, "measure": "exact"}))
     for r in rows:
         r.update(seed=seed, alpha=alpha)
-    return {"rows": rows, "cal_scores": m.info["cal_scores"], "test_scores": test_scores, "model": m,
-            "y_grid": y_grid, "z_grid": z_grid, "feldman": feld, "identity": ident, "lgm": lgm_name}
+    return {"rows": rows, "test_scores": test_scores, "gamma": m.gamma, "info": dict(m.info)}
 
 
 def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int, seed: int) -> dict:
