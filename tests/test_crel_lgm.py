@@ -206,3 +206,12 @@ def test_table_runs_are_cached_per_run_and_keyed_by_what_they_measure(monkeypatc
     # a setting it does depend on misses the cache
     with pytest.raises(AssertionError, match="measured again"):
         ex.synthetic_table_rows(replace(config, decoded_tolerance=0.02), 11, 0.1, lgm="flow")
+
+
+def test_polygon_projection_matches_the_exact_qp_projection():
+    rng = np.random.default_rng(4)
+    U = crel.directions(64, 2)
+    q = -1 - 0.5 * rng.random(64)
+    Z = rng.normal(size=(300, 2)) * 1.5  # inside and outside
+    expected = np.stack([crel.project_inflated(z, U, q, 0.0, "ball") for z in Z])
+    np.testing.assert_allclose(ev._project_polygon(Z, crel.polygon(U, q)), expected, atol=1e-7)

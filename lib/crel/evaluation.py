@@ -44,17 +44,22 @@ class PGDSettings:
 # Exact projection onto S in 2-D, vectorised over points
 # ----------------------------------------------------------------------------------------------------
 def _project_polygon(Z: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Nearest points of the convex polygon V: (m, 2) ccw to Z: (n, 2) (Z itself inside)."""
-    a, b = V, np.roll(V, -1, axis=0)
-    ab = b - a
-    ap = Z[:, None, :] - a[None]
-    t = np.clip((ap * ab).sum(-1) / (ab * ab).sum(-1).clip(1e-300), 0, 1)
-    foot = a[None] + t[..., None] * ab[None]
-    d = np.linalg.norm(Z[:, None, :] - foot, axis=-1)
-    near = foot[np.arange(len(Z)), d.argmin(1)]
-    cross = ab[None, :, 0] * ap[..., 1] - ab[None, :, 1] * ap[..., 0]
-    inside = (cross >= -1e-12).all(1)
-    return np.where(inside[:, None], Z, near)
+    """Nearest points of the convex polygon V: (m, 2) ccw to Z: (n, 2) (Z itself inside).
+
+    Inside (every edge's cross product >= 0) a point is its own projection; only the points outside are
+    compared with the m edges' nearest points (in PGD most iterates sit on or inside the boundary)."""
+    a, ab = V, np.roll(V, -1, axis=0) - V
+    ap = Z[:, None, :] - a[None]  # (n, m, 2)
+    cross = ab[:, 0] * ap[..., 1] - ab[:, 1] * ap[..., 0]
+    out = np.array(Z, np.float64, copy=True)
+    rows = np.nonzero((cross < -1e-12).any(1))[0]
+    if len(rows):
+        ap = ap[rows]
+        t = np.clip(np.einsum("nmi,mi->nm", ap, ab) / (ab * ab).sum(-1).clip(1e-300), 0, 1)  # foot on each edge
+        off = ap - t[..., None] * ab  # from each edge's nearest point to z
+        k = np.einsum("nmi,nmi->nm", off, off).argmin(1)
+        out[rows] = a[k] + t[np.arange(len(rows)), k, None] * ab[k]
+    return out
 
 
 def set_projector(U: np.ndarray, q: np.ndarray, gamma: float, inflation: str = "ball"):
