@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
+import os
+import pickle
+import tarfile
+
 import numpy as np
 import pytest
 import torch
@@ -24,6 +30,7 @@ CPU = torch.device("cpu")
     ({"depth": 18}, "depth=18"),
     ({"pgap_scale": "log"}, "pgap_scale='log'"),
     ({"colour": 1}, "unknown parameter"),
+    ({"data_source": "png"}, "data_source='png' is not allowed"),
 ])
 def test_bad_settings_fail_with_the_parameter_named(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -166,3 +173,129 @@ def test_cifar10h_rows_are_in_the_test_order(data_root):
     assert agreement == pytest.approx(0.9921, abs=1e-4)
     shuffled = np.roll(labels, 1)
     assert np.mean(cifar10h_probs().argmax(axis=1) == shuffled) < 0.2  # a misaligned order is caught
+
+
+def test_inputs_are_those_of_the_data_source(data_root, tmp_path, monkeypatch):
+    """check_inputs checks the archive of DATA_SOURCE before any work: the JPEG copy here, and the lossless
+    archive, which is not part of the workbook's data, is named when it is missing."""
+    names = ex.check_inputs(ex.resolve_config("smoke"))
+    assert names[:2] == ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy"]
+    assert "results/03/whole/ensemble.npz" not in names  # the smoke preset trains its whole networks
+    python = ex.resolve_config("smoke", data_source="python")
+    if not (data_root / "cifar10" / "cifar-10-python.tar.gz").is_file():
+        with pytest.raises(FileNotFoundError, match=r"cifar10/cifar-10-python.tar.gz is missing.*DATA_SOURCE='jpeg'"):
+            ex.check_inputs(python)
+    monkeypatch.setenv("WORKBOOK_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="cifar10/cifar10-jpeg.zip is missing"):
+        ex.check_inputs(ex.resolve_config("smoke"))
+    with pytest.raises(FileNotFoundError, match="cifar10/cifar-10-python.tar.gz is missing"):
+        ex.check_inputs(python)
+
+
+def test_stored_whole_predictions_of_the_other_source_stop_check_inputs(data_root, tmp_path, monkeypatch):
+    """With WHOLE_SOURCE="stored", predictions made from the other CIFAR-10 copy are refused before any work."""
+    from lib.regret import whole as wh
+
+    rng = np.random.default_rng(0)
+    for method in uq.METHODS:
+        test = {"samples": rng.dirichlet(np.ones(10), size=(2, 30))} if method in ("mc_dropout", "ensemble") else \
+            {"alpha": np.ones((30, 10)), "probs": np.full((30, 10), 0.1), "log_density": np.zeros((30, 10))}
+        wh.save_predictions(tmp_path, method, test, {"id": np.zeros(5)}, {"n_test": 30, "data_source": "python"})
+    monkeypatch.setattr(wh, "STORED_DIR", tmp_path)
+    config = ex.resolve_config("cpu")
+    assert config.whole_source == "stored" and config.data_source == "jpeg"
+    with pytest.raises(ValueError, match=r"'python' copy of CIFAR-10.*DATA_SOURCE='jpeg'.*WHOLE_SOURCE"):
+        ex.check_inputs(config)
+    assert ex.check_inputs(ex.resolve_config("cpu", whole_source="off"))[0] == "cifar10/cifar10-jpeg.zip"
+
+
+class _Stop(Exception):
+    """Raised by the fake cache instead of computing."""
+
+
+def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch):
+    """Every cache entry computed from CIFAR-10 images (pretrained features, trained heads, their predictions,
+    whole networks) gets another label and key for the lossless archive, and keeps, for the JPEG copy, exactly
+    the label and key it had before the source was a choice, so existing caches still hit. The synthetic
+    task reads no images: its entries are shared."""
+    from lib.cache import cache_path
+
+    paths = []
+
+    def capture(path, compute, force=False):
+        paths.append(path)
+        raise _Stop
+
+    monkeypatch.setattr(ex, "cached_npz", capture)
+    monkeypatch.setattr(ex, "cached_torch", capture)
+    images = np.arange(2 * 32 * 32 * 3, dtype=np.int64).reshape(2, 32, 32, 3).astype(np.uint8)
+    feats = torch.ones(6, 64)
+    targets = torch.eye(10)[:6]
+    labels = np.arange(6) % 10
+
+    def entries(source: str) -> list:
+        config = ex.resolve_config("smoke", data_source=source)
+        calls = [lambda: ex.pretrained_outputs(20, images, "train", data_source=source),
+                 lambda: ex.trained_method(config, "evidential", feats, targets, labels, head=config.head,
+                                           num_groups=10, label="cifar", device=CPU),
+                 lambda: ex.method_prediction(config, "evidential", {"modules": [], "ddu_fit": None}, feats,
+                                              label="cifar", head=config.head, device=CPU),
+                 lambda: ex.whole_networks(config, "ddu", torch.zeros(6, 3, 32, 32), labels, device=CPU),
+                 lambda: ex.synth_run(config, device=CPU)]
+        for call in calls:
+            with pytest.raises(_Stop):
+                call()
+        return [paths.pop() for _ in calls][::-1]
+
+    jpeg, python = entries("jpeg"), entries("python")
+    head = ex.resolve_config("smoke").head
+    before = [  # the labels and keys as they were before data_source existed (literal copies)
+        cache_path("03", "resnet20-train-2", {"stage": "pretrained", "version": 1, "depth": 20, "images": images},
+                   ".npz"),
+        cache_path("03", "cifar-evidential", {"stage": "train", "version": 1, "method": "evidential",
+                                              "inputs": feats.numpy(), "targets": targets.numpy(), "head": head,
+                                              "seed": 0, "scratch": False, "depth": 20, "epochs": head.epochs}, ".pt"),
+        cache_path("03", "pred-cifar-evidential", {"stage": "predict", "version": 1, "method": "evidential",
+                                                   "inputs": feats.numpy(), "head": head, "seed": 0, "weights": []},
+                   ".npz"),
+        cache_path("03", "whole-ddu-0", {"stage": "whole", "version": 1, "method": "ddu",
+                                         "settings": ex.resolve_config("smoke").whole, "seed": 0,
+                                         "images": np.zeros((6, 3, 32, 32), dtype=np.float32), "labels": labels,
+                                         "max_steps": None}, ".pt"),
+    ]
+    assert jpeg[:4] == before
+    for j, p in zip(jpeg[:4], python[:4]):
+        assert p != j and p.parent == j.parent
+        assert p.name.startswith(j.name.rsplit("-", 1)[0] + "-python-")
+    assert python[4] == jpeg[4] and python[4].name.startswith("synth-")
+    assert ex.source_keyed("x", {"a": 1}, "jpeg") == ("x", {"a": 1})
+    assert ex.source_keyed("x", {"a": 1}, "python") == ("x-python", {"a": 1, "data_source": "python"})
+
+
+def test_cifar_data_reads_the_python_archive_up_to_the_order_check(data_root, tmp_path, monkeypatch):
+    """DATA_SOURCE="python" decodes the official archive's layout and passes it to the CIFAR-10H order check,
+    which refuses a fake archive (its test labels are not CIFAR-10's)."""
+    from lib.data import cifar10
+
+    root = tmp_path / "data"
+    (root / "cifar10").mkdir(parents=True)
+    os.symlink(data_root / "cifar10h", root / "cifar10h")
+    os.symlink(data_root / "cifar10" / "test_lossless_anchors.npz", root / "cifar10" / "test_lossless_anchors.npz")
+    archive = root / cifar10.PYTHON_ARCHIVE
+    rng = np.random.default_rng(0)
+    with tarfile.open(archive, "w:gz") as tar:  # the official layout, as tests/test_cifar10.py's fake
+        for name, n in [(f"data_batch_{i}", 4) for i in range(1, 6)] + [("test_batch", 10_000)]:
+            blob = pickle.dumps({b"data": np.zeros((n, 3072), dtype=np.uint8),
+                                 b"labels": list(rng.integers(0, 10, n))})
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    monkeypatch.setenv("WORKBOOK_DATA", str(root))
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(cifar10.DATASET_CACHE_ENV, raising=False)  # keep the fake out of any shared cache
+    monkeypatch.setattr(cifar10, "PYTHON_ARCHIVE_MD5", hashlib.md5(archive.read_bytes()).hexdigest())
+    config = ex.resolve_config("smoke", data_source="python", whole_source="off")
+    with pytest.raises(ValueError, match="CIFAR-10H argmax on only"):
+        ex.cifar_data(config)
+    with pytest.raises(FileNotFoundError, match="cifar10-jpeg.zip is missing"):
+        ex.cifar_data(ex.resolve_config("smoke"))  # the JPEG copy is not in this data root: it was not read

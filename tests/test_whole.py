@@ -162,11 +162,35 @@ def test_stored_predictions_of_the_wrong_version_or_shape_are_refused(tmp_path):
         wh.load_predictions(tmp_path, "ensemble")
 
 
+def test_stored_predictions_of_the_other_data_source_are_refused(tmp_path):
+    """Predictions stored from one CIFAR-10 copy are for that copy's test images: loading (or checking) them
+    for the other copy fails, naming DATA_SOURCE and WHOLE_SOURCE; a file without the field is the JPEG copy's."""
+    _stored(tmp_path / "python", data_source="python")
+    for call in (lambda: wh.load_predictions(tmp_path / "python", "ensemble"),
+                 lambda: wh.load_predictions(tmp_path / "python", "ensemble", data_source="jpeg"),
+                 lambda: wh.check_stored(tmp_path / "python", ("ensemble",))):
+        with pytest.raises(ValueError, match=r"made from the 'python' copy.*DATA_SOURCE='jpeg'.*WHOLE_SOURCE='train'"):
+            call()
+    assert wh.load_predictions(tmp_path / "python", "ensemble", data_source="python")["meta"]["data_source"] == "python"
+    wh.check_stored(tmp_path / "python", ("ensemble",), data_source="python")
+    _stored(tmp_path / "unrecorded")  # written before the source was recorded: the JPEG copy
+    assert "data_source" not in wh.load_predictions(tmp_path / "unrecorded", "ensemble")["meta"]
+    wh.check_stored(tmp_path / "unrecorded", ("ensemble",), data_source="jpeg")
+    with pytest.raises(ValueError, match=r"made from the 'jpeg' copy.*DATA_SOURCE='python'"):
+        wh.check_stored(tmp_path / "unrecorded", ("ensemble",), data_source="python")
+    config = ex.resolve_config("smoke", methods=["ensemble"], data_source="python")
+    with pytest.raises(ValueError, match="DATA_SOURCE='python'"):
+        ex.stored_whole_predictions(config, 10, folder=tmp_path / "unrecorded")
+    assert ex.stored_whole_predictions(config, 10, folder=tmp_path / "python")["ensemble"]["test"]["samples"].shape \
+        == (3, 10, 10)
+
+
 def test_the_committed_stored_predictions_load_and_match_their_readme():
     """results/03/whole: every method's file loads (10,000 rows, the recipe's S and M), is checked before any
     work by check_inputs, and its README names the command and commit that produced it."""
     wh.check_stored(wh.STORED_DIR, ex.uq.METHODS)
     readme = (wh.STORED_DIR / "README.md").read_text(encoding="utf-8")
+    assert "`cifar10/cifar10-jpeg.zip`" in readme  # the copy they were made from, as their metadata says
     for method in ex.uq.METHODS:
         stored = wh.load_predictions(wh.STORED_DIR, method)
         settings = wh.settings_from(stored["meta"])
@@ -179,6 +203,7 @@ def test_the_committed_stored_predictions_load_and_match_their_readme():
         assert {"id", "mnist", "gaussian_noise", "blur", "uniform_noise"} <= set(stored["ood"])
         assert stored["meta"]["command"] in readme and stored["meta"]["commit"] in readme
         assert 0.1 < stored["meta"]["test_accuracy"] <= 1
+        assert wh.stored_data_source(stored["meta"]) == "jpeg"
 
 
 def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
@@ -196,8 +221,39 @@ def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     assert out["ensemble"]["test"]["samples"].shape == (2, 40, 10)
     assert set(out["ddu"]["ood"]) == {"id", "blur", "uniform_noise"} and len(out["ddu"]["ood"]["id"]) == 20
     assert out["ensemble"]["meta"]["n_train"] == 96 and len(out["ensemble"]["meta"]["train_seconds"]) == 2
+    assert out["ensemble"]["meta"]["data_source"] == "jpeg"  # config.data_source, stored by store_whole
     entries = sorted(p.name for p in (tmp_path / "cache" / "03").iterdir())
     assert len([e for e in entries if e.startswith("whole-")]) == 3 and not any(e.endswith(".ckpt") for e in entries)
     monkeypatch.setattr(wh, "train_network", lambda *a, **k: pytest.fail("a cached network was retrained"))
     again = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
     np.testing.assert_array_equal(again["ensemble"]["test"]["samples"], out["ensemble"]["test"]["samples"])
+
+
+def test_store_whole_records_the_data_source(tmp_path, monkeypatch):
+    """`--data-source` reaches the config, every stored file's metadata and the README; the notebook then
+    loads the files only with that DATA_SOURCE."""
+    from lib.regret import store_whole
+
+    seen = {}
+
+    def fake_cifar(config):
+        seen["cifar"] = config.data_source
+        return {"train_labels": np.zeros(96, dtype=np.int64), "p_true": np.full((30, 10), 0.1)}
+
+    def fake_whole(config, cifar, **kwargs):
+        samples = np.random.default_rng(0).dirichlet(np.ones(10), size=(2, 30))
+        meta = {"settings": wh.describe_settings(config.whole), "n_test": 30, "data_source": config.data_source,
+                "test_accuracy": 0.5, "train_seconds": [1.0, 1.0], "epoch_seconds": [[1.0], [1.0]]}
+        return {m: {"test": {"samples": samples}, "ood": {"id": np.zeros(5)}, "meta": meta} for m in config.methods}
+
+    monkeypatch.setattr(ex, "cifar_data", fake_cifar)
+    monkeypatch.setattr(ex, "whole_predictions", fake_whole)
+    assert store_whole.main(["--data-source", "python", "--threads", "1", "--out", str(tmp_path)]) == 0
+    assert seen["cifar"] == "python"
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "`cifar10/cifar-10-python.tar.gz`" in readme and 'DATA_SOURCE="python"' in readme
+    assert wh.load_predictions(tmp_path, "ensemble", data_source="python")["meta"]["data_source"] == "python"
+    with pytest.raises(ValueError, match="DATA_SOURCE='jpeg'"):
+        wh.check_stored(tmp_path, ex.uq.METHODS)
+    with pytest.raises(SystemExit):
+        store_whole.main(["--data-source", "png", "--out", str(tmp_path)])

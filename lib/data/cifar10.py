@@ -32,7 +32,9 @@ from lib.data.files import DataFileError, data_file, data_root
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SOURCES = ("jpeg", "python")
+JPEG_ARCHIVE = "cifar10/cifar10-jpeg.zip"
 PYTHON_ARCHIVE = "cifar10/cifar-10-python.tar.gz"
+ARCHIVES = {"jpeg": JPEG_ARCHIVE, "python": PYTHON_ARCHIVE}  # the file each source reads, under the data root
 DATASET_CACHE_ENV = "WORKBOOK_DATASET_CACHE"
 PYTHON_ARCHIVE_MD5 = "c58f30108f718f92721af3b95e74349a"  # published by the dataset's authors
 
@@ -51,7 +53,7 @@ class Split:
 def _decode_jpeg_zip() -> dict[str, np.ndarray]:
     from PIL import Image  # pillow comes with matplotlib
 
-    path = data_file("cifar10/cifar10-jpeg.zip")
+    path = data_file(JPEG_ARCHIVE)
     arrays: dict[str, list] = {"train_images": [], "train_labels": [], "test_images": []}
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
@@ -119,6 +121,23 @@ def load_cifar10(source: str = "jpeg", force: bool = False) -> dict[str, Split]:
     arrays = cached_npz(decoded_path(source), read, force=force)
     return {"train": Split(arrays["train_images"], arrays["train_labels"]),
             "test": Split(arrays["test_images"], arrays["test_labels"])}
+
+
+def check_archive(source: str, parameter: str = "source") -> str:
+    """Cheap check before any work that the archive of `source` is there (the JPEG copy also by SHA-256; the
+    lossless archive's MD5 is checked when it is read); returns its name. Raises DataFileError naming the
+    archive, and `parameter` (how the caller chooses the source) for the way out."""
+    from lib.params import check_choice
+
+    check_choice(parameter, source, SOURCES)
+    if source == "jpeg":
+        data_file(JPEG_ARCHIVE)
+    elif not (data_root() / PYTHON_ARCHIVE).is_file():
+        raise DataFileError(
+            f"Data file {PYTHON_ARCHIVE} is missing (looked for {data_root() / PYTHON_ARCHIVE}): the lossless "
+            "CIFAR-10 archive is not part of the workbook's data. Download "
+            f"https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz there, or use {parameter}='jpeg'.")
+    return ARCHIVES[source]
 
 
 def decoded_path(source: str) -> Path:

@@ -13,6 +13,11 @@ Backbones (spec B8, §7):
   spectral normalisation on every layer. Needs a GPU.
 
 Every stage is cached under data/cache/03/ by a hash of everything it depends on.
+
+Data source (issue 15): `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
+copy shipped with the workbook; "python" the official lossless archive `cifar10/cifar-10-python.tar.gz`, when a
+user has it (`lib.data.cifar10`). Every cache entry computed from the images carries the source in its label and
+key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the choice existed still hit.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
+from lib.data.cifar10 import SOURCES
 from lib.params import check_choice, check_int, check_real, resolve_preset
 from lib.regret import method as regret
 from lib.regret import uq
@@ -70,6 +76,7 @@ class RegretConfig:
     sandbox: Sandbox = field(default_factory=Sandbox)
     whole_source: str = "stored"  # issue 15: "stored" (results/03/whole) | "train" | "off"
     whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
+    data_source: str = "jpeg"  # issue 15: "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
     seed: int = 0
 
 
@@ -142,6 +149,7 @@ def validate(config: RegretConfig) -> None:
     check_real("al_lr", config.al_lr, low=0.0, open_low=True)
     check_int("al_test", config.al_test, minimum=10, maximum=10_000)
     check_choice("whole_source", config.whole_source, WHOLE_SOURCES)
+    check_choice("data_source", config.data_source, SOURCES)
     wh.validate_whole(config.whole)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
@@ -162,29 +170,35 @@ def train_subset(labels: np.ndarray, n: int | None, seed: int) -> np.ndarray:
 
 def check_inputs(config: RegretConfig) -> list[str]:
     """Every data file the notebook reads, checked (present, SHA-256) before any work; returns their names:
-    the CIFAR-10 JPEG copy, its test labels and lossless anchors (the order check), the CIFAR-10H soft labels,
-    cleanlab's cross-validated probabilities and the pretrained ResNets' weights (the backbone, the single
-    models of the oracle table, and ResNet-20 for active learning from scratch); with whole_source "stored"
-    also the stored whole-network predictions (present, right version)."""
+    the CIFAR-10 archive of `data_source` (the JPEG copy and its test labels, or the lossless archive), the
+    lossless anchors (the order check), the CIFAR-10H soft labels, cleanlab's cross-validated probabilities
+    and the pretrained ResNets' weights (the backbone, the single models of the oracle table, and ResNet-20 for
+    active learning from scratch); with whole_source "stored" also the stored whole-network predictions
+    (present, right version, made from the same data source)."""
+    from lib.data.cifar10 import check_archive
     from lib.data.files import data_file
     from lib.models.cifar_resnet import weight_file
 
+    names = [check_archive(config.data_source, "DATA_SOURCE")]
+    if config.data_source == "jpeg":
+        names.append("cifar10/test_labels.npy")  # the lossless archive carries its own test labels
     depths = sorted({config.depth if config.backbone == "frozen" else 20, *config.extra_depths})
-    names = ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy", "cifar10/test_lossless_anchors.npz",
-             "cifar10h/cifar10h-probs.npy", "cifar10/test_crossval_probs.npy", *map(weight_file, depths)]
-    for name in names:
+    names += ["cifar10/test_lossless_anchors.npz", "cifar10h/cifar10h-probs.npy", "cifar10/test_crossval_probs.npy",
+              *map(weight_file, depths)]
+    for name in names[1:]:
         data_file(name)
     if config.whole_source == "stored":
-        wh.check_stored(wh.STORED_DIR, config.methods)
+        wh.check_stored(wh.STORED_DIR, config.methods, data_source=config.data_source)
         names.extend(f"results/03/whole/{m}.npz" for m in config.methods)
     return names
 
 
 def cifar_data(config: RegretConfig) -> dict:
-    """{"train_images", "train_labels", "test_images", "test_labels", "p_true", "order_check"} (JPEG copy, B7)."""
+    """{"train_images", "train_labels", "test_images", "test_labels", "p_true", "order_check"} from
+    `config.data_source` (the JPEG copy by default, B7)."""
     from lib.data.cifar10 import check_test_order, cifar10h_probs, load_cifar10
 
-    data = load_cifar10("jpeg")
+    data = load_cifar10(config.data_source)
     probs = cifar10h_probs()
     order = check_test_order(data["test"], probs)  # raises if images, labels and soft labels are misaligned
     idx = train_subset(data["train"].labels, config.n_train, config.seed)
@@ -194,11 +208,24 @@ def cifar_data(config: RegretConfig) -> dict:
             "p_true": probs[:n_test], "order_check": order, "all_test_images": data["test"].images}
 
 
-def pretrained_outputs(depth: int, images: np.ndarray, name: str, force: bool = False) -> dict:
-    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`; cached."""
+def source_keyed(label: str, key: dict, data_source: str) -> tuple[str, dict]:
+    """The cache label and key of an entry computed from CIFAR-10 images of `data_source`: unchanged for "jpeg"
+    (the entries made before the source was a choice still hit), the source added to both otherwise."""
+    check_choice("data_source", data_source, SOURCES)
+    if data_source == "jpeg":
+        return label, key
+    return f"{label}-{data_source}", {**key, "data_source": data_source}
+
+
+def pretrained_outputs(depth: int, images: np.ndarray, name: str, force: bool = False, *,
+                       data_source: str = "jpeg") -> dict:
+    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`; cached.
+
+    `data_source`: the CIFAR-10 copy the images (or the images they were corrupted from) come from."""
     from lib.models.cifar_resnet import load_pretrained, predict
 
-    key = {"stage": "pretrained", "version": 1, "depth": depth, "images": images}
+    label, key = source_keyed(f"resnet{depth}-{name}-{len(images)}",
+                              {"stage": "pretrained", "version": 1, "depth": depth, "images": images}, data_source)
 
     def compute() -> dict:
         model, _ = load_pretrained(depth)
@@ -207,8 +234,7 @@ def pretrained_outputs(depth: int, images: np.ndarray, name: str, force: bool = 
             logits = model.linear(torch.from_numpy(feats)).double()
         return {"feats": feats, "probs": F.softmax(logits, dim=1).numpy()}
 
-    return cached_npz(cache_path(CACHE_NAMESPACE, f"resnet{depth}-{name}-{len(images)}", key, ".npz"), compute,
-                      force=force)
+    return cached_npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute, force=force)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -249,7 +275,7 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     key = {"stage": "train", "version": 1, "method": method, "inputs": inputs.numpy(), "targets": targets.numpy(),
            "head": head, "seed": config.seed, "scratch": scratch, "depth": config.depth,
            "epochs": config.scratch_epochs if scratch else head.epochs}
-    path = cache_path(CACHE_NAMESPACE, f"{label}-{method}", key, ".pt")
+    path = cache_path(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
         extra = {}
@@ -276,7 +302,7 @@ def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: 
     key = {"stage": "predict", "version": 1, "method": method, "inputs": inputs.numpy(), "head": head,
            "seed": config.seed, "weights": [float(sum(p.double().sum() for p in m.state_dict().values()
                                                        if p.is_floating_point())) for m in trained["modules"]]}
-    path = cache_path(CACHE_NAMESPACE, f"pred-{label}-{method}", key, ".npz")
+    path = cache_path(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
     return cached_npz(path, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
                                                seed=config.seed + 10_000, ddu_fit=trained["ddu_fit"],
                                                device=device), force=force)
@@ -399,7 +425,8 @@ def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False
     soft = torch.from_numpy(data["train"]["soft"].astype(np.float32))
     x_test = torch.from_numpy(data["test"]["x"])
     groups = synth_groups(data["train"]["soft"])
-    frozen = replace(config, backbone="frozen")
+    # the synthetic task reads no CIFAR-10 images: its cache entries are the same whatever the data source
+    frozen = replace(config, backbone="frozen", data_source="jpeg")
     out = {"data": data, "results": {}}
     for method in config.methods:
         trained = trained_method(frozen, method, x_train, soft, groups, head=config.synth_head, num_groups=10,
@@ -456,7 +483,8 @@ def ood_inputs(config: RegretConfig, test_images: np.ndarray, force: bool = Fals
     for name in config.ood_sets:
         images = ood_images(name, test_images, config.n_ood, config.seed)
         if config.backbone == "frozen":
-            feats = pretrained_outputs(config.depth, images, f"ood-{name}", force=force)["feats"]
+            feats = pretrained_outputs(config.depth, images, f"ood-{name}", force=force,
+                                       data_source=config.data_source)["feats"]
             out[name] = torch.from_numpy(feats)
         else:
             out[name] = to_input(images)
@@ -504,7 +532,7 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
     for seed in seeds:
         key = {"stage": "whole", "version": 1, "method": method, "settings": config.whole, "seed": seed,
                "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps}
-        path = cache_path(CACHE_NAMESPACE, f"whole-{method}-{seed}", key, ".pt")
+        path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
         checkpoint = path.with_suffix(".ckpt")
         trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(
             method, train_images, labels, config.whole, s, checkpoint=c, device=device, progress=progress,
@@ -548,7 +576,7 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
         test = predict(test_images)
         ood = {name: acquisition_scores(method, predict(images), config.seed) for name, images in ood_sets.items()}
         meta = {"settings": wh.describe_settings(config.whole), "seed": config.seed, "n_train": len(train_images),
-                "n_test": len(test_images), "n_ood": config.n_ood, "data_source": "jpeg",
+                "n_test": len(test_images), "n_ood": config.n_ood, "data_source": config.data_source,
                 "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
                 "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
                 "final_train_loss": [h[-1] for h in fit["histories"] if h],
@@ -559,6 +587,7 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
 
 def stored_whole_predictions(config: RegretConfig, n_test: int, folder=None) -> dict:
     """The stored whole-network predictions (results/03/whole/), first n_test rows, in `whole_predictions`'s
-    format; the OOD scores are those stored (their n_ood is in each method's meta)."""
+    format; the OOD scores are those stored (their n_ood is in each method's meta). Refused (ValueError) when
+    they were made from another data source than `config.data_source`."""
     folder = wh.STORED_DIR if folder is None else folder
-    return {m: wh.load_predictions(folder, m, n_test) for m in config.methods}
+    return {m: wh.load_predictions(folder, m, n_test, data_source=config.data_source) for m in config.methods}

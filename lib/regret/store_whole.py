@@ -1,13 +1,14 @@
 """Train notebook 03's nine whole networks and store their predictions for readers without the compute.
 
     python -m lib.regret.store_whole [--widths 64 256 256] [--epochs 10] [--device auto] [--threads 2]
-                                     [--out results/03/whole]
+                                     [--data-source jpeg] [--out results/03/whole]
 
 Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (and the recipe overrides given),
 cached per network and checkpointed per epoch (an interrupted run resumes), then writes one
 `<method>.npz` per method (`lib.regret.whole.save_predictions`) with the command, commit, device, data
 source and timings in its metadata, and a README.md table of what was stored. Notebook 03 loads them with
-WHOLE_SOURCE="stored" (the default).
+WHOLE_SOURCE="stored" (the default), and only with the DATA_SOURCE recorded in them (`--data-source`: "jpeg",
+the JPEG copy, or "python", the official lossless archive; the test images differ between the two).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from lib.data.cifar10 import ARCHIVES, SOURCES
 from lib.device import describe, pick_device, set_threads
 from lib.regret import experiment as ex
 from lib.regret import whole as wh
@@ -44,12 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-train", type=int, default=None, help="training images (default: all 50,000)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads (measured fastest here: see the README)")
+    parser.add_argument("--data-source", choices=SOURCES, default="jpeg",
+                        help="CIFAR-10 copy: jpeg (cifar10/cifar10-jpeg.zip) or python (the lossless archive)")
     parser.add_argument("--out", type=Path, default=wh.STORED_DIR)
     args = parser.parse_args(argv)
     set_threads(args.threads)
     commit = git_commit()  # the code this run imports; the checkout may move on while it trains
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs}
-    config = ex.resolve_config("whole", whole=whole, n_train=args.n_train)
+    config = ex.resolve_config("whole", whole=whole, n_train=args.n_train, data_source=args.data_source)
     device = pick_device(args.device)
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
@@ -58,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m lib.regret.store_whole " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
     common = {"command": command, "commit": commit, "device": describe(device), "host": platform.node(),
               "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    copy = {"jpeg": "the CIFAR-10 JPEG copy", "python": "the official lossless CIFAR-10 archive"}[config.data_source]
     rows = []
     for method, p in preds.items():
         meta = {**p["meta"], **common}
@@ -67,13 +72,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{sum(meta['train_seconds']) / 60:.1f} | {seconds_per_epoch:.0f} |")
     (args.out / "README.md").write_text(
         "# Notebook 03: stored whole-network predictions\n\n"
-        "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"`.\n\n"
+        "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"` and "
+        f"`DATA_SOURCE=\"{config.data_source}\"`.\n\n"
         f"- command: `{command}`\n- commit: `{common['commit']}`\n- device: {common['device']}\n"
-        f"- date: {common['date']}\n- data: the CIFAR-10 JPEG copy (`cifar10/cifar10-jpeg.zip`), "
+        f"- date: {common['date']}\n- data: {copy} (`{ARCHIVES[config.data_source]}`, "
+        f"data_source {config.data_source!r}), "
         f"{len(cifar['train_labels'])} training images, all {len(cifar['p_true'])} CIFAR-10H rows\n"
         f"- recipe: `{json.dumps(wh.describe_settings(config.whole))}`\n"
         f"- wall time, all nine networks with prediction: {seconds / 60:.1f} min\n\n"
-        "| method | test accuracy (JPEG) | networks | training min | s per epoch |\n|---|---|---|---|---|\n"
+        f"| method | test accuracy ({config.data_source}) | networks | training min | s per epoch |\n"
+        "|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n", encoding="utf-8")
     print(f"stored in {args.out} ({seconds / 60:.1f} min)")
     return 0

@@ -384,16 +384,35 @@ def _expected_keys(method: str) -> tuple[str, ...]:
             "ddu": ("probs", "log_density")}[method]
 
 
-def check_stored(folder: Path, methods: tuple[str, ...]) -> None:
-    """Cheap check before any work: every method's stored file exists and has this workbook's version."""
+def stored_data_source(meta: dict) -> str:
+    """The CIFAR-10 copy ("jpeg" or "python", lib.data.cifar10.SOURCES) whose images a stored file's networks
+    were trained and evaluated on; files written before the source was recorded came from the JPEG copy."""
+    return meta.get("data_source", "jpeg")
+
+
+def _check_source(path: Path, meta: dict, data_source: str) -> None:
+    stored = stored_data_source(meta)
+    if stored != data_source:
+        raise ValueError(
+            f"{path}: these stored predictions were made from the {stored!r} copy of CIFAR-10 (data_source in "
+            f"the file), but DATA_SOURCE={data_source!r}: they are for the other copy's test images. Run with "
+            f"DATA_SOURCE={stored!r}, or with WHOLE_SOURCE='train' (trains the networks on the {data_source!r} "
+            "copy) or 'off'; `python -m lib.regret.store_whole --data-source ...` stores a run of either copy.")
+
+
+def check_stored(folder: Path, methods: tuple[str, ...], data_source: str = "jpeg") -> None:
+    """Cheap check before any work: every method's stored file exists, has this workbook's version and was made
+    from the CIFAR-10 copy `data_source` (ValueError naming DATA_SOURCE and WHOLE_SOURCE otherwise)."""
     for method in methods:
         path = Path(folder) / f"{method}.npz"
         if not path.is_file():
             raise FileNotFoundError(_missing(path))
         with np.load(path, allow_pickle=False) as data:
-            version = json.loads(str(data["meta"])).get("version") if "meta" in data else None
+            meta = json.loads(str(data["meta"])) if "meta" in data else {}
+        version = meta.get("version")
         if version != STORED_VERSION:
             raise ValueError(f"{path}: version {version!r}, this workbook reads version {STORED_VERSION}")
+        _check_source(path, meta, data_source)
 
 
 def _missing(path: Path) -> str:
@@ -401,12 +420,13 @@ def _missing(path: Path) -> str:
             "notebook 03 with WHOLE_SOURCE='train' (or 'off')")
 
 
-def load_predictions(folder: Path, method: str, n_test: int | None = None) -> dict:
+def load_predictions(folder: Path, method: str, n_test: int | None = None, data_source: str = "jpeg") -> dict:
     """{"test": prediction dict (float64), "ood": {set: Ê}, "meta"} from `<folder>/<method>.npz`.
 
     Raises FileNotFoundError naming the file (and how to make it) or ValueError naming the file and what is
-    wrong: a version other than STORED_VERSION, a missing array, or shapes that are not (S, 10000, 10) /
-    (10000, 10) / (10000, C). `n_test` keeps the first n_test CIFAR-10H rows.
+    wrong: a version other than STORED_VERSION, predictions made from another CIFAR-10 copy than `data_source`
+    (a missing `data_source` in the metadata means "jpeg"), a missing array, or shapes that are not
+    (S, 10000, 10) / (10000, 10) / (10000, C). `n_test` keeps the first n_test CIFAR-10H rows.
     """
     check_choice("method", method, uq.METHODS)
     path = Path(folder) / f"{method}.npz"
@@ -418,6 +438,7 @@ def load_predictions(folder: Path, method: str, n_test: int | None = None) -> di
         meta = json.loads(str(data["meta"]))
         if meta.get("version") != STORED_VERSION:
             raise ValueError(f"{path}: version {meta.get('version')!r}, this workbook reads version {STORED_VERSION}")
+        _check_source(path, meta, data_source)
         test = {}
         for key in _expected_keys(method):
             if f"test_{key}" not in data:
