@@ -74,6 +74,7 @@ def test_smoke_run_trains_whole_networks_beside_the_heads(smoke):
     test_whole.py and on the committed results/03/whole files."""
     r = smoke["results"]
     assert r["whole_source"] == "train"
+    assert r["data_source"] == r["whole_data_source"] == "jpeg"  # the copy read, and the one the networks saw
     assert set(r["whole"]) == {f"{loss}/{m}" for loss in ("ce", "zero_one") for m in METHODS}
     for row in r["whole"].values():
         assert row["ex-AuReC"] >= 0 and row["AuReC"] == pytest.approx(row["ex-AuReC"] + row["oracle_AuReC"])
@@ -98,9 +99,23 @@ def test_smoke_run_stays_small(smoke):
     ({"LOSSES": "ce"}, "LOSSES='ce' must be a list"),
     ({"WHOLE_SOURCE": "gpu"}, "whole_source='gpu' is not allowed"),
     ({"WHOLE_WIDTHS": [8, 8]}, "whole_widths"),
+    ({"DATA_SOURCE": "png"}, "data_source='png' is not allowed"),
 ])
 def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_the_data_source_is_checked_in_the_configuration_cell(config_cell):
+    """DATA_SOURCE="python" needs the lossless archive (not part of the workbook's data), and the stored whole
+    predictions, made from the JPEG copy, are refused for it: either stops the configuration cell."""
+    from lib.data.cifar10 import PYTHON_ARCHIVE
+    from lib.data.files import data_root
+
+    if (data_root() / PYTHON_ARCHIVE).is_file():
+        message = r"made from the 'jpeg' copy.*DATA_SOURCE='python'"
+    else:
+        message = r"Data file cifar10/cifar-10-python.tar.gz is missing.*DATA_SOURCE='jpeg'"
+    config_cell.assert_rejects({"DATA_SOURCE": "python", "WHOLE_SOURCE": "stored"}, message)
 
 
 def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_work(tmp_path):
