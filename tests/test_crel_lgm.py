@@ -215,3 +215,39 @@ def test_polygon_projection_matches_the_exact_qp_projection():
     Z = rng.normal(size=(300, 2)) * 1.5  # inside and outside
     expected = np.stack([crel.project_inflated(z, U, q, 0.0, "ball") for z in Z])
     np.testing.assert_allclose(ev._project_polygon(Z, crel.polygon(U, q)), expected, atol=1e-7)
+
+
+def test_the_collapse_guard_is_applied_to_a_cached_table_run_at_the_current_threshold(monkeypatch):
+    from lib.crel import experiment as ex
+    from lib.crel.cvae import CollapseWarning
+
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, z_grid_size=100,
+                               y_grid_size=200, area_eval_n_x=3, pgd_steps=2, include_feldman=False,
+                               include_pcp=False, seed=12)
+    first = ex.synthetic_table_rows(config, 12, 0.1, lgm="cvae")
+    monkeypatch.setattr(ex, "_measure_table_run", lambda *a, **k: pytest.fail("measured again"))
+    with pytest.warns(CollapseWarning, match="seed 12"):  # every dimension is below an absurd threshold
+        strict = ex.synthetic_table_rows(replace(config, collapse_threshold=1e6), 12, 0.1, lgm="cvae")
+    by_method = {r["method"]: r for r in strict["rows"]}
+    assert by_method["CReL"]["collapsed"] == [0, 1] and by_method["DQR (Y-space)"]["collapsed"] == []
+    assert by_method["CReL"]["coverage_y"] == first["rows"][0]["coverage_y"]  # the measurements are the cached ones
+
+
+def test_collapse_guard_finds_a_dimension_the_decoder_ignores_whatever_its_kl():
+    """Free bits (or a KL just above the floor) can keep a dimension's KL up while the decoder ignores it, as on
+    seeds 1 and 3 of the `cpu` preset: the decoder-sensitivity criterion reports it."""
+    torch.manual_seed(0)
+    model = cvae_mod.CVAE(2, 1, 2, (16, 16))
+    x, y = banana(200, 0)
+    model.set_scaling(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32))
+    with torch.no_grad():
+        model.mu.weight *= 50  # both dimensions carry a lot of KL ...
+        model.z_in.weight[:, 0].zero_()  # ... but the decoder never reads dimension 0
+    assert (cvae_mod.latent_kl(model, y, x) > 1.0).all()
+    sens = cvae_mod.decoder_sensitivity(model, y, x)
+    assert sens[0] == pytest.approx(0.0, abs=1e-7) and sens[1] > 0
+    with pytest.warns(cvae_mod.CollapseWarning, match=r"seed 5.*dimension\(s\) \[0\]"):
+        assert cvae_mod.check_collapse(model, y, x, seed=5) == [0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cvae_mod.check_collapse(model, y, x, seed=5, sensitivity_threshold=0.0) == []  # KL alone: missed

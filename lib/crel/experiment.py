@@ -53,6 +53,7 @@ class CReLConfig:
     kl_warmup_epochs: int = 20  # the KL weight grows linearly from 0 over these epochs
     free_bits: float = 0.0  # nats per latent dimension free of KL cost (0: off)
     collapse_threshold: float = 0.05  # a latent dimension with mean KL below this (nats) is reported dead
+    sensitivity_threshold: float = 0.1  # ... or one the decoder uses less than this share of the most-used one
     flow_epochs: int = 100
     flow_transforms: int = 4
     decoded_tolerance: float = 0.01  # Y units: y is in the CVAE's decoded set iff its distance is <= this
@@ -132,7 +133,7 @@ def validate(config: CReLConfig) -> None:
     if config.lgm not in config.table_lgms:
         raise ValueError(f"lgm={config.lgm!r} must be one of table_lgms={config.table_lgms!r} (its rows lead the "
                          "table).")
-    for name in ("kl_mult", "free_bits", "collapse_threshold", "decoded_tolerance"):
+    for name in ("kl_mult", "free_bits", "collapse_threshold", "sensitivity_threshold", "decoded_tolerance"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ValueError(f"{name}={value!r} must be a number >= 0.")
@@ -214,7 +215,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     lgm = cached_torch(lgm_path, train, force=force)
     kl = None if lgm_name == "flow" else latent_kl(lgm, folds["dqr"][1], folds["dqr"][0])
     collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed,
-                               threshold=config.collapse_threshold)
+                               threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
     key = {**key_lgm, "tau": tau, "K": config.n_directions, "dqr": dq}
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
@@ -254,7 +255,7 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
 # Fields that do not change one table run's measurements: left out of its cache key
 _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
                      "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
-                     "captions")
+                     "captions", "collapse_threshold", "sensitivity_threshold")  # the guard: applied at loading
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
 
 
@@ -280,12 +281,14 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
                       table_key(config, seed, alpha, lgm_name, include_dqr), ".pt")
     measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, lgm_name, include_dqr, force),
                             force=force)
-    models = fitted_models(config, seed, alpha, lgm=lgm_name)
+    models = fitted_models(config, seed, alpha, lgm=lgm_name)  # the collapse guard warns here, every time
     m, folds = models["crel"], models["folds"]
+    rows = [{**r, "collapsed": list(models["collapsed"])} if r["lgm"] == lgm_name else dict(r)
+            for r in measured["rows"]]  # the guard's verdict at the config's thresholds
     m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
     y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
     z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
-    return {"rows": [dict(r) for r in measured["rows"]], "cal_scores": m.info["cal_scores"],
+    return {"rows": rows, "cal_scores": m.info["cal_scores"],
             "test_scores": measured["test_scores"], "model": m, "y_grid": y_grid, "z_grid": z_grid, "lgm": lgm_name}
 
 
