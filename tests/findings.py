@@ -32,6 +32,38 @@ def findings_01(r: dict, ref: dict) -> None:
     assert frac["wilcoxon/bh"] == 0  # 8 pairs: the smallest Wilcoxon p-value cannot survive BH over 1000 points
 
 
+def findings_02(r: dict, ref: dict) -> None:
+    """Notebook 02, `cpu` preset: the guarantee, CReL's coverages with the flow beside the paper's, the CVAE
+    seeds the collapse guard names, the runtime against dimension and the caption findings (its closing cell)."""
+    rs = r["resplit"]
+    assert rs["lower"] - 4 * rs["se"] <= rs["mean"] <= rs["upper"] + 4 * rs["se"]  # the guarantee holds
+    tol = ref["coverage_tolerance"]
+    for alpha, (paper_z, paper_y) in ref["paper_crel"].items():
+        flow = r["table_by_lgm"][f"flow/CReL/{alpha}"]
+        # with the bijective flow, Coverage-Y is exact and within sampling error of the paper's
+        assert flow["coverage_z_mean"] == pytest.approx(paper_z, abs=tol), alpha
+        assert flow["coverage_y_mean"] == pytest.approx(paper_y, abs=tol), alpha
+        assert flow["coverage_y_mean"] == pytest.approx(flow["coverage_z_mean"], abs=1e-9)  # the same event
+        for lgm in ("flow", "cvae"):
+            ours = r["table_by_lgm"][f"{lgm}/CReL/{alpha}"]["area_mean"]
+            assert ours == pytest.approx(ref[f"ours_area_{lgm}"][alpha], rel=ref["area_rel_tolerance"]), (lgm, alpha)
+    flow = {a: r["table_by_lgm"][f"flow/CReL/{a}"]["coverage_y_mean"] for a in ("0.1", "0.02")}
+    assert flow["0.1"] < flow["0.02"]
+    collapsed = sorted({int(key.split("seed ")[1].split("/")[0]) for key, dims in r["collapsed"].items() if dims})
+    assert collapsed == ref["cvae_collapsed_seeds"]  # the guard names the CVAE seeds that lost a dimension
+    healthy = [row for row in r["per_seed"] if row["lgm"] == "cvae" and row["method"] == "CReL"
+               and row["seed"] not in collapsed]
+    assert healthy and all(row["coverage_y"] > ref["cvae_healthy_min_coverage_y"] for row in healthy)
+    for d, (crel_s, grid_s) in r["runtime"].items():
+        assert crel_s < grid_s, d  # the exact QP beats the grid at every dimension ...
+    assert r["runtime_growth"]["feldman"] > 2 * r["runtime_growth"]["crel"]  # ... and grows far more slowly
+    caps = r["captions"]
+    assert caps["A"]["mean"] > caps["B"]["mean"] and caps["A"]["q_alpha"] < caps["B"]["q_alpha"]  # designed
+    reversed_at = {p: v["mean BERT-SIM"] > caps["B"]["mean"] and v["CReL-BERT"] < caps["B"]["crel"]
+                   for p, v in r["p_fail_sweep"].items()}
+    assert reversed_at == ref["rank_reversal_by_p_fail"]
+
+
 def findings_03(r: dict, ref: dict) -> None:
     """Notebook 03, `cpu` preset: the table's numbers, the rankings and F3 the notebook states."""
     assert r["label_agreement"] == pytest.approx(ref["label_agreement"], abs=1e-4)
@@ -79,7 +111,7 @@ def findings_04(r: dict, ref: dict) -> None:
             assert source_hit > 0.95 and lo <= g <= hi and abs(irs_inf - g) < 0.03, key  # IRS recovers g
 
 
-CHECKS = {"01": findings_01, "03": findings_03, "04": findings_04}
+CHECKS = {"01": findings_01, "02": findings_02, "03": findings_03, "04": findings_04}
 
 
 def check_findings(number: str, results: dict) -> None:

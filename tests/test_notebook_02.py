@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
@@ -113,11 +114,6 @@ def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch)
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (about 5 minutes on an idle 2-core CPU): the findings its markdown states."""
+    """The default preset (78 min on a shared 2-core CPU from a cold cache): the findings its markdown states."""
     r = run(tmp_path, "cpu", tmp_path / "cache", cell_timeout=3600, PRESET="cpu")
-    assert abs(r["table"]["CReL/0.1"]["coverage_z"] - 0.9) < 0.02
-    assert r["captions"]["A"]["mean"] > r["captions"]["B"]["mean"]
-    assert r["captions"]["A"]["q_alpha"] < r["captions"]["B"]["q_alpha"]
-    heavy = r["p_fail_sweep"]["0.3"]  # the reversal CReL detects: higher mean, lower CReL than B
-    assert heavy["mean BERT-SIM"] > r["captions"]["B"]["mean"] and heavy["CReL-BERT"] < r["captions"]["B"]["crel"]
-    assert max(r["runtime"]["4"]) == r["runtime"]["4"][1]  # the grid is the slower at d = 4
+    check_findings("02", r)  # the closing cell's findings (tests/findings.py, tests/reference/findings.json)
