@@ -279,9 +279,8 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
     check_choice("lgm", lgm_name, LGMS)
     path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
                       table_key(config, seed, alpha, lgm_name, include_dqr), ".pt")
-    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, lgm_name, include_dqr, force),
-                            force=force)
-    models = fitted_models(config, seed, alpha, lgm=lgm_name)  # the collapse guard warns here, every time
+    models = fitted_models(config, seed, alpha, force=force, lgm=lgm_name)  # the collapse guard warns here
+    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, models, include_dqr), force=force)
     m, folds = models["crel"], models["folds"]
     rows = [{**r, "collapsed": list(models["collapsed"])} if r["lgm"] == lgm_name else dict(r)
             for r in measured["rows"]]  # the guard's verdict at the config's thresholds
@@ -292,9 +291,9 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
             "test_scores": measured["test_scores"], "model": m, "y_grid": y_grid, "z_grid": z_grid, "lgm": lgm_name}
 
 
-def _measure_table_run(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool,
-                       force: bool) -> dict:
-    """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM.
+def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict, include_dqr: bool) -> dict:
+    """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM (`models`:
+    `fitted_models`' output; its CReL and DQR models are calibrated here).
 
     Coverage-Y and area (issue 10; `lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
     Y-grid points whose code is in S(x)); with the CVAE, y within `decoded_tolerance` of the decoded set
@@ -302,7 +301,6 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, lgm: str, in
     exact. `coverage_y_cloud` / `area_cloud` keep the earlier decoded-cloud check (h = the cloud's own
     0.9-quantile nearest-neighbour distance) for comparison.
     """
-    models = fitted_models(config, seed, alpha, force=force, lgm=lgm)
     lgm_name = models["lgm_name"]
     m, ident, folds = models["crel"], models["dqr"], models["folds"]
     (x_cal, y_cal), (x_te, y_te) = folds["cal"], folds["test"]
