@@ -230,6 +230,9 @@ def test_the_collapse_guard_is_applied_to_a_cached_table_run_at_the_current_thre
         strict = ex.synthetic_table_rows(replace(config, collapse_threshold=1e6), 12, 0.1, lgm="cvae")
     by_method = {r["method"]: r for r in strict["rows"]}
     assert by_method["CReL"]["collapsed"] == [0, 1] and by_method["DQR (Y-space)"]["collapsed"] == []
+    # every re-training collapsed as well at that threshold: the first training is kept, the others are named
+    assert by_method["CReL"]["collapsed_attempts"] == list(range(config.cvae_restarts + 1))
+    assert by_method["CReL"]["lgm_attempt"] == 0
     assert by_method["CReL"]["coverage_y"] == first["rows"][0]["coverage_y"]  # the measurements are the cached ones
 
 
@@ -251,3 +254,62 @@ def test_collapse_guard_finds_a_dimension_the_decoder_ignores_whatever_its_kl():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cvae_mod.check_collapse(model, y, x, seed=5, sensitivity_threshold=0.0) == []  # KL alone: missed
+
+
+def test_a_collapsed_cvae_is_trained_again_from_another_initialisation_and_the_table_says_so(monkeypatch):
+    """`fitted_models` keeps the first training whose guard finds no dead dimension: here the first training
+    (initialised from the seed) has a decoder that ignores latent dimension 0, the second does not."""
+    from lib.crel import experiment as ex
+
+    real = ex.train_cvae
+    inits = []
+
+    def train(*args, seed, **kwargs):
+        inits.append(seed)
+        model = real(*args, seed=seed, **kwargs)
+        if seed == 13:  # the first training: dimension 0 never reaches the decoder
+            with torch.no_grad():
+                model.z_in.weight[:, 0].zero_()
+        return model
+
+    monkeypatch.setattr(ex, "train_cvae", train)
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, z_grid_size=100,
+                               y_grid_size=200, area_eval_n_x=3, pgd_steps=2, include_feldman=False,
+                               include_pcp=False, seed=13, kl_warmup_epochs=0, sensitivity_threshold=0.01,
+                               collapse_threshold=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cvae_mod.CollapseWarning)  # the re-trained model is healthy: no warning
+        run = ex.synthetic_table_rows(config, 13, 0.1, lgm="cvae")
+    assert inits == [13, 13 + ex.RESTART_STRIDE]
+    crel_row = next(r for r in run["rows"] if r["method"] == "CReL")
+    assert crel_row["lgm_attempt"] == 1 and crel_row["collapsed_attempts"] == [0] and crel_row["collapsed"] == []
+    assert run["model"].lgm.z_in.weight[:, 0].abs().sum() > 0  # the table measured the second training
+    # without re-trainings the first model is used, and the guard names it
+    with pytest.warns(cvae_mod.CollapseWarning, match=r"seed 13.*dimension\(s\) \[0\]"):
+        once = ex.synthetic_table_rows(replace(config, cvae_restarts=0), 13, 0.1, lgm="cvae")
+    crel_once = next(r for r in once["rows"] if r["method"] == "CReL")
+    assert crel_once["lgm_attempt"] == 0 and crel_once["collapsed"] == [0] and crel_once["collapsed_attempts"] == [0]
+    assert crel_once["coverage_z"] != crel_row["coverage_z"] or crel_once["area"] != crel_row["area"]
+
+
+def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_wanted(monkeypatch):
+    from lib.crel import experiment as ex
+
+    real, transforms = ex.crel.fit, []
+
+    def fit(*args, **kwargs):
+        transforms.append(kwargs.get("transform", "lgm"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex.crel, "fit", fit)
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, flow_epochs=2,
+                               seed=14, cvae_restarts=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cvae_mod.CollapseWarning)  # 2 epochs: the CVAE may collapse, not the point
+        flow = ex.fitted_models(config, 14, 0.1, lgm="flow")
+        cvae = ex.fitted_models(config, 14, 0.1, lgm="cvae")
+        bare = ex.fitted_models(config, 14, 0.02, lgm="flow", identity=False)
+    assert transforms == ["lgm", "identity", "lgm", "lgm"]  # the Y-space DQR once, shared by both LGMs
+    assert flow["dqr"] is not cvae["dqr"] and bare["dqr"] is None
+    for a, b in zip(flow["dqr"].dqr.state_dict().values(), cvae["dqr"].dqr.state_dict().values()):
+        assert torch.equal(a, b)

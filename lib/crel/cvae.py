@@ -140,26 +140,32 @@ def decoder_sensitivity(model: CVAE, y: np.ndarray, x: np.ndarray) -> np.ndarray
     return np.array(out)
 
 
-def check_collapse(model: nn.Module, y: np.ndarray, x: np.ndarray, *, seed: int | str, threshold: float = 0.05,
-                   sensitivity_threshold: float = 0.1, error: bool = False) -> list[int]:
-    """The collapse guard: the latent dimensions whose mean KL on (y, x) is below `threshold` nats, or whose
-    decoder sensitivity is below `sensitivity_threshold` times the largest dimension's.
-
-    A dead dimension is reported as a `CollapseWarning` (or a ValueError with `error=True`) naming the seed,
-    the dimension, its KL and its relative sensitivity. Bijective LGMs (the flow) cannot collapse and return [].
-    """
+def dead_dimensions(model: nn.Module, y: np.ndarray, x: np.ndarray, *, threshold: float = 0.05,
+                    sensitivity_threshold: float = 0.1) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(dead dimensions, per-dimension KL, relative decoder sensitivity) on (y, x), silently: a dimension is dead
+    when its mean KL is below `threshold` nats or its decoder sensitivity is below `sensitivity_threshold` times
+    the largest dimension's. Bijective LGMs (the flow) cannot collapse: ([], empty, empty)."""
     if getattr(model, "bijective", False):
-        return []
+        return [], np.zeros(0), np.zeros(0)
     kl = latent_kl(model, y, x)
     sens = decoder_sensitivity(model, y, x)
     rel = sens / max(float(sens.max()), 1e-12)
-    dead = [int(j) for j in np.nonzero((kl < threshold) | (rel < sensitivity_threshold))[0]]
+    return [int(j) for j in np.nonzero((kl < threshold) | (rel < sensitivity_threshold))[0]], kl, rel
+
+
+def check_collapse(model: nn.Module, y: np.ndarray, x: np.ndarray, *, seed: int | str, threshold: float = 0.05,
+                   sensitivity_threshold: float = 0.1, error: bool = False, trainings: int = 1) -> list[int]:
+    """The collapse guard: `dead_dimensions`, reported as a `CollapseWarning` (or a ValueError with
+    `error=True`) naming the seed, the dimension, its KL and its relative sensitivity. `trainings`: how many
+    trainings with other initialisations collapsed as well (said in the message). Returns the dead dimensions."""
+    dead, kl, rel = dead_dimensions(model, y, x, threshold=threshold, sensitivity_threshold=sensitivity_threshold)
     if dead:
+        tried = f"; all {trainings} trainings with different initialisations collapsed" if trainings > 1 else ""
         msg = (f"CVAE posterior collapse (seed {seed}): latent dimension(s) {dead} have mean KL "
                f"{', '.join(f'{kl[j]:.2g}' for j in dead)} nats (floor {threshold}) and decoder sensitivity "
-               f"{', '.join(f'{rel[j]:.2g}' for j in dead)} of the largest (floor {sensitivity_threshold}); the "
-               "decoder ignores them, so the decoded set is degenerate. Try a smaller kl_mult with "
-               "kl_warmup_epochs, another seed, or LGM='flow'.")
+               f"{', '.join(f'{rel[j]:.2g}' for j in dead)} of the largest (floor {sensitivity_threshold}){tried}; "
+               "the decoder ignores them, so the decoded set is degenerate. Try more cvae_restarts, a smaller "
+               "kl_mult with kl_warmup_epochs, another seed, or LGM='flow'.")
         if error:
             raise ValueError(msg)
         warnings.warn(msg, CollapseWarning, stacklevel=2)

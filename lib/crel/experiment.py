@@ -18,7 +18,7 @@ from lib.crel import baselines as cb
 from lib.crel import captions as cap
 from lib.crel import evaluation as ev_mod
 from lib.crel import method as crel
-from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, latent_kl, train_cvae
+from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, latent_kl, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
 from lib.params import check_choice, check_int, check_ints, check_probability, resolve_preset
@@ -26,6 +26,7 @@ from lib.params import check_choice, check_int, check_ints, check_probability, r
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
 LGMS = ("cvae", "flow")  # the latent generative models (issue 10)
+RESTART_STRIDE = 10_000  # a CVAE's k-th re-training after a collapse is initialised from seed + k * RESTART_STRIDE
 PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
     ("CReL", 0.1): (0.8953, 0.8915, 232.7), ("Feldman", 0.1): (None, 0.8940, 234.5),
     ("DQR", 0.1): (0.8823, 0.9145, 287.4), ("CReL", 0.02): (0.9770, 0.9760, 398.5),
@@ -54,6 +55,7 @@ class CReLConfig:
     free_bits: float = 0.0  # nats per latent dimension free of KL cost (0: off)
     collapse_threshold: float = 0.05  # a latent dimension with mean KL below this (nats) is reported dead
     sensitivity_threshold: float = 0.1  # ... or one the decoder uses less than this share of the most-used one
+    cvae_restarts: int = 4  # a collapsed CVAE is trained again with another initialisation, at most this often
     flow_epochs: int = 100
     flow_transforms: int = 4
     decoded_tolerance: float = 0.01  # Y units: y is in the CVAE's decoded set iff its distance is <= this
@@ -84,7 +86,7 @@ PRESETS: dict[str, CReLConfig] = {
     "smoke": CReLConfig(
         preset="smoke", num_seeds=1, folds=(1500, 1500, 500, 500), cvae_epochs=30, dqr_epochs=20, flow_epochs=30,
         kl_warmup_epochs=10, pgd_steps=10, y_grid_size=1_000, feldman_directions=64,  # smoke: a 3x cheaper table
-        z_grid_size=900, area_eval_n_x=20, feldman_n_cal=100, coverage_resplits=100,
+        z_grid_size=900, area_eval_n_x=10, feldman_n_cal=50, coverage_resplits=100,
         runtime_dims=(2, 3), runtime_y_grid=(1_000, 8_000), runtime_z_grid=(900, 8_000), runtime_n_points=50,
         runtime_n_feldman=3, runtime_epochs=5, max_cloud_points=5_000,
         captions=cap.CaptionSettings(
@@ -138,6 +140,7 @@ def validate(config: CReLConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ValueError(f"{name}={value!r} must be a number >= 0.")
     check_int("kl_warmup_epochs", config.kl_warmup_epochs, minimum=0)
+    check_int("cvae_restarts", config.cvae_restarts, minimum=0)
     check_int("flow_transforms", config.flow_transforms, minimum=1)
     check_int("pgd_steps", config.pgd_steps, minimum=1)
     check_int("n_directions", config.n_directions, minimum=3)
@@ -194,9 +197,12 @@ def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None 
 
 
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
-                  epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None) -> dict:
-    """{"crel": latent CReL, "dqr": identity-transform DQR, "lgm_kl": per-dimension KL (CVAE) or None,
-    "collapsed": dead latent dimensions} for one seed, alpha and LGM (`lgm` overrides config.lgm; cached).
+                  epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None,
+                  identity: bool = True) -> dict:
+    """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
+    KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
+    "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
+    config.lgm; cached).
     A collapsed CVAE dimension raises a `CollapseWarning` naming the seed and the dimension."""
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
@@ -207,32 +213,60 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
     tau = tau_for(config, alpha)
     key_lgm = {"v": 3, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: lset}  # v3: LGM choice
-    lgm_path = cache_path(CACHE_NAMESPACE, f"banana-{lgm_name}-d{d}-r{r}-s{seed}", key_lgm, ".pt")
-    if lgm_name == "flow":
-        train = lambda: train_flow(*folds["lgm"], settings=lset, seed=seed)  # noqa: E731
-    else:
-        train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=lset, seed=seed)  # noqa: E731
-    lgm = cached_torch(lgm_path, train, force=force)
+
+    def trained(attempt: int) -> tuple[Any, dict, str]:
+        """The LGM of one training: attempt 0 initialised from `seed`, attempt k from seed + k * RESTART_STRIDE
+        (the data, its folds and the DQR's seed stay those of `seed`)."""
+        init = seed + RESTART_STRIDE * attempt
+        key = key_lgm if attempt == 0 else {**key_lgm, "init_seed": init}
+        label = f"banana-{lgm_name}-d{d}-r{r}-s{seed}" + (f"-init{init}" if attempt else "")
+        if lgm_name == "flow":
+            train = lambda: train_flow(*folds["lgm"], settings=lset, seed=init)  # noqa: E731
+        else:
+            train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=lset, seed=init)  # noqa: E731
+        return cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force), key, label
+
+    # A CVAE whose guard finds a dead dimension is trained again from another initialisation (issue 10: on the
+    # cpu preset 2 of 5 first trainings collapse, and a second or third initialisation of the same seed does
+    # not); the guard is measured on the dqr fold, never on the calibration or test folds.
+    guard = dict(threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
+    collapsed_attempts = []
+    for attempt in range(config.cvae_restarts + 1 if lgm_name == "cvae" else 1):
+        lgm, key_lgm_used, label = trained(attempt)
+        if not dead_dimensions(lgm, folds["dqr"][1], folds["dqr"][0], **guard)[0]:
+            break
+        collapsed_attempts.append(attempt)
+    else:  # every training collapsed: keep the first one, and the guard names it below
+        attempt = 0
+        lgm, key_lgm_used, label = trained(0)
     kl = None if lgm_name == "flow" else latent_kl(lgm, folds["dqr"][1], folds["dqr"][0])
-    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed,
-                               threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
-    key = {**key_lgm, "tau": tau, "K": config.n_directions, "dqr": dq}
+    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed, trainings=len(collapsed_attempts),
+                               **guard)
+    key = {**key_lgm_used, "tau": tau, "K": config.n_directions, "dqr": dq}
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
 
-    def fit_both() -> dict:
-        m = crel.fit(*folds["lgm"], x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm, tau_dir=tau,
-                     n_directions=config.n_directions, dqr_settings=dq, seed=seed, **opts)
-        ident = crel.fit(*folds["dqr"], transform="identity", tau_dir=tau, n_directions=config.n_directions,
-                         x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
-        return {"crel": m, "dqr": ident}
+    def fit_latent() -> dict:
+        return {"crel": crel.fit(*folds["lgm"], x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm, tau_dir=tau,
+                                 n_directions=config.n_directions, dqr_settings=dq, seed=seed, **opts)}
 
-    models = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-{lgm_name}-d{d}-r{r}-s{seed}-a{alpha}", key,
-                                     ".pt"), fit_both, force=force)
-    for m in (models["crel"], models["dqr"]):  # the options do not change training: set them on cached models
+    def fit_identity() -> crel.CReL:  # the Y-space DQR does not depend on the LGM: one entry for both
+        return crel.fit(*folds["dqr"], transform="identity", tau_dir=tau, n_directions=config.n_directions,
+                        x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
+
+    # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
+    m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),
+                     fit_latent, force=force)["crel"]
+    key_identity = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": tau, "K": config.n_directions,
+                    "dqr": dq}
+    ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
+                                    ".pt"), fit_identity, force=force) if identity else None
+    models = {"crel": m, "dqr": ident}
+    for model in filter(None, models.values()):  # the options do not change training: set them on cached models
         for name, value in opts.items():
-            setattr(m, name, value)
-    return {**models, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name}
+            setattr(model, name, value)
+    return {**models, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name,
+            "lgm_attempt": attempt, "collapsed_attempts": collapsed_attempts}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -255,15 +289,18 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
 # Fields that do not change one table run's measurements: left out of its cache key
 _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
                      "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
-                     "captions", "collapse_threshold", "sensitivity_threshold")  # the guard: applied at loading
+                     "captions", "collapse_threshold", "sensitivity_threshold",  # the guard: applied at loading
+                     "cvae_restarts")  # the training used is in the key instead (`lgm_attempt`)
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
 
 
-def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool) -> dict:
-    """What one (LGM, seed, alpha) table run depends on: every setting except those in `_NOT_IN_TABLE_KEY`."""
+def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool, lgm_attempt: int = 0) -> dict:
+    """What one (LGM, seed, alpha) table run depends on: every setting except those in `_NOT_IN_TABLE_KEY`, and
+    which training of the LGM it measured (`fitted_models`' "lgm_attempt"; the first training adds nothing)."""
     settings = {k: v for k, v in asdict(config).items() if k not in _NOT_IN_TABLE_KEY}
-    return {"v": TABLE_VERSION, "settings": settings, "seed": seed, "alpha": alpha, "lgm": lgm,
-            "include_dqr": include_dqr}
+    key = {"v": TABLE_VERSION, "settings": settings, "seed": seed, "alpha": alpha, "lgm": lgm,
+           "include_dqr": include_dqr}
+    return {**key, "lgm_attempt": lgm_attempt} if lgm_attempt else key
 
 
 def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False, *, lgm: str | None = None,
@@ -277,12 +314,14 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
     """
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
+    models = fitted_models(config, seed, alpha, force=force, lgm=lgm_name, identity=include_dqr)  # the guard warns
     path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
-                      table_key(config, seed, alpha, lgm_name, include_dqr), ".pt")
-    models = fitted_models(config, seed, alpha, force=force, lgm=lgm_name)  # the collapse guard warns here
+                      table_key(config, seed, alpha, lgm_name, include_dqr, models["lgm_attempt"]), ".pt")
     measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, models, include_dqr), force=force)
     m, folds = models["crel"], models["folds"]
-    rows = [{**r, "collapsed": list(models["collapsed"])} if r["lgm"] == lgm_name else dict(r)
+    guard = {"collapsed": list(models["collapsed"]), "lgm_attempt": models["lgm_attempt"],
+             "collapsed_attempts": list(models["collapsed_attempts"])}
+    rows = [{**r, **guard} if r["lgm"] == lgm_name else {"lgm_attempt": 0, "collapsed_attempts": [], **r}
             for r in measured["rows"]]  # the guard's verdict at the config's thresholds
     m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
     y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
@@ -311,7 +350,8 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
     bijective = getattr(m.lgm, "bijective", False)
     tol = 0.0 if bijective else config.decoded_tolerance
     common = dict(lgm=lgm_name, measure="exact" if bijective else f"decoded set, tol {tol:g}",
-                  collapsed=list(models["collapsed"]),
+                  collapsed=list(models["collapsed"]), lgm_attempt=models["lgm_attempt"],
+                  collapsed_attempts=list(models["collapsed_attempts"]),
                   lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
     rows, t0 = [], time.perf_counter()
     m.calibrate(x_cal, y_cal, alpha)
@@ -356,7 +396,8 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
         rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
                          area=float(io["area"].mean()), latent_area=np.nan, gamma=ident.gamma,
                          pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan,
-                         lgm="none", measure="exact", collapsed=[], lgm_kl=None))
+                         lgm="none", measure="exact", collapsed=[], lgm_attempt=0, collapsed_attempts=[],
+                         lgm_kl=None))
     if config.include_pcp:
         pcp = cb.PCP(m.lgm, seed=seed).calibrate(x_cal, y_cal, alpha)
         po = pcp.evaluate(x_te[ev], y_te[ev], y_grid)
@@ -391,7 +432,7 @@ def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) ->
     rows = []
     for d, yg, zg in zip(config.runtime_dims, config.runtime_y_grid, config.runtime_z_grid):
         models = fitted_models(config, config.seed, alpha, d=d, latent_dim=d,
-                               epochs=(config.runtime_epochs, config.runtime_epochs), force=force)
+                               epochs=(config.runtime_epochs, config.runtime_epochs), force=force, identity=False)
         m, folds = models["crel"], models["folds"]
         x_cal, y_cal = folds["cal"]
         n_c, n_f = min(config.runtime_n_points, len(x_cal)), min(config.runtime_n_feldman, len(x_cal))
