@@ -34,7 +34,7 @@ def findings_01(r: dict, ref: dict) -> None:
 
 def findings_02(r: dict, ref: dict) -> None:
     """Notebook 02, `cpu` preset: the guarantee, CReL's coverages with the flow beside the paper's, the CVAE
-    seeds the collapse guard names, the runtime against dimension and the caption findings (its closing cell)."""
+    re-trained after a collapse, the runtime against dimension and the caption findings (its closing cell)."""
     rs = r["resplit"]
     assert rs["lower"] - 4 * rs["se"] <= rs["mean"] <= rs["upper"] + 4 * rs["se"]  # the guarantee holds
     tol = ref["coverage_tolerance"]
@@ -49,11 +49,16 @@ def findings_02(r: dict, ref: dict) -> None:
             assert ours == pytest.approx(ref[f"ours_area_{lgm}"][alpha], rel=ref["area_rel_tolerance"]), (lgm, alpha)
     flow = {a: r["table_by_lgm"][f"flow/CReL/{a}"]["coverage_y_mean"] for a in ("0.1", "0.02")}
     assert flow["0.1"] < flow["0.02"]
-    collapsed = sorted({int(key.split("seed ")[1].split("/")[0]) for key, dims in r["collapsed"].items() if dims})
-    assert collapsed == ref["cvae_collapsed_seeds"]  # the guard names the CVAE seeds that lost a dimension
-    healthy = [row for row in r["per_seed"] if row["lgm"] == "cvae" and row["method"] == "CReL"
-               and row["seed"] not in collapsed]
-    assert healthy and all(row["coverage_y"] > ref["cvae_healthy_min_coverage_y"] for row in healthy)
+    # the paper's CVAE on every seed: no table row comes from a collapsed training, the guard replaced the
+    # trainings that collapsed (named per seed), and its decoded-set Coverage-Y is the paper's within noise
+    assert r["collapsed"] == {}
+    assert sorted(int(key.split("seed ")[1]) for key in r["retrained"]) == ref["cvae_retrained_seeds"]
+    for alpha, (_, paper_y) in ref["paper_crel"].items():
+        cvae = r["table_by_lgm"][f"cvae/CReL/{alpha}"]["coverage_y_mean"]
+        assert cvae == pytest.approx(paper_y, abs=ref["cvae_coverage_tolerance"]), alpha
+    per_seed = [row for row in r["per_seed"] if row["lgm"] == "cvae" and row["method"] == "CReL"]
+    assert len(per_seed) == 2 * len(r["seeds"])
+    assert all(row["coverage_y"] > ref["cvae_min_coverage_y"] for row in per_seed)
     for d, (crel_s, grid_s) in r["runtime"].items():
         assert crel_s < grid_s, d  # the exact QP beats the grid at every dimension ...
     assert r["runtime_growth"]["feldman"] > 2 * r["runtime_growth"]["crel"]  # ... and grows far more slowly
