@@ -196,53 +196,62 @@ def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None 
                         kl_mult=config.kl_mult, kl_warmup_epochs=config.kl_warmup_epochs, free_bits=config.free_bits)
 
 
+def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettings | FlowSettings, lgm_name: str, *,
+                d: int, r: int, force: bool = False) -> dict:
+    """The LGM of one seed, trained (or loaded) until the collapse guard finds no dead dimension.
+
+    Training k initialises from seed + k * RESTART_STRIDE; the data, its folds and the DQR's seed stay those of
+    `seed`. A CVAE whose guard (on the dqr fold, never the calibration or test folds) finds a dead dimension is
+    trained again, at most `config.cvae_restarts` times (issue 10: on the cpu preset the first training of 2 of 5
+    seeds collapses, and another initialisation of the same seed does not); if every training collapses the first
+    is kept and `fitted_models`' guard names it. A flow is trained once. Returns {"model", "key" (its cache key),
+    "label", "attempt" (the training used), "collapsed_attempts" (the trainings rejected)}.
+    """
+    key_lgm = {"v": 3, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: settings}  # v3: LGM choice
+
+    def trained(attempt: int) -> dict:
+        init = seed + RESTART_STRIDE * attempt
+        key = key_lgm if attempt == 0 else {**key_lgm, "init_seed": init}
+        label = f"banana-{lgm_name}-d{d}-r{r}-s{seed}" + (f"-init{init}" if attempt else "")
+        if lgm_name == "flow":
+            train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
+        else:
+            train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
+        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force)
+        return {"model": model, "key": key, "label": label, "attempt": attempt}
+
+    guard = dict(threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
+    rejected = []
+    for attempt in range(config.cvae_restarts + 1 if lgm_name == "cvae" else 1):
+        lgm = trained(attempt)
+        if not dead_dimensions(lgm["model"], folds["dqr"][1], folds["dqr"][0], **guard)[0]:
+            return {**lgm, "collapsed_attempts": rejected}
+        rejected.append(attempt)
+    return {**trained(0), "collapsed_attempts": rejected}  # every training collapsed: the first one
+
+
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
                   epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None,
                   identity: bool = True) -> dict:
     """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
     KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
     "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
-    config.lgm; cached).
-    A collapsed CVAE dimension raises a `CollapseWarning` naming the seed and the dimension."""
+    config.lgm; cached). A CVAE whose every training collapsed raises a `CollapseWarning` naming the seed and
+    the dimension."""
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
     ce, de = epochs or (None, config.dqr_epochs)
     folds = synthetic_folds(config, seed, d)
-    lset = lgm_settings(config, ce, lgm_name)
     dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
     tau = tau_for(config, alpha)
-    key_lgm = {"v": 3, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: lset}  # v3: LGM choice
-
-    def trained(attempt: int) -> tuple[Any, dict, str]:
-        """The LGM of one training: attempt 0 initialised from `seed`, attempt k from seed + k * RESTART_STRIDE
-        (the data, its folds and the DQR's seed stay those of `seed`)."""
-        init = seed + RESTART_STRIDE * attempt
-        key = key_lgm if attempt == 0 else {**key_lgm, "init_seed": init}
-        label = f"banana-{lgm_name}-d{d}-r{r}-s{seed}" + (f"-init{init}" if attempt else "")
-        if lgm_name == "flow":
-            train = lambda: train_flow(*folds["lgm"], settings=lset, seed=init)  # noqa: E731
-        else:
-            train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=lset, seed=init)  # noqa: E731
-        return cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force), key, label
-
-    # A CVAE whose guard finds a dead dimension is trained again from another initialisation (issue 10: on the
-    # cpu preset 2 of 5 first trainings collapse, and a second or third initialisation of the same seed does
-    # not); the guard is measured on the dqr fold, never on the calibration or test folds.
-    guard = dict(threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
-    collapsed_attempts = []
-    for attempt in range(config.cvae_restarts + 1 if lgm_name == "cvae" else 1):
-        lgm, key_lgm_used, label = trained(attempt)
-        if not dead_dimensions(lgm, folds["dqr"][1], folds["dqr"][0], **guard)[0]:
-            break
-        collapsed_attempts.append(attempt)
-    else:  # every training collapsed: keep the first one, and the guard names it below
-        attempt = 0
-        lgm, key_lgm_used, label = trained(0)
+    chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force)
+    lgm, label = chosen["model"], chosen["label"]
     kl = None if lgm_name == "flow" else latent_kl(lgm, folds["dqr"][1], folds["dqr"][0])
-    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed, trainings=len(collapsed_attempts),
-                               **guard)
-    key = {**key_lgm_used, "tau": tau, "K": config.n_directions, "dqr": dq}
+    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed,
+                               trainings=len(chosen["collapsed_attempts"]), threshold=config.collapse_threshold,
+                               sensitivity_threshold=config.sensitivity_threshold)
+    key = {**chosen["key"], "tau": tau, "K": config.n_directions, "dqr": dq}
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
 
@@ -261,12 +270,11 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
                     "dqr": dq}
     ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
                                     ".pt"), fit_identity, force=force) if identity else None
-    models = {"crel": m, "dqr": ident}
-    for model in filter(None, models.values()):  # the options do not change training: set them on cached models
+    for model in [m] + [ident] * identity:  # the options do not change training: set them on cached models
         for name, value in opts.items():
             setattr(model, name, value)
-    return {**models, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name,
-            "lgm_attempt": attempt, "collapsed_attempts": collapsed_attempts}
+    return {"crel": m, "dqr": ident, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name,
+            "lgm_attempt": chosen["attempt"], "collapsed_attempts": chosen["collapsed_attempts"]}
 
 
 # ----------------------------------------------------------------------------------------------------
