@@ -18,7 +18,7 @@ from lib.crel import baselines as cb
 from lib.crel import captions as cap
 from lib.crel import evaluation as ev_mod
 from lib.crel import method as crel
-from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, latent_kl, train_cvae
+from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
 from lib.params import check_choice, check_int, check_ints, check_probability, resolve_preset
@@ -205,7 +205,8 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
     trained again, at most `config.cvae_restarts` times (issue 10: on the cpu preset the first training of 2 of 5
     seeds collapses, and another initialisation of the same seed does not); if every training collapses the first
     is kept and `fitted_models`' guard names it. A flow is trained once. Returns {"model", "key" (its cache key),
-    "label", "attempt" (the training used), "collapsed_attempts" (the trainings rejected)}.
+    "label", "attempt" (the training used), "dead" and "kl" (the guard's reading of it: `dead_dimensions`),
+    "collapsed_attempts" (the trainings rejected)}.
     """
     key_lgm = {"v": 3, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: settings}  # v3: LGM choice
 
@@ -218,16 +219,17 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
         else:
             train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
         model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force)
-        return {"model": model, "key": key, "label": label, "attempt": attempt}
+        dead, kl, _ = dead_dimensions(model, folds["dqr"][1], folds["dqr"][0], threshold=config.collapse_threshold,
+                                      sensitivity_threshold=config.sensitivity_threshold)
+        return {"model": model, "key": key, "label": label, "attempt": attempt, "dead": dead, "kl": kl}
 
-    guard = dict(threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
-    rejected = []
+    tried = []
     for attempt in range(config.cvae_restarts + 1 if lgm_name == "cvae" else 1):
-        lgm = trained(attempt)
-        if not dead_dimensions(lgm["model"], folds["dqr"][1], folds["dqr"][0], **guard)[0]:
-            return {**lgm, "collapsed_attempts": rejected}
-        rejected.append(attempt)
-    return {**trained(0), "collapsed_attempts": rejected}  # every training collapsed: the first one
+        tried.append(trained(attempt))
+        if not tried[-1]["dead"]:
+            break
+    chosen = tried[-1] if not tried[-1]["dead"] else tried[0]  # every training collapsed: the first one
+    return {**chosen, "collapsed_attempts": [t["attempt"] for t in tried if t["dead"]]}
 
 
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
@@ -247,10 +249,11 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     tau = tau_for(config, alpha)
     chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force)
     lgm, label = chosen["model"], chosen["label"]
-    kl = None if lgm_name == "flow" else latent_kl(lgm, folds["dqr"][1], folds["dqr"][0])
-    collapsed = check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed,
-                               trainings=len(chosen["collapsed_attempts"]), threshold=config.collapse_threshold,
-                               sensitivity_threshold=config.sensitivity_threshold)
+    kl = None if lgm_name == "flow" else chosen["kl"]
+    collapsed = chosen["dead"]
+    if collapsed:  # the warning (it reads the guard's numbers again, only in this rare case)
+        check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed, trainings=len(chosen["collapsed_attempts"]),
+                       threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
     key = {**chosen["key"], "tau": tau, "K": config.n_directions, "dqr": dq}
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
@@ -270,7 +273,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
                     "dqr": dq}
     ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
                                     ".pt"), fit_identity, force=force) if identity else None
-    for model in [m] + [ident] * identity:  # the options do not change training: set them on cached models
+    for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
         for name, value in opts.items():
             setattr(model, name, value)
     return {"crel": m, "dqr": ident, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name,
@@ -358,8 +361,7 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
     bijective = getattr(m.lgm, "bijective", False)
     tol = 0.0 if bijective else config.decoded_tolerance
     common = dict(lgm=lgm_name, measure="exact" if bijective else f"decoded set, tol {tol:g}",
-                  collapsed=list(models["collapsed"]), lgm_attempt=models["lgm_attempt"],
-                  collapsed_attempts=list(models["collapsed_attempts"]),
+                  collapsed=list(models["collapsed"]),
                   lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
     rows, t0 = [], time.perf_counter()
     m.calibrate(x_cal, y_cal, alpha)
@@ -404,8 +406,7 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
         rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
                          area=float(io["area"].mean()), latent_area=np.nan, gamma=ident.gamma,
                          pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan,
-                         lgm="none", measure="exact", collapsed=[], lgm_attempt=0, collapsed_attempts=[],
-                         lgm_kl=None))
+                         lgm="none", measure="exact", collapsed=[], lgm_kl=None))
     if config.include_pcp:
         pcp = cb.PCP(m.lgm, seed=seed).calibrate(x_cal, y_cal, alpha)
         po = pcp.evaluate(x_te[ev], y_te[ev], y_grid)
