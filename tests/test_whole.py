@@ -206,6 +206,20 @@ def test_the_committed_stored_predictions_load_and_match_their_readme():
         assert wh.stored_data_source(stored["meta"]) == "jpeg"
 
 
+def test_the_committed_stored_accuracies_are_those_of_the_stored_predictions():
+    """Independent check of the stored run: each method's accuracy recomputed from its stored (float16)
+    predictions against CIFAR-10's own test labels (not CIFAR-10H) is the one its metadata and README state."""
+    from lib.data.files import data_file
+
+    labels = np.load(data_file("cifar10/test_labels.npy")).astype(np.int64)
+    readme = (wh.STORED_DIR / "README.md").read_text(encoding="utf-8")
+    for method in ex.uq.METHODS:
+        stored = wh.load_predictions(wh.STORED_DIR, method)
+        recomputed = wh.accuracy(method, stored["test"], labels)
+        assert recomputed == pytest.approx(stored["meta"]["test_accuracy"], abs=2e-4), method  # float16 rounding
+        assert f"| {method} | {stored['meta']['test_accuracy']:.4f} |" in readme
+
+
 def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     """whole_predictions: trained, cached per network (a second call trains nothing), every OOD set scored."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))

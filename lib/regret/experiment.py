@@ -5,7 +5,7 @@ Backbones (spec B8, §7):
   on the JPEG copy and cached) feed a trained *head* per method (spec §7 `cpu-head` [proposal]). Not the
   paper's protocol: ensemble and MC-dropout diversity exist only in the head, and the ResNet saw the
   (lossless) training images, so its training features are cleaner than its test features.
-- whole networks (issue 15, `lib.regret.whole`): the airbench-style net trained from scratch per method (nine
+- whole networks (issue 15, `lib.regret.whole`): the airbench-style net trained from scratch per method (eight
   networks), beside the heads. `whole_source` "stored" loads the predictions a completed run left in
   results/03/whole/ (seconds), "train" trains them (cached per network, checkpointed per epoch), "off" skips.
 - "scratch" (`paper`): a CIFAR ResNet trained from scratch with the head on the JPEG training images
@@ -90,7 +90,7 @@ PRESETS: dict[str, RegretConfig] = {
         whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
                                whiten_patches=500)),
     "cpu": RegretConfig(preset="cpu"),
-    # the cpu preset plus the nine whole networks trained here (airbench recipe; hours on a 2-core CPU)
+    # the cpu preset plus the eight whole networks trained here (airbench recipe; hours on a 2-core CPU)
     "whole": RegretConfig(preset="whole", whole_source="train"),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
                                                                                    lr=0.1, weight_decay=1e-4),

@@ -1,4 +1,4 @@
-"""Train notebook 03's nine whole networks and store their predictions for readers without the compute.
+"""Train notebook 03's eight whole networks and store their predictions for readers without the compute.
 
     python -m lib.regret.store_whole [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
                                      [--methods ...] [--device auto] [--threads 2]

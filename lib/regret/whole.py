@@ -31,7 +31,7 @@ The four methods' variants (spec §2.3); predictions come in the format of `lib.
   pooled features. {"probs": (N, K), "log_density": (N, C)}
 
 `train_network` is seeded, checkpoints every epoch and resumes from the last checkpoint;
-`lib.regret.experiment.whole_predictions` trains the nine networks (cached per network) and predicts;
+`lib.regret.experiment.whole_predictions` trains the eight networks (cached per network) and predicts;
 `save_predictions` / `load_predictions` write and read the stored predictions under `results/03/whole/`
 that the notebook loads instead of training.
 """
