@@ -1,10 +1,11 @@
 """Train notebook 03's eight whole networks and store their predictions for readers without the compute.
 
-    python -m lib.regret.store_whole [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
+    python -m lib.regret.store_whole [--preset whole] [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
                                      [--methods ...] [--device auto] [--threads 2]
                                      [--data-source jpeg] [--out results/03/whole]
 
-Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (and the recipe overrides given),
+Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (the airbench recipe) or `whole-cpu`
+(its CPU size, the stored run's recipe), and the recipe overrides given,
 cached per network and checkpointed per epoch (an interrupted run resumes), then writes one
 `<method>.npz` per method (`lib.regret.whole.save_predictions`) with the command, commit, device, data
 source and timings in its metadata, and a README.md table of what was stored. Notebook 03 loads them with
@@ -46,6 +47,8 @@ def git_commit() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=("whole", "whole-cpu"), default="whole",
+                        help="the recipe (whole) or its CPU size (whole-cpu: widths 16 32 32, batch 256)")
     parser.add_argument("--widths", type=int, nargs=3, default=None, help="conv-group widths (recipe: 64 256 256)")
     parser.add_argument("--epochs", type=int, default=None, help="epochs per network (recipe: 10)")
     parser.add_argument("--batch-size", type=int, default=None, help="training batch (recipe: 1024)")
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = git_commit()  # the code this run imports; the checkout may move on while it trains
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size}
-    config = ex.resolve_config("whole", whole=whole, n_train=args.n_train, data_source=args.data_source,
+    config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,
                                methods=args.methods)
     device = pick_device(args.device)
     start = time.perf_counter()
