@@ -90,11 +90,12 @@ PRESETS: dict[str, RegretConfig] = {
         whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
                                whiten_patches=500)),
     "cpu": RegretConfig(preset="cpu"),
-    # the cpu preset plus the eight whole networks trained here (airbench recipe; hours on a 2-core CPU)
+    # the cpu preset plus the eight whole networks trained here (airbench recipe with plain CE, lib.regret.whole;
+    # seconds per network on a GPU, hours on a 2-core CPU)
     "whole": RegretConfig(preset="whole", whole_source="train"),
     # the same at CPU size, the recipe of the stored predictions (results/03/whole): narrower conv groups and
-    # batch 256 (on this CPU a 256-image step costs less than half as much per image as a 1024-image one, and
-    # gave 5 points more test accuracy after 2 epochs; benchmarks/README.md), the recipe's 10 epochs
+    # batch 256 (on this CPU a 256-image step costs less than half as much per image as a 1024-image one),
+    # the recipe's 10 epochs: about 4 min per network on one core (results/03/whole/README.md)
     "whole-cpu": RegretConfig(preset="whole-cpu", whole_source="train",
                               whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256)),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
@@ -535,8 +536,8 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
     labels = torch.from_numpy(train_labels.astype(np.int64))
     out = {"nets": [], "histories": [], "seconds": [], "epoch_seconds": []}
     for seed in seeds:
-        key = {"stage": "whole", "version": 1, "method": method, "settings": config.whole, "seed": seed,
-               "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps}
+        key = {"stage": "whole", "version": wh.NETWORK_VERSION[method], "method": method, "settings": config.whole,
+               "seed": seed, "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps}
         path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
         checkpoint = path.with_suffix(".ckpt")
         trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(

@@ -1,7 +1,7 @@
 """Train notebook 03's eight whole networks and store their predictions for readers without the compute.
 
     python -m lib.regret.store_whole [--preset whole] [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
-                                     [--label-smoothing 0.2] [--methods ...] [--device auto] [--threads 2]
+                                     [--label-smoothing 0] [--methods ...] [--device auto] [--threads 2]
                                      [--data-source jpeg] [--out results/03/whole]
 
 Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (the airbench recipe) or `whole-cpu`
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=None, help="epochs per network (recipe: 10)")
     parser.add_argument("--batch-size", type=int, default=None, help="training batch (recipe: 1024)")
     parser.add_argument("--label-smoothing", type=float, default=None,
-                        help="label smoothing of the cross-entropy networks (recipe: 0.2; it bounds q's confidence)")
+                        help="label smoothing of the CE networks (default 0; airbench: 0.2, which caps q's confidence)")
     parser.add_argument("--methods", nargs="+", choices=ex.uq.METHODS, default=None,
                         help="train and store only these methods (default: all four)")
     parser.add_argument("--n-train", type=int, default=None, help="training images (default: all 50,000)")
