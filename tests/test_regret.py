@@ -270,3 +270,28 @@ def test_optimal_front_dominates_other_linear_combinations():
         other = R.selector_points((1 - lam) * d["A"] + lam * d["E"], d["T"], d["E"], R.default_coverages())
         # every point of the other selector is weakly dominated by the optimal front, up to grid effects
         assert R.igd_plus(ref, other) < 1e-3 * d["T"].mean()
+
+
+def test_calibration_agrees_with_a_loop_over_bins_and_has_known_answers():
+    """ECE against a bin-by-bin loop on random predictions; 0.4 for an always-right q of confidence 0.6
+    (underconfident), 0 when each bin's confidence equals its accuracy; bad labels named."""
+    rng = np.random.default_rng(3)
+    q = rng.dirichlet(np.full(10, 0.3), size=2000)
+    labels = rng.integers(0, 10, 2000)
+    conf, correct = q.max(1), q.argmax(1) == labels
+    edges = np.linspace(0, 1, 16)
+    loop = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = (conf >= lo) & ((conf < hi) if hi < 1 else (conf <= hi))
+        if inside.any():
+            loop += inside.mean() * abs(correct[inside].mean() - conf[inside].mean())
+    got = R.calibration(q, labels)
+    assert got["ece"] == pytest.approx(loop, abs=1e-12)
+    assert got["accuracy"] == pytest.approx(correct.mean()) and got["mean_confidence"] == pytest.approx(conf.mean())
+    under = np.full((100, 10), 0.4 / 9)
+    under[:, 0] = 0.6
+    assert R.calibration(under, np.zeros(100, int))["ece"] == pytest.approx(0.4)
+    half = np.tile([0.5, 0.5] + [0.0] * 8, (100, 1))  # confidence 0.5, right on half of the rows
+    assert R.calibration(half, np.repeat([0, 1], 50))["ece"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="labels"):
+        R.calibration(q, labels[:10])

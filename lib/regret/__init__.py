@@ -20,6 +20,7 @@ from lib.regret.method import (  # noqa: F401
     attainable_front,
     aurc,
     aurec,
+    calibration,
     check_loss,
     ddu_aleatoric,
     ddu_epistemic,

@@ -42,6 +42,9 @@ BACKBONES = ("frozen", "scratch")
 WHOLE_SOURCES = ("stored", "train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
 DEPTHS = (20, 32, 44, 56)
+# The stored CPU-sized whole networks of the airbench recipe unchanged (label smoothing 0.2, every logit scaled by
+# 1/9), which the workbook's two changes to the recipe are measured against (lib.regret.whole's module docstring)
+RECIPE_DIR = wh.STORED_DIR.parent / "whole-recipe"
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,8 @@ def check_inputs(config: RegretConfig) -> list[str]:
     the CIFAR-10 archive of `data_source` (the JPEG copy and its test labels, or the lossless archive), the
     lossless anchors (the order check), the CIFAR-10H soft labels, cleanlab's cross-validated probabilities
     and the pretrained ResNets' weights (the backbone, the single models of the oracle table, and ResNet-20 for
-    active learning from scratch); with whole_source "stored" also the stored whole-network predictions
-    (present, right version, made from the same data source)."""
+    active learning from scratch); with whole_source "stored" also the stored whole-network predictions and
+    those of the unchanged recipe (RECIPE_DIR; present, right version, made from the same data source)."""
     from lib.data.cifar10 import check_archive
     from lib.data.files import data_file
     from lib.models.cifar_resnet import weight_file
@@ -194,8 +197,9 @@ def check_inputs(config: RegretConfig) -> list[str]:
     for name in names[1:]:
         data_file(name)
     if config.whole_source == "stored":
-        wh.check_stored(wh.STORED_DIR, config.methods, data_source=config.data_source)
-        names.extend(f"results/03/whole/{m}.npz" for m in config.methods)
+        for folder in (wh.STORED_DIR, RECIPE_DIR):  # the stored networks, and the recipe's they are compared with
+            wh.check_stored(folder, config.methods, data_source=config.data_source)
+            names.extend(f"results/03/{folder.name}/{m}.npz" for m in config.methods)
     return names
 
 
@@ -581,7 +585,8 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
 
         test = predict(test_images)
         ood = {name: acquisition_scores(method, predict(images), config.seed) for name, images in ood_sets.items()}
-        meta = {"settings": wh.describe_settings(config.whole), "seed": config.seed, "n_train": len(train_images),
+        meta = {"settings": wh.describe_settings(config.whole), "network_version": wh.NETWORK_VERSION[method],
+                "seed": config.seed, "n_train": len(train_images),
                 "n_test": len(test_images), "n_ood": config.n_ood, "data_source": config.data_source,
                 "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
                 "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
@@ -589,6 +594,17 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
                 "embedding_dim": int(test.get("embedding_dim", 0))}
         out[method] = {"test": test, "ood": ood, "meta": meta}
     return out
+
+
+def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:
+    """Calibration and CE regret of one method's whole network(s), from `evaluate(..., loss="ce")`:
+    {"accuracy", "mean confidence", "ECE" (against CIFAR-10's labels), "mean E*", "AuReC", "r_s(Â,Ê)",
+    "r_s(A*,E*)"}."""
+    cal = regret.calibration(evaluation["q"], labels)
+    m = evaluation["metrics"]
+    return {"accuracy": cal["accuracy"], "mean confidence": cal["mean_confidence"], "ECE": cal["ece"],
+            "mean E*": float(evaluation["oracle"]["E"].mean()),
+            **{c: m[c] for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)")}}
 
 
 def stored_whole_predictions(config: RegretConfig, n_test: int, folder=None) -> dict:

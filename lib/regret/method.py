@@ -358,6 +358,26 @@ def spearman(a: np.ndarray, b: np.ndarray) -> dict:
     return {"r_s": float(r), "ties_a": tied(np.asarray(a)), "ties_b": tied(np.asarray(b))}
 
 
+def calibration(q: np.ndarray, labels: np.ndarray, num_bins: int = 15) -> dict:
+    """{"accuracy", "mean_confidence", "ece"} of the predictive q: (N, K) against hard labels: (N,) int.
+
+    A diagnostic beside the regret, not one of the paper's metrics: an underconfident q (mean confidence
+    below accuracy) pays CE regret on every easy image. ECE is the expected calibration error of Guo et al.
+    (2017): Σ_b (n_b / N) |accuracy_b − confidence_b| over `num_bins` equal-width bins of max_k q_k.
+    """
+    check_int("num_bins", num_bins, minimum=1)
+    q = normalise_rows(q, "q")
+    labels = np.asarray(labels)
+    if labels.shape != (len(q),):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({len(q)},), one per row of q")
+    confidence = q.max(axis=1)
+    correct = (first_argmax(q) == labels).astype(float)
+    bins = np.minimum((confidence * num_bins).astype(int), num_bins - 1)
+    gap = np.abs(np.bincount(bins, correct, num_bins) - np.bincount(bins, confidence, num_bins))
+    return {"accuracy": float(correct.mean()), "mean_confidence": float(confidence.mean()),
+            "ece": float(gap.sum() / len(q))}
+
+
 # ----------------------------------------------------------------------------------------------------
 # Fronts and the Pareto-gap (spec §3.3, B5)
 # ----------------------------------------------------------------------------------------------------
