@@ -185,14 +185,24 @@ def test_stored_predictions_of_the_other_data_source_are_refused(tmp_path):
         == (3, 10, 10)
 
 
-def test_the_committed_stored_predictions_load_and_match_their_readme():
-    """results/03/whole: every method's file loads (10,000 rows, the recipe's S and M), is checked before any
-    work by check_inputs, and its README names the command and commit that produced it."""
-    wh.check_stored(wh.STORED_DIR, ex.uq.METHODS)
-    readme = (wh.STORED_DIR / "README.md").read_text(encoding="utf-8")
+# The committed folders: the stored networks of PRESET="whole-cpu", and the same with the airbench recipe unchanged
+# (label smoothing 0.2, evidential logits scaled by 1/9: network version 1), which notebook 03 compares them with
+COMMITTED = {"whole": (wh.STORED_DIR, ex.resolve_config("whole-cpu").whole, wh.NETWORK_VERSION),
+             "whole-recipe": (ex.RECIPE_DIR, replace(ex.resolve_config("whole-cpu").whole, label_smoothing=0.2),
+                              dict.fromkeys(wh.NETWORK_VERSION, 1))}
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_the_committed_stored_predictions_load_and_match_their_readme(name):
+    """results/03/whole and whole-recipe: every method's file loads (10,000 rows, the recipe's S and M), is
+    checked before any work by check_inputs, was trained with the settings its folder stands for, and its README
+    names the command and commit that produced it."""
+    folder, expected, versions = COMMITTED[name]
+    wh.check_stored(folder, ex.uq.METHODS)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "`cifar10/cifar10-jpeg.zip`" in readme  # the copy they were made from, as their metadata says
     for method in ex.uq.METHODS:
-        stored = wh.load_predictions(wh.STORED_DIR, method)
+        stored = wh.load_predictions(folder, method)
         settings = wh.settings_from(stored["meta"])
         first = next(iter(stored["test"].values()))
         assert (first.shape[1] if method in ("mc_dropout", "ensemble") else first.shape[0]) == 10_000
@@ -204,17 +214,21 @@ def test_the_committed_stored_predictions_load_and_match_their_readme():
         assert stored["meta"]["command"] in readme and stored["meta"]["commit"] in readme
         assert 0.1 < stored["meta"]["test_accuracy"] <= 1
         assert wh.stored_data_source(stored["meta"]) == "jpeg"
+        assert settings == expected, method  # e.g. what PRESET="whole-cpu" trains (the same cache keys)
+        assert stored["meta"].get("network_version", 1) == versions[method], method
 
 
-def test_the_committed_stored_accuracies_are_those_of_the_stored_predictions():
-    """Independent check of the stored run: each method's accuracy recomputed from its stored (float16)
+@pytest.mark.parametrize("name", COMMITTED)
+def test_the_committed_stored_accuracies_are_those_of_the_stored_predictions(name):
+    """Independent check of the stored runs: each method's accuracy recomputed from its stored (float16)
     predictions against CIFAR-10's own test labels (not CIFAR-10H) is the one its metadata and README state."""
     from lib.data.files import data_file
 
+    folder = COMMITTED[name][0]
     labels = np.load(data_file("cifar10/test_labels.npy")).astype(np.int64)
-    readme = (wh.STORED_DIR / "README.md").read_text(encoding="utf-8")
+    readme = (folder / "README.md").read_text(encoding="utf-8")
     for method in ex.uq.METHODS:
-        stored = wh.load_predictions(wh.STORED_DIR, method)
+        stored = wh.load_predictions(folder, method)
         recomputed = wh.accuracy(method, stored["test"], labels)
         assert recomputed == pytest.approx(stored["meta"]["test_accuracy"], abs=2e-4), method  # float16 rounding
         assert f"| {method} | {stored['meta']['test_accuracy']:.4f} |" in readme
@@ -271,3 +285,54 @@ def test_store_whole_records_the_data_source(tmp_path, monkeypatch):
         wh.check_stored(tmp_path, ex.uq.METHODS)
     with pytest.raises(SystemExit):
         store_whole.main(["--data-source", "png", "--out", str(tmp_path)])
+    # --preset whole-cpu and --methods: the CPU-sized recipe, only the methods asked for
+    assert store_whole.main(["--preset", "whole-cpu", "--methods", "ddu", "--threads", "1",
+                             "--out", str(tmp_path / "cpu")]) == 0
+    assert sorted(p.name for p in (tmp_path / "cpu").glob("*.npz")) == ["ddu.npz"]
+    with np.load(tmp_path / "cpu" / "ddu.npz") as data:
+        meta = json.loads(str(data["meta"]))
+    assert wh.settings_from(meta) == ex.resolve_config("whole-cpu").whole
+    assert meta["settings"]["widths"] == [16, 32, 32] and meta["settings"]["batch_size"] == 256
+    assert "training time of the 2 networks, summed: 0.0 min" in (tmp_path / "cpu" / "README.md").read_text()
+    # --label-smoothing reaches the recipe (the recipe's 0.2 against the default plain cross-entropy)
+    assert store_whole.main(["--preset", "whole-cpu", "--label-smoothing", "0.2", "--methods", "ensemble",
+                             "--threads", "1", "--out", str(tmp_path / "ls")]) == 0
+    with np.load(tmp_path / "ls" / "ensemble.npz") as data:
+        assert json.loads(str(data["meta"]))["settings"]["label_smoothing"] == 0.2
+    assert ex.resolve_config("whole-cpu").whole.label_smoothing == 0.0
+
+
+def test_only_the_evidential_network_has_unscaled_logits():
+    """Airbench scales the logits by 1/9; the evidential network's are not scaled (its evidence softplus(logit)
+    must grow large), and the change has its own network version, so older cached evidential networks are not
+    reused."""
+    for method in ex.uq.METHODS:
+        net = wh.build_network(method, TINY, seed=0)
+        assert net.logit_scale == (1.0 if method == "evidential" else 1 / 9), method
+    x = torch.randn(4, 3, 32, 32)
+    net = wh.build_network("evidential", TINY, seed=0).eval()
+    assert torch.allclose(net(x), net.linear(net.tail_features(net.trunk(x))))  # the linear layer's output as is
+    assert wh.NETWORK_VERSION["evidential"] > wh.NETWORK_VERSION["ensemble"]
+
+
+def test_temperature_rows_and_whole_diagnostics():
+    """T = 1 is q itself (its calibration and CE decomposition, computed directly); a lower T sharpens q (higher
+    mean confidence); whole_diagnostics reads accuracy and ECE from the evaluation's q; a bad T is named."""
+    rng = np.random.default_rng(0)
+    p_true = rng.dirichlet(np.full(10, 0.2), size=300)
+    q = rng.dirichlet(np.ones(10), size=300)
+    labels = p_true.argmax(1)
+    rows = ex.temperature_rows(q, p_true, labels, (0.5, 1.0, 2.0))
+    direct = regret.decompose(p_true, q, "ce")
+    assert rows[1]["mean E*"] == pytest.approx(direct["E"].mean())
+    assert rows[1]["r_s(A*,E*)"] == pytest.approx(regret.spearman(direct["A"], direct["E"])["r_s"])
+    assert rows[1]["ECE"] == pytest.approx(regret.calibration(q, labels)["ece"])
+    assert rows[0]["mean confidence"] > rows[1]["mean confidence"] > rows[2]["mean confidence"]
+    with pytest.raises(ValueError, match="temperature"):
+        ex.temperature_rows(q, p_true, labels, (0.0,))
+    config = ex.resolve_config("smoke", methods=["ddu"])
+    ev = ex.evaluate(config, "ddu", {"probs": q, "log_density": rng.normal(size=(300, 10))}, p_true, "ce")
+    diag = ex.whole_diagnostics(ev, labels)
+    assert diag["accuracy"] == pytest.approx(np.mean(q.argmax(1) == labels))
+    assert diag["ECE"] == pytest.approx(regret.calibration(q, labels)["ece"])
+    assert diag["AuReC"] == ev["metrics"]["AuReC"] and diag["mean E*"] == pytest.approx(direct["E"].mean())

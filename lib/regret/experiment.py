@@ -97,8 +97,8 @@ PRESETS: dict[str, RegretConfig] = {
     # seconds per network on a GPU, hours on a 2-core CPU)
     "whole": RegretConfig(preset="whole", whole_source="train"),
     # the same at CPU size, the recipe of the stored predictions (results/03/whole): narrower conv groups and
-    # batch 256 (on this CPU a 256-image step costs less than half as much per image as a 1024-image one),
-    # the recipe's 10 epochs: about 4 min per network on one core (results/03/whole/README.md)
+    # batch 256 (on this CPU 0.73x the cost per image of a 1024-image step; benchmarks/README.md), the recipe's
+    # 10 epochs: about 4 min per network on one core (results/03/whole/README.md)
     "whole-cpu": RegretConfig(preset="whole-cpu", whole_source="train",
                               whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256)),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
@@ -605,6 +605,21 @@ def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:
     return {"accuracy": cal["accuracy"], "mean confidence": cal["mean_confidence"], "ECE": cal["ece"],
             "mean E*": float(evaluation["oracle"]["E"].mean()),
             **{c: m[c] for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)")}}
+
+
+def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temperatures: tuple[float, ...]) -> list:
+    """[{"T", "mean confidence", "ECE", "mean E*", "r_s(A*,E*)"}] of q^(1/T), renormalised, under CE: how the
+    oracle correlation r_s(A*, E*) (the paper's F3) depends on the model's confidence alone (T < 1 sharpens)."""
+    rows = []
+    for t in temperatures:
+        check_real("temperature", t, low=0.0, open_low=True)
+        sharp = np.exp(np.log(np.clip(regret.normalise_rows(q, "q"), regret.Q_FLOOR, 1.0)) / t)
+        sharp /= sharp.sum(axis=1, keepdims=True)
+        oracle, cal = regret.decompose(p_true, sharp, "ce"), regret.calibration(sharp, labels)
+        rows.append({"T": t, "mean confidence": cal["mean_confidence"], "ECE": cal["ece"],
+                     "mean E*": float(oracle["E"].mean()),
+                     "r_s(A*,E*)": regret.spearman(oracle["A"], oracle["E"])["r_s"]})
+    return rows
 
 
 def stored_whole_predictions(config: RegretConfig, n_test: int, folder=None) -> dict:
