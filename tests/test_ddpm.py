@@ -7,6 +7,12 @@ from lib.data import gaussian_ring
 from lib.prcurves import ddpm
 
 SEEDS = [11, 12, 13]
+# A member trained in a batch against the same member trained alone: the batched and the single matrix products
+# round differently on some CPUs, and 25-30 Adam steps carry that along. Measured largest differences: within
+# 1e-6 on the AMD EPYC machine, 2e-6 to 6.2e-6 (one element in 32,768) on an Intel Xeon (2026-12-01). One Adam
+# step moves the parameters by up to 2e-3 (30 steps against 29, measured), 100x the tolerance, so a member that
+# saw another member's data, noise or gradient for even one step would still fail.
+TRAINED_ALONE_TOL = {"rtol": 1e-4, "atol": 2e-5}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,7 @@ def test_member_in_batch_equals_member_trained_alone(points):
     together = ddpm.train_ensemble(points, complexity=2, seeds=SEEDS, num_steps=30, progress=False)
     alone = ddpm.train_ensemble(points, complexity=2, seeds=SEEDS[1:2], num_steps=30, progress=False)
     for key, value in together["params"].items():
-        torch.testing.assert_close(value[1], alone["params"][key][0], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(value[1], alone["params"][key][0], **TRAINED_ALONE_TOL)
     np.testing.assert_allclose(together["losses"][:, 1], alone["losses"][:, 0], rtol=1e-5)
     samples_together = ddpm.sample_ensemble(together["params"], num_samples=200, seeds=SEEDS, progress=False)
     samples_alone = ddpm.sample_ensemble(alone["params"], num_samples=200, seeds=SEEDS[1:2], progress=False)
@@ -125,7 +131,7 @@ def test_member_in_batch_equals_member_alone_with_every_option(points, settings)
     alone = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS[2:], num_steps=25, settings=settings, progress=False)
     for part in ("params", "ema") if settings.ema_decay else ("params",):
         for key, value in together[part].items():
-            torch.testing.assert_close(value[2], alone[part][key][0], rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(value[2], alone[part][key][0], **TRAINED_ALONE_TOL)
 
 
 def test_block_streams_slice_epochs_and_stratify_time_steps():
