@@ -94,6 +94,8 @@ def findings_03(r: dict, ref: dict) -> None:
         assert min(whole, key=whole.get) == "ensemble"  # the ensemble is best, as in the paper ...
         assert whole["mc_dropout"] - whole["ensemble"] > 0.1  # ... and separated from MC-Dropout, where heads tie
         assert max(whole, key=whole.get) == "ddu" and whole["evidential"] > whole["mc_dropout"]  # not the paper's
+        far = {m: (v["mnist"] + v["uniform_noise"]) / 2 for m, v in r["whole_ood_auroc"].items()}
+        assert min(far, key=far.get) == "Evidential" and sorted(far.values())[1] - far["Evidential"] > 0.2
         recipe = r["whole_recipe"]  # the recipe unchanged (results/03/whole-recipe) against the stored networks
         for m in METHODS:  # label smoothing / scaled evidential logits: underconfident; the changes calibrate
             assert recipe[f"ours/{m}"]["ECE"] < recipe[f"airbench recipe/{m}"]["ECE"] - 0.1, m
