@@ -301,6 +301,15 @@ def test_store_whole_records_the_data_source(tmp_path, monkeypatch):
         assert json.loads(str(data["meta"]))["settings"]["label_smoothing"] == 0.2
     assert ex.resolve_config("whole-cpu").whole.label_smoothing == 0.0
 
+    def seeded(config, cifar, **kwargs):
+        seen["seed"] = config.seed
+        return fake_whole(config, cifar, **kwargs)
+
+    monkeypatch.setattr(ex, "whole_predictions", seeded)
+    assert store_whole.main(["--preset", "whole-cpu", "--seed", "100", "--methods", "ddu", "--threads", "1",
+                             "--out", str(tmp_path / "seed")]) == 0
+    assert seen["seed"] == 100  # --seed reaches the config the networks are trained from
+
 
 def test_only_the_evidential_network_has_unscaled_logits():
     """Airbench scales the logits by 1/9; the evidential network's are not scaled (its evidence softplus(logit)

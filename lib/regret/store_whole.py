@@ -1,7 +1,7 @@
 """Train notebook 03's eight whole networks and store their predictions for readers without the compute.
 
     python -m lib.regret.store_whole [--preset whole] [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
-                                     [--label-smoothing 0] [--methods ...] [--device auto] [--threads 2]
+                                     [--label-smoothing 0] [--methods ...] [--seed 0] [--device auto] [--threads 2]
                                      [--data-source jpeg] [--out results/03/whole]
 
 Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (the airbench recipe) or `whole-cpu`
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="label smoothing of the CE networks (default 0; airbench: 0.2, which caps q's confidence)")
     parser.add_argument("--methods", nargs="+", choices=ex.uq.METHODS, default=None,
                         help="train and store only these methods (default: all four)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the networks (ensemble members: seed ... seed + M - 1), default 0")
     parser.add_argument("--n-train", type=int, default=None, help="training images (default: all 50,000)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads (measured fastest here: see the README)")
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size, "label_smoothing": args.label_smoothing}
     config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,
-                               methods=args.methods)
+                               methods=args.methods, seed=args.seed)
     device = pick_device(args.device)
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
