@@ -586,8 +586,8 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
         test = predict(test_images)
         ood = {name: acquisition_scores(method, predict(images), config.seed) for name, images in ood_sets.items()}
         meta = {"settings": wh.describe_settings(config.whole), "network_version": wh.NETWORK_VERSION[method],
-                "seed": config.seed, "n_train": len(train_images),
-                "n_test": len(test_images), "n_ood": config.n_ood, "data_source": config.data_source,
+                "seed": config.seed, "n_train": len(train_images), "n_test": len(test_images), "n_ood": config.n_ood,
+                "data_source": config.data_source,
                 "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
                 "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
                 "final_train_loss": [h[-1] for h in fit["histories"] if h],
@@ -610,9 +610,10 @@ def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:
 def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temperatures: tuple[float, ...]) -> list:
     """[{"T", "mean confidence", "ECE", "mean E*", "r_s(A*,E*)"}] of q^(1/T), renormalised, under CE: how the
     oracle correlation r_s(A*, E*) (the paper's F3) depends on the model's confidence alone (T < 1 sharpens)."""
-    rows = []
     for t in temperatures:
         check_real("temperature", t, low=0.0, open_low=True)
+    rows = []
+    for t in temperatures:
         sharp = np.exp(np.log(np.clip(regret.normalise_rows(q, "q"), regret.Q_FLOOR, 1.0)) / t)
         sharp /= sharp.sum(axis=1, keepdims=True)
         oracle, cal = regret.decompose(p_true, sharp, "ce"), regret.calibration(sharp, labels)

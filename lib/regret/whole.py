@@ -17,9 +17,9 @@ implementation of that recipe's ideas, not a copy of its code:
   23 % of steps, then down to 0.07), random flips and 2-pixel translations.
 - **Changed**: plain cross-entropy, where the recipe smooths the labels by 0.2 (`label_smoothing`, a
   parameter). Smoothing buys accuracy but caps the predictive distribution's confidence, and q is what the
-  regret is measured on: on the CPU-sized recipe it left the networks underconfident (mean max q 0.59 at
-  78 % accuracy, ECE 0.19; plain CE: 0.72 at 77 %, ECE 0.04-0.06) and halved MC-Dropout's CE AuReC when
-  removed (0.661 -> 0.343; results/03/whole-ls0.2/README.md).
+  regret is measured on: on the CPU-sized recipe it left the networks underconfident (mean confidence
+  0.59-0.60 at 78-82 % accuracy, ECE 0.19-0.21; plain CE: 0.71-0.74 at the same accuracy, ECE 0.04-0.07),
+  and removing it halved MC-Dropout's CE AuReC (0.660 -> 0.343; results/03/whole-recipe/README.md).
 - **Left out**, as the recipe's own "clean" variant does: lookahead / EMA, progressive freezing of the
   whitening bias, alternating flips, and test-time augmentation (the methods are evaluated on the network
   itself, one forward pass per sample).
@@ -32,7 +32,7 @@ The four methods' variants (spec §2.3); predictions come in the format of `lib.
 - evidential: α = softplus(logits) + 1, trained with `uq.evidential_loss` on one-hot targets, with the
   logits *not* scaled by 1/9: a confident Dirichlet needs evidence in the hundreds, which the scaled logits
   barely reach in 10 epochs (CPU-sized recipe, one seed: 70.7 % test accuracy and median α₀ 34 with the
-  scale, 75.8 % and 78 without; CE AuReC 0.673 -> 0.401). {"alpha": (N, K)}
+  scale, 75.8 % and 78 without; CE AuReC 0.672 -> 0.401). {"alpha": (N, K)}
 - ddu: soft spectral normalisation (coefficient 3) on every trained conv and the classifier, residual conv
   groups (DDU's bi-Lipschitz feature map needs skips), class-conditional Gaussians on the last group's
   pooled features. {"probs": (N, K), "log_density": (N, C)}
