@@ -93,7 +93,7 @@ def findings_03(r: dict, ref: dict) -> None:
         whole = {m: r["whole"][f"ce/{m}"]["AuReC"] for m in METHODS}
         assert min(whole, key=whole.get) == "ensemble"  # the ensemble is best, as in the paper ...
         assert whole["mc_dropout"] - whole["ensemble"] > 0.1  # ... and separated from MC-Dropout, where heads tie
-        assert max(whole, key=whole.get) == "ddu" and whole["evidential"] > whole["mc_dropout"]  # not the paper's
+        assert max(whole, key=whole.get) == "ddu"  # last, not the paper's third (MC-Dropout vs Evidential: by seed)
         far = {m: (v["mnist"] + v["uniform_noise"]) / 2 for m, v in r["whole_ood_auroc"].items()}
         assert min(far, key=far.get) == "Evidential" and sorted(far.values())[1] - far["Evidential"] > 0.2
         recipe = r["whole_recipe"]  # the recipe unchanged (results/03/whole-recipe) against the stored networks
