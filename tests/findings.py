@@ -101,6 +101,9 @@ def findings_03(r: dict, ref: dict) -> None:
             assert recipe[f"ours/{m}"]["ECE"] < recipe[f"airbench recipe/{m}"]["ECE"] - 0.1, m
             assert recipe[f"airbench recipe/{m}"]["mean confidence"] < recipe[f"airbench recipe/{m}"]["accuracy"], m
         assert recipe["ours/mc_dropout"]["AuReC"] < 0.6 * recipe["airbench recipe/mc_dropout"]["AuReC"]
+        parts = r["whole_components"]  # H(q) ranks the regret better than Ê; DDU's density the least
+        assert all(v["AuReC of H(q)"] < v["AuReC of Ê"] for v in parts.values())
+        assert parts["DDU"]["AuReC of H(q)"] < 0.6 * parts["DDU"]["AuReC of Ê"] and parts["DDU"]["r_s(Ê,E*)"] < 0.3
         r_s = [r["whole_temperature"][t]["r_s(A*,E*)"] for t in ("1.5", "1.0", "0.7", "0.5", "0.25")]
         assert all(a < b for a, b in zip(r_s, r_s[1:]))  # sharper q, higher r_s(A*, E*) (same model)
 

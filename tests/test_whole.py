@@ -345,3 +345,21 @@ def test_temperature_rows_and_whole_diagnostics():
     assert diag["accuracy"] == pytest.approx(np.mean(q.argmax(1) == labels))
     assert diag["ECE"] == pytest.approx(regret.calibration(q, labels)["ece"])
     assert diag["AuReC"] == ev["metrics"]["AuReC"] and diag["mean E*"] == pytest.approx(direct["E"].mean())
+
+
+def test_epistemic_vs_total_separates_the_estimate_from_the_network():
+    """Known answers: a DDU density that orders the images by their true regret E* gives the oracle AuReC and
+    r_s(Ê, E*) = 1, better than H(q); a density of noise ranks nothing; "AuReC of Ê" is the table's AuReC."""
+    rng = np.random.default_rng(1)
+    p_true = rng.dirichlet(np.full(10, 0.3), size=400)
+    q = 0.7 * p_true + 0.3 * rng.dirichlet(np.ones(10), size=400)
+    config = ex.resolve_config("smoke", methods=["ddu"])
+    E = regret.decompose(p_true, q, "ce")["E"]
+    oracle_density = np.repeat(-E[:, None], 10, axis=1)  # Ê = -logsumexp = E* - log 10: E*'s own order
+    ev = ex.evaluate(config, "ddu", {"probs": q, "log_density": oracle_density}, p_true, "ce")
+    parts = ex.epistemic_vs_total(config, ev)
+    assert parts["AuReC of Ê"] == pytest.approx(ev["metrics"]["AuReC"])
+    assert parts["AuReC of Ê"] == pytest.approx(regret.aurec(E, E)) and parts["r_s(Ê,E*)"] == pytest.approx(1.0)
+    assert parts["AuReC of H(q)"] > parts["AuReC of Ê"] and parts["r_s(H(q),E*)"] < 1
+    noise = ex.evaluate(config, "ddu", {"probs": q, "log_density": rng.normal(size=(400, 10))}, p_true, "ce")
+    assert abs(ex.epistemic_vs_total(config, noise)["r_s(Ê,E*)"]) < 0.15

@@ -607,6 +607,18 @@ def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:
             **{c: m[c] for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)")}}
 
 
+def epistemic_vs_total(config: RegretConfig, evaluation: dict) -> dict:
+    """How well the method's epistemic estimate Ê ranks the true CE regret E*, against its total uncertainty
+    H(q) (spec B12's stand-in): {"AuReC of Ê", "AuReC of H(q)", "r_s(Ê,E*)", "r_s(H(q),E*)"}; from
+    `evaluate(..., loss="ce")`. Separates a method's network (q) from its epistemic component (for DDU the
+    feature density)."""
+    E, total = evaluation["oracle"]["E"], regret.entropy(evaluation["q"])
+    area = lambda scores: regret.aurec(scores, E, norm=config.aurec_norm, ties=config.ties)
+    return {"AuReC of Ê": area(evaluation["E_hat"]), "AuReC of H(q)": area(total),
+            "r_s(Ê,E*)": regret.spearman(evaluation["E_hat"], E)["r_s"],
+            "r_s(H(q),E*)": regret.spearman(total, E)["r_s"]}
+
+
 def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temperatures: tuple[float, ...]) -> list:
     """[{"T", "mean confidence", "ECE", "mean E*", "r_s(A*,E*)"}] of q^(1/T), renormalised, under CE: how the
     oracle correlation r_s(A*, E*) (the paper's F3) depends on the model's confidence alone (T < 1 sharpens)."""
