@@ -188,7 +188,7 @@ def test_stored_predictions_of_the_other_data_source_are_refused(tmp_path):
 # The committed folders: the stored networks of PRESET="whole-cpu", and the same with the airbench recipe unchanged
 # (label smoothing 0.2, evidential logits scaled by 1/9: network version 1), which notebook 03 compares them with
 COMMITTED = {"whole": (wh.STORED_DIR, ex.resolve_config("whole-cpu").whole, wh.NETWORK_VERSION),
-             "whole-recipe": (ex.RECIPE_DIR, replace(ex.resolve_config("whole-cpu").whole, label_smoothing=0.2),
+             "whole-recipe": (wh.RECIPE_DIR, replace(ex.resolve_config("whole-cpu").whole, label_smoothing=0.2),
                               dict.fromkeys(wh.NETWORK_VERSION, 1))}
 
 

@@ -42,9 +42,6 @@ BACKBONES = ("frozen", "scratch")
 WHOLE_SOURCES = ("stored", "train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
 DEPTHS = (20, 32, 44, 56)
-# The stored CPU-sized whole networks of the airbench recipe unchanged (label smoothing 0.2, every logit scaled by
-# 1/9), which the workbook's two changes to the recipe are measured against (lib.regret.whole's module docstring)
-RECIPE_DIR = wh.STORED_DIR.parent / "whole-recipe"
 
 
 @dataclass(frozen=True)
@@ -183,7 +180,7 @@ def check_inputs(config: RegretConfig) -> list[str]:
     lossless anchors (the order check), the CIFAR-10H soft labels, cleanlab's cross-validated probabilities
     and the pretrained ResNets' weights (the backbone, the single models of the oracle table, and ResNet-20 for
     active learning from scratch); with whole_source "stored" also the stored whole-network predictions and
-    those of the unchanged recipe (RECIPE_DIR; present, right version, made from the same data source)."""
+    those of the unchanged recipe (wh.RECIPE_DIR; present, right version, made from the same data source)."""
     from lib.data.cifar10 import check_archive
     from lib.data.files import data_file
     from lib.models.cifar_resnet import weight_file
@@ -197,7 +194,7 @@ def check_inputs(config: RegretConfig) -> list[str]:
     for name in names[1:]:
         data_file(name)
     if config.whole_source == "stored":
-        for folder in (wh.STORED_DIR, RECIPE_DIR):  # the stored networks, and the recipe's they are compared with
+        for folder in (wh.STORED_DIR, wh.RECIPE_DIR):  # the stored networks, and the recipe's they are compared with
             wh.check_stored(folder, config.methods, data_source=config.data_source)
             names.extend(f"results/03/{folder.name}/{m}.npz" for m in config.methods)
     return names
@@ -603,8 +600,7 @@ def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:
     cal = regret.calibration(evaluation["q"], labels)
     m = evaluation["metrics"]
     return {"accuracy": cal["accuracy"], "mean confidence": cal["mean_confidence"], "ECE": cal["ece"],
-            "mean E*": float(evaluation["oracle"]["E"].mean()),
-            **{c: m[c] for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)")}}
+            "mean E*": m["mean_E*"], **{c: m[c] for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)")}}
 
 
 def epistemic_vs_total(config: RegretConfig, evaluation: dict) -> dict:
@@ -613,8 +609,8 @@ def epistemic_vs_total(config: RegretConfig, evaluation: dict) -> dict:
     `evaluate(..., loss="ce")`. Separates a method's network (q) from its epistemic component (for DDU the
     feature density)."""
     E, total = evaluation["oracle"]["E"], regret.entropy(evaluation["q"])
-    area = lambda scores: regret.aurec(scores, E, norm=config.aurec_norm, ties=config.ties)
-    return {"AuReC of Ê": area(evaluation["E_hat"]), "AuReC of H(q)": area(total),
+    return {"AuReC of Ê": evaluation["metrics"]["AuReC"],
+            "AuReC of H(q)": regret.aurec(total, E, norm=config.aurec_norm, ties=config.ties),
             "r_s(Ê,E*)": regret.spearman(evaluation["E_hat"], E)["r_s"],
             "r_s(H(q),E*)": regret.spearman(total, E)["r_s"]}
 
@@ -624,9 +620,10 @@ def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temp
     oracle correlation r_s(A*, E*) (the paper's F3) depends on the model's confidence alone (T < 1 sharpens)."""
     for t in temperatures:
         check_real("temperature", t, low=0.0, open_low=True)
+    log_q = np.log(np.clip(regret.normalise_rows(q, "q"), regret.Q_FLOOR, 1.0))
     rows = []
     for t in temperatures:
-        sharp = np.exp(np.log(np.clip(regret.normalise_rows(q, "q"), regret.Q_FLOOR, 1.0)) / t)
+        sharp = np.exp(log_q / t)
         sharp /= sharp.sum(axis=1, keepdims=True)
         oracle, cal = regret.decompose(p_true, sharp, "ce"), regret.calibration(sharp, labels)
         rows.append({"T": t, "mean confidence": cal["mean_confidence"], "ECE": cal["ece"],
