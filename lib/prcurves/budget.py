@@ -68,6 +68,19 @@ class StudySpec:
     ))
 
 
+# The frontier study: the authors' recipe unchanged (spec 01 §2.3: batch 500, learning rate 2e-3, one uniform
+# time step per minibatch, no schedule, no EMA for the `ema=False` rows) at budgets far beyond the budget study's,
+# with more members, to see whether and when members fail as the authors' released curves suggest.
+AUTHORS_RECIPE_CSV = PROJECT_ROOT / "results" / "01" / "authors_recipe.csv"
+AUTHORS_RECIPE_BUDGETS = (1000, 2000, 5000, 10000, 20000, 30000, 40000)
+
+
+def authors_recipe_spec(complexities: tuple[int, ...] = (1,), num_members: int = 8,
+                        budgets: tuple[int, ...] = AUTHORS_RECIPE_BUDGETS) -> StudySpec:
+    """The frontier study's spec: the authors' settings ("paper") only, evaluated at `budgets`."""
+    return StudySpec(complexities=complexities, num_members=num_members, runs=(("paper", tuple(budgets)),))
+
+
 def settings_of(variant: str) -> ddpm.TrainSettings:
     """The TrainSettings of a variant, with the EMA every run of the study tracks."""
     if variant not in VARIANTS:
@@ -96,7 +109,9 @@ def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snaps
         times = {}
 
         result = ddpm.train_ensemble(train_points, complexity=complexity, seeds=seeds, num_steps=num_steps,
-                                     settings=settings, snapshots=snapshots, progress=False)
+                                     settings=settings, snapshots=snapshots, progress=False,
+                                     checkpoint=path.with_suffix(".ckpt"), checkpoint_every=1000)
+        path.with_suffix(".ckpt").unlink(missing_ok=True)
         total = time.perf_counter() - start
         for s in snapshots:  # wall time to reach a snapshot, assuming a steady step time
             times[s] = total * s / num_steps
@@ -196,10 +211,18 @@ def main() -> None:
     parser.add_argument("--num-generated", type=int, default=StudySpec.num_generated)
     parser.add_argument("--out", type=Path, default=None, help="CSV to write (rows so far, after each row)")
     parser.add_argument("--cached-only", action="store_true", help="write the cached rows only, compute nothing")
+    parser.add_argument("--authors-recipe", type=int, nargs="*", default=None, metavar="STEPS",
+                        help="the frontier study instead: the authors' settings only, evaluated at these budgets "
+                             f"(default {' '.join(map(str, AUTHORS_RECIPE_BUDGETS))})")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    spec = StudySpec(complexities=tuple(args.complexities), num_members=args.members,
-                     num_generated=args.num_generated)
+    if args.authors_recipe is not None:
+        spec = replace(authors_recipe_spec(tuple(args.complexities), args.members,
+                                           tuple(args.authors_recipe) or AUTHORS_RECIPE_BUDGETS),
+                       num_generated=args.num_generated)
+    else:
+        spec = StudySpec(complexities=tuple(args.complexities), num_members=args.members,
+                         num_generated=args.num_generated)
     run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
               cached_only=args.cached_only)
 

@@ -363,12 +363,12 @@ def train_ensemble(
     ema = weights.flat.detach().clone() if settings.ema_decay > 0 else None
     optimiser = torch.optim.Adam([weights.flat], lr=settings.lr)
     losses = torch.zeros(num_steps, len(seeds), device=device)  # kept on the device: no sync per step
-    start = _resume(checkpoint, weights, ema, optimiser, losses) if checkpoint else 0
+    saved = {}
+    start = _resume(checkpoint, weights, ema, optimiser, losses, saved) if checkpoint else 0
     data_t = torch.as_tensor(np.asarray(data, dtype=np.float32), device=device)
     streams = BlockStreams(seeds, len(data_t), settings, device)
     alpha_bars = cosine_schedule().alpha_bars.to(device)
     keep = {int(s) for s in snapshots}
-    saved = {}
     bar = progress_bar(range(start, num_steps), initial=start, total=num_steps, enabled=progress,
                        desc=f"train C={complexity}, M={len(seeds)}")
     for step in bar:
@@ -381,7 +381,7 @@ def train_ensemble(
         if step + 1 in keep:
             saved[step + 1] = _result_state(weights, ema)
         if checkpoint and (step + 1) % checkpoint_every == 0 and step + 1 < num_steps:
-            _save_checkpoint(checkpoint, step + 1, weights, ema, optimiser, losses)
+            _save_checkpoint(checkpoint, step + 1, weights, ema, optimiser, losses, saved)
     return {**_result_state(weights, ema), "losses": losses.cpu().numpy(), "snapshots": saved}
 
 
@@ -397,14 +397,15 @@ def _result_state(weights: FlatParams, ema: torch.Tensor | None) -> dict:
     return state
 
 
-def _save_checkpoint(path, step, weights, ema, optimiser, losses) -> None:
+def _save_checkpoint(path, step, weights, ema, optimiser, losses, snapshots) -> None:
     state = {"step": step, "flat": weights.flat.detach().cpu(), "ema": None if ema is None else ema.cpu(),
-             "optimiser": optimiser.state_dict(), "losses": losses[:step].cpu()}
+             "optimiser": optimiser.state_dict(), "losses": losses[:step].cpu(), "snapshots": snapshots}
     atomic_torch_save(state, path)
 
 
-def _resume(path: Path, weights: FlatParams, ema, optimiser, losses) -> int:
+def _resume(path: Path, weights: FlatParams, ema, optimiser, losses, snapshots: dict) -> int:
     """Load a checkpoint written by `_save_checkpoint` if there is one; return the step to start from.
+    The snapshots it holds (the states after the steps asked for, up to the checkpoint) go into `snapshots`.
 
     A damaged checkpoint (checksum mismatch, truncated, unreadable) is logged and deleted, and training
     starts from step 0."""
@@ -426,6 +427,7 @@ def _resume(path: Path, weights: FlatParams, ema, optimiser, losses) -> int:
             ema.copy_(state["ema"])
     optimiser.load_state_dict(state["optimiser"])
     losses[:step] = state["losses"].to(losses.device)
+    snapshots.update(state.get("snapshots", {}))
     return step
 
 
