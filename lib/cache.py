@@ -9,9 +9,14 @@ folder is `$WORKBOOK_CACHE` if set, else the git-ignored `data/cache/` of the ch
 Each entry (and each training checkpoint) carries its own SHA-256: the file is a 40-byte header
 (`MAGIC` + the digest of the rest) followed by the usual .npz / torch.save payload. Loading checks the
 digest first, so a truncated file or a flipped bit is found before anything is unpickled; the cached_*
-helpers then log the file and the reason, delete it and recompute (`DamagedCacheEntry`). Entries
-written before checksums existed (no header) still load, unverified; any load error there is treated
-the same way.
+helpers then log the file and the reason, delete it and recompute (`DamagedCacheEntry`).
+
+Trust: a file at a cache path is read only as data. One without the header (not written by this
+workbook, or by a version before checksums) is a damaged entry, never opened further; .npz payloads are
+read with `allow_pickle=False`, .pt payloads with `torch.load(weights_only=True)`, which builds nothing
+but tensors, containers, NumPy arrays and scalars (`NUMPY_GLOBALS`) and the classes a caller names in
+`allow` (e.g. its model classes), so a pickle with a code payload is refused (a damaged entry) rather
+than run, even under a forged header. The checksum is not a signature: it finds damage, not forgery.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import io
 import json
 import logging
 import os
+import pickle
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +42,17 @@ MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the
 HEADER_SIZE = len(MAGIC) + 32
 log = logging.getLogger(__name__)
 
+# What torch's weights_only unpickler needs for NumPy arrays and scalars of these dtypes (bool, integers,
+# floats, complex, str, bytes; no object arrays): the reconstruct functions, which allocate an array or
+# scalar from raw bytes and run no code of their own, and the dtype classes.
+NUMPY_GLOBALS: tuple = (np._core.multiarray._reconstruct, np._core.multiarray.scalar, np.ndarray, np.dtype,
+                        *sorted({type(np.dtype(code)) for code in "?bBhHiIlLqQefdgFDGUS"}, key=str))
+_SAFE_GLOBALS_LOCK = threading.Lock()  # torch's allow-list is process-wide: one load at a time changes it
+
 
 class DamagedCacheEntry(ValueError):
-    """A cache entry or checkpoint that fails its checksum or cannot be loaded; names the file."""
+    """A cache entry or checkpoint without the header, failing its checksum, unreadable or holding more
+    than data; names the file."""
 
     def __init__(self, path: Path, reason: str, stat: os.stat_result | None = None):
         self.path, self.reason, self.stat = Path(path), reason, stat
@@ -126,7 +141,7 @@ def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
 
 def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
     """Open `path`, check its header and digest; return (open file positioned at the payload, payload
-    offset, its stat). Raises DamagedCacheEntry for a bad digest or a truncated header."""
+    offset, its stat). Raises DamagedCacheEntry for a missing header, a bad digest or a truncated header."""
     fh = open(path, "rb")
     try:
         info = os.fstat(fh.fileno())
@@ -134,13 +149,13 @@ def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
         if head[: len(MAGIC)] == MAGIC:
             if len(head) < HEADER_SIZE or _sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
                 raise DamagedCacheEntry(path, f"checksum mismatch ({info.st_size} bytes; truncated or altered)", info)
-            offset = HEADER_SIZE
         elif MAGIC.startswith(head[: len(MAGIC)]):  # a header cut short
             raise DamagedCacheEntry(path, f"truncated to {info.st_size} bytes", info)
-        else:
-            offset = 0  # an entry written before checksums: load it unverified
-        fh.seek(offset)
-        return fh, offset, info
+        else:  # not written by this workbook (or before checksums): never unpickled
+            raise DamagedCacheEntry(path, f"no checksum header ({info.st_size} bytes): not an entry this workbook "
+                                          "wrote, so it is not read", info)
+        fh.seek(HEADER_SIZE)
+        return fh, HEADER_SIZE, info
     except BaseException:
         fh.close()
         raise
@@ -153,23 +168,42 @@ def load_npz(path: Path) -> dict:
     fh, _, info = _open_verified(path)
     with fh:
         try:
-            with np.load(fh) as npz:  # zipfile skips the header (it allows data before the archive)
+            with np.load(fh, allow_pickle=False) as npz:  # zipfile skips the header (data before the archive)
                 return {k: npz[k] for k in npz.files}
-        except Exception as err:  # BadZipFile, EOFError, ValueError, ... of an unverified old entry
+        except Exception as err:  # BadZipFile, ValueError (an object array), ... behind a valid header
             raise DamagedCacheEntry(path, f"{type(err).__name__}: {err}", info) from err
 
 
-def load_torch(path: Path, *, weights_only: bool = False) -> Any:
-    """The object of a cache entry or checkpoint written by `atomic_torch_save`, checksum verified.
+def load_torch(path: Path, *, allow: Sequence[type | Callable] = ()) -> Any:
+    """The object of a cache entry or checkpoint written by `atomic_torch_save`, checksum verified, then
+    loaded with `torch.load(weights_only=True)`: tensors, containers, NumPy arrays and scalars, and the
+    classes in `allow` (the caller's model classes; each may be built with any state the file holds, so
+    name only classes whose construction runs no code of consequence).
 
-    Raises DamagedCacheEntry (naming the file) on a checksum mismatch or any load error."""
-    fh, offset, info = _open_verified(path)
+    Raises DamagedCacheEntry (naming the file) on a missing header, a checksum mismatch or any load error,
+    including content outside that list (the unpickler's refusal)."""
+    fh, _, info = _open_verified(path)
     with fh:
         try:
-            payload = io.BytesIO(fh.read()) if offset else fh
-            return torch.load(payload, weights_only=weights_only)
+            payload = io.BytesIO(fh.read())
+            with _SAFE_GLOBALS_LOCK:  # add to torch's allow-list only what is not on it, and only for this load
+                extra = [g for g in (*NUMPY_GLOBALS, *allow) if g not in torch.serialization.get_safe_globals()]
+                with torch.serialization.safe_globals(extra):
+                    return torch.load(payload, weights_only=True)
         except Exception as err:  # PytorchStreamReader errors, EOFError, UnpicklingError, ...
-            raise DamagedCacheEntry(path, f"{type(err).__name__}: {err}", info) from err
+            raise DamagedCacheEntry(path, _load_error(err), info) from err
+
+
+def _load_error(err: Exception) -> str:
+    """The reason a payload did not load: for the weights_only unpickler's refusal, its one-line cause
+    (e.g. "Unsupported global: GLOBAL posix.system ...") without torch's advice to load unrestricted."""
+    text = str(err)
+    if isinstance(err, pickle.UnpicklingError) and text.startswith("Weights only load failed"):
+        text = text.split("Check the documentation of torch.load", 1)[0].strip()
+        marker = "WeightsUnpickler error:"
+        cause = text.rsplit(marker, 1)[1] if marker in text else text.rsplit("\n\n", 1)[-1]
+        return f"it holds more than data, so it is not loaded ({cause.strip().split('. Please use')[0]})"
+    return f"{type(err).__name__}: {text}"
 
 
 def discard_damaged(err: DamagedCacheEntry) -> None:
@@ -208,13 +242,16 @@ def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], forc
     return arrays
 
 
-def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False) -> Any:
-    """Load the object at `path` (torch.save format), or compute, store and return it.
+def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False, *,
+                 allow: Sequence[type | Callable] = ()) -> Any:
+    """Load the object at `path` (torch.save format; `load_torch`, which `allow` is passed to), or compute,
+    store and return it.
 
-    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed."""
+    A damaged entry (no header, checksum mismatch, truncation, unreadable, content outside what
+    `load_torch` builds) is logged, deleted and recomputed."""
     if path.exists() and not force:
         try:
-            return load_torch(path)
+            return load_torch(path, allow=allow)
         except DamagedCacheEntry as err:
             discard_damaged(err)
     obj = compute()

@@ -111,20 +111,328 @@ def test_a_flipped_bit_is_caught_by_the_checksum_before_loading(tmp_path, suffix
         loader(path)
 
 
-def test_entries_without_a_checksum_still_load_and_damage_is_still_caught(tmp_path):
-    """Entries written before checksums existed: loaded unverified; a load error names the file."""
+@pytest.mark.parametrize("suffix, entry", [(".npz", npz_entry), (".pt", torch_entry)])
+def test_an_entry_without_the_checksum_header_is_refused_unread_and_recomputed(tmp_path, caplog, suffix, entry):
+    """A file at a cache path without the header (not written by this workbook, or written before checksums)
+    is a damaged entry: named, never opened as .npz or unpickled, deleted and recomputed with a header."""
     import torch
 
-    old_npz, old_pt = tmp_path / "old.npz", tmp_path / "old.pt"
-    np.savez(old_npz, x=np.arange(5))
-    torch.save({"a": 1}, old_pt)
-    assert np.array_equal(cache.load_npz(old_npz)["x"], np.arange(5)) and cache.load_torch(old_pt) == {"a": 1}
-    truncate(old_npz)
-    truncate(old_pt)
-    with pytest.raises(cache.DamagedCacheEntry, match=rf"{old_npz}: BadZipFile"):
-        cache.load_npz(old_npz)
-    with pytest.raises(cache.DamagedCacheEntry, match=str(old_pt)):
-        cache.load_torch(old_pt)
+    path = tmp_path / f"entry{suffix}"
+    if suffix == ".npz":
+        np.savez(path, x=np.arange(5))
+    else:
+        torch.save({"w": torch.arange(5.0)}, path)
+    loader = cache.load_npz if suffix == ".npz" else cache.load_torch
+    with pytest.raises(cache.DamagedCacheEntry, match=rf"{path}: no checksum header"):
+        loader(path)
+    calls, load = entry(path)
+    with caplog.at_level("WARNING", logger="lib.cache"):
+        fresh = load()
+    assert len(calls) == 1 and f"damaged cache entry {path}: no checksum header" in caplog.text
+    assert path.read_bytes().startswith(cache.MAGIC)
+    assert len(np.asarray(fresh["x" if suffix == ".npz" else "w"])) == 1000
+    load()
+    assert len(calls) == 1  # the recomputed entry is the one read from now on
+
+
+# ----------------------------------------------------------------------------------------------------
+# Trust boundary: a cache entry is data. A pickle with a code payload at a cache path is never run, with
+# or without a (forged: the checksum is not a signature) header; every entry the workbook writes loads with
+# torch.load(weights_only=True)
+# ----------------------------------------------------------------------------------------------------
+class _Payload:
+    """Unpickling this runs `code` (the classic pickle attack): it would create the marker file."""
+
+    def __init__(self, runner, code):
+        self.runner, self.code = runner, code
+
+    def __reduce__(self):
+        return self.runner, (self.code,)
+
+
+def _payloads(marker):
+    import os
+    import subprocess
+
+    return {"exec": _Payload(exec, f"open({str(marker)!r}, 'w').close()"),
+            "os.system": _Payload(os.system, f"touch {marker}"),
+            "subprocess": _Payload(subprocess.check_call, ["touch", str(marker)]),
+            "eval": _Payload(eval, f"__import__('pathlib').Path({str(marker)!r}).touch() or 0")}
+
+
+def _plant(path, obj, forged_header):
+    """torch.save `obj` at `path`, with a valid checksum header when `forged_header` (anyone can compute one)."""
+    import hashlib
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    payload = buf.getvalue()
+    header = cache.MAGIC + hashlib.sha256(payload).digest() if forged_header else b""
+    path.write_bytes(header + payload)
+
+
+@pytest.mark.parametrize("forged_header", [False, True], ids=["no-header", "forged-header"])
+@pytest.mark.parametrize("runner", ["exec", "os.system", "subprocess", "eval"])
+def test_a_pickle_payload_at_a_cache_path_is_never_run(tmp_path, caplog, forged_header, runner):
+    marker = tmp_path / "payload-ran"
+    path = tmp_path / "entry.pt"
+    _plant(path, {"w": _payloads(marker)[runner]}, forged_header)
+    calls, load = torch_entry(path)
+    with caplog.at_level("WARNING", logger="lib.cache"):
+        value = load()
+    assert not marker.exists(), "unpickling the planted entry ran its code"
+    assert len(value["w"]) == 1000 and len(calls) == 1 and f"damaged cache entry {path}" in caplog.text
+    reason = "holds more than data, so it is not loaded" if forged_header else "no checksum header"
+    assert reason in caplog.text
+    # nor with the widest list of classes a caller lets an entry build (CReL's models)
+    from lib.crel import experiment as crel_ex
+
+    _plant(path, {"w": _payloads(marker)[runner]}, forged_header)
+    with pytest.raises(cache.DamagedCacheEntry, match=str(path)):
+        cache.load_torch(path, allow=crel_ex.MODEL_CLASSES)
+    assert not marker.exists()
+
+
+def test_an_npz_entry_holding_a_pickled_object_array_is_never_unpickled(tmp_path, caplog):
+    """.npz entries are read with allow_pickle=False: an object array behind a forged header is refused."""
+    import hashlib
+    import io
+
+    marker = tmp_path / "payload-ran"
+    buf = io.BytesIO()
+    np.savez(buf, x=np.array([_payloads(marker)["exec"]], dtype=object))
+    path = tmp_path / "entry.npz"
+    path.write_bytes(cache.MAGIC + hashlib.sha256(buf.getvalue()).digest() + buf.getvalue())
+    calls, load = npz_entry(path)
+    with caplog.at_level("WARNING", logger="lib.cache"):
+        value = load()
+    assert not marker.exists() and len(calls) == 1 and len(value["x"]) == 1000
+    assert f"damaged cache entry {path}: ValueError: Object arrays cannot be loaded" in caplog.text
+
+
+def test_a_checkpoint_with_a_payload_is_refused_and_training_starts_over(tmp_path, caplog):
+    """Training checkpoints (lib.prcurves.ddpm, lib.regret.whole) are read by the same loader."""
+    import torch
+
+    from lib.prcurves import ddpm
+    from lib.regret import whole as wh
+
+    marker = tmp_path / "payload-ran"
+    points = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    x, y = torch.zeros(32, 3, 32, 32), torch.arange(32) % 10
+    tiny = wh.WholeSettings(widths=(4, 4, 4), epochs=1, batch_size=32, mc_samples=2, members=1, whiten_patches=10)
+    for name, train in [("ddpm.ckpt", lambda c: ddpm.train_ensemble(points, complexity=1, seeds=(0,), num_steps=2,
+                                                                    checkpoint=c, progress=False)),
+                        ("whole.ckpt", lambda c: wh.train_network("ensemble", x, y, tiny, 0, checkpoint=c))]:
+        checkpoint = tmp_path / name
+        _plant(checkpoint, {"step": _payloads(marker)["eval"], "epoch": 0}, forged_header=True)  # eval gives 0
+        with caplog.at_level("WARNING", logger="lib.cache"):
+            try:
+                train(checkpoint)
+            finally:  # (the planted dict is no checkpoint: where it was unpickled, training fails after the code ran)
+                assert not marker.exists(), f"resuming from {name} ran the planted code"
+        assert f"damaged cache entry {checkpoint}" in caplog.text
+
+
+def _assert_same(a, b, where="entry"):
+    """a and b hold the same data: equal tensors, arrays (and dtypes), containers, and objects' attributes."""
+    import functools
+    import math
+
+    import torch
+
+    assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, torch.Tensor):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=where)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype, where
+        np.testing.assert_array_equal(a, b, err_msg=where)
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            _assert_same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (u, v) in enumerate(zip(a, b)):
+            _assert_same(u, v, f"{where}[{i}]")
+    elif isinstance(a, functools.partial):
+        _assert_same((a.func, a.args, a.keywords), (b.func, b.args, b.keywords), f"{where}.partial")
+    elif isinstance(a, (float, np.floating)) and math.isnan(a):
+        assert math.isnan(b), where
+    elif hasattr(a, "__dict__") and not isinstance(a, type):  # modules, dataclasses, zuko's transforms
+        _assert_same(vars(a), vars(b), f"{where}.{type(a).__name__}")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+@pytest.fixture
+def stored(monkeypatch):
+    """Records what `cached_torch` writes and what it reads back ({path: object}, deep copies at that moment),
+    and that every read is torch.load(weights_only=True)."""
+    import copy
+
+    import torch
+
+    written, read, flags = {}, {}, []
+    save, load, torch_load = cache.atomic_torch_save, cache.load_torch, torch.load
+
+    def spy_save(obj, path):
+        written[path] = copy.deepcopy(obj)
+        return save(obj, path)
+
+    def spy_load(path, **kwargs):
+        read[path] = obj = load(path, **kwargs)
+        return copy.deepcopy(obj)
+
+    def spy_torch_load(*args, **kwargs):
+        flags.append(kwargs.get("weights_only"))
+        return torch_load(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "atomic_torch_save", spy_save)
+    monkeypatch.setattr(cache, "load_torch", spy_load)
+    monkeypatch.setattr(torch, "load", spy_torch_load)
+    return written, read, flags
+
+
+def _forbid(monkeypatch, *targets):
+    for module, name in targets:
+        monkeypatch.setattr(module, name, lambda *a, _n=name, **k: pytest.fail(f"{_n} ran: a cache entry was not read"))
+
+
+def _crel_table(monkeypatch, lgm):
+    from lib.crel import experiment as ex
+
+    config = ex.resolve_config("smoke", folds=(200, 200, 100, 100), cvae_epochs=1, flow_epochs=1, dqr_epochs=1,
+                               z_grid_size=50, y_grid_size=50, area_eval_n_x=2, pgd_steps=1, include_feldman=False,
+                               include_pcp=False, cvae_restarts=0, seed=3)
+    run = lambda: ex.synthetic_table_rows(config, 3, 0.1, lgm=lgm)  # noqa: E731
+    run()
+    _forbid(monkeypatch, (ex, "train_cvae"), (ex, "train_flow"), (ex.crel, "fit"), (ex, "_measure_table_run"))
+    run()
+
+
+def _captioner(monkeypatch):
+    from lib.crel import captions as cap
+
+    rng = np.random.default_rng(0)
+    n_img, per = 60, 5
+    texts, rows = [f"caption {k}" for k in range(n_img * per)], np.repeat(np.arange(n_img), per)
+    emb = rng.normal(size=(len(texts), 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    s = cap.CaptionSettings(num_images=n_img, folds=(20, 15, 15, 10), samples_per_image=3, reference_samples=5,
+                            near_band=(1, 3), mid_band=(5, 10), unrelated_min_rank=20, pca_dim=3, n_directions=12,
+                            hidden=(8,), epochs=1, n_test=3, pgd_starts=2, pgd_steps=1)
+    roles = cap.assign_roles(texts, rows, s.seed)
+    pools = cap.build_pools(texts, roles, cap.neighbour_ranks(emb, roles), s)
+    data = {"emb": emb, "roles": roles, "pools": pools, "folds": cap.image_folds(n_img, s), "digest": "synthetic"}
+    cap.run_captioner("C", cap.captioner_weights("C"), data, s)
+    _forbid(monkeypatch, (cap, "_run_captioner"))
+    cap.run_captioner("C", cap.captioner_weights("C"), data, s)
+
+
+def _regret_heads(monkeypatch):
+    import torch
+
+    from lib.regret import experiment as ex
+
+    config = ex.resolve_config("smoke")
+    head = __import__("dataclasses").replace(config.head, epochs=1)
+    rng = np.random.default_rng(0)
+    feats, labels = torch.as_tensor(rng.normal(size=(40, 8)), dtype=torch.float32), np.arange(40) % 10
+    targets = torch.eye(10)[labels]
+    run = lambda m: ex.trained_method(config, m, feats, targets, labels, head=head, num_groups=10,  # noqa: E731
+                                      label="cache-test", device=torch.device("cpu"))
+    for method in ("ensemble", "ddu", "evidential", "mc_dropout"):
+        run(method)
+    _forbid(monkeypatch, (ex.uq, "fit_method"))
+    for method in ("ensemble", "ddu", "evidential", "mc_dropout"):
+        run(method)
+
+
+def _whole_networks(monkeypatch):
+    import torch
+
+    from lib.regret import experiment as ex
+
+    config = ex.resolve_config("smoke", whole={"widths": [4, 4, 4], "epochs": 1, "batch_size": 32, "members": 2,
+                                               "whiten_patches": 10})
+    images, labels = torch.rand(32, 3, 32, 32), np.arange(32) % 10
+    for method in ("ensemble", "ddu"):
+        ex.whole_networks(config, method, images, labels, device=torch.device("cpu"))
+    _forbid(monkeypatch, (ex.wh, "train_network"))
+    for method in ("ensemble", "ddu"):
+        ex.whole_networks(config, method, images, labels, device=torch.device("cpu"))
+
+
+def _prcurves_ensemble(monkeypatch):
+    import torch
+
+    from lib.prcurves import experiment as ex
+
+    config = ex.resolve_config("smoke", num_members=2, train={"ema_decay": 0.9})
+    points = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    run = lambda: ex.trained_ensemble(config, complexity=1, train_points=points, num_steps=3,  # noqa: E731
+                                      device=torch.device("cpu"), progress=False)
+    run()
+    _forbid(monkeypatch, (ex.ddpm, "train_ensemble"))
+    run()
+
+
+def _prcurves_budget(monkeypatch):
+    from lib.prcurves import budget
+
+    spec = budget.StudySpec(complexities=(1,), num_members=2, n_train=64)
+    points = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    budget._train(spec, "paper", 1, 4, (2, 4), points)
+    _forbid(monkeypatch, (budget.ddpm, "train_ensemble"))
+    budget._train(spec, "paper", 1, 4, (2, 4), points)
+
+
+@pytest.mark.filterwarnings("ignore::lib.crel.cvae.CollapseWarning")  # a 1-epoch CVAE collapses: data all the same
+@pytest.mark.parametrize("kind", [lambda mp: _crel_table(mp, "cvae"), lambda mp: _crel_table(mp, "flow"), _captioner,
+                                  _regret_heads, _whole_networks, _prcurves_ensemble, _prcurves_budget],
+                         ids=["crel-cvae", "crel-flow", "crel-captioner", "regret-heads", "regret-whole",
+                              "prcurves-ensemble", "prcurves-budget"])
+def test_every_kind_of_entry_round_trips_as_data(tmp_path, monkeypatch, stored, kind):
+    """Each caller of cached_torch, run twice at a tiny size: the second run reads every entry the first wrote
+    (its computation is forbidden), with weights_only=True, and gets the same content back."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
+    written, read, flags = stored
+    kind(monkeypatch)
+    assert written and set(read) == set(written)
+    assert flags and all(flag is True for flag in flags)
+    for path in written:
+        _assert_same(written[path], read[path], path.name)
+
+
+def test_checkpoints_round_trip_as_data(tmp_path, monkeypatch):
+    """The resumable trainings' checkpoints (lib.prcurves.ddpm, lib.regret.whole) load with weights_only=True."""
+    import torch
+
+    from lib.prcurves import ddpm
+    from lib.regret import whole as wh
+
+    flags, torch_load = [], torch.load
+
+    def spy_torch_load(*args, **kwargs):
+        flags.append(kwargs.get("weights_only"))
+        return torch_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", spy_torch_load)
+    points = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    ddpm.train_ensemble(points, complexity=1, seeds=(0, 1), num_steps=6, snapshots=(2,), checkpoint=tmp_path / "d.ckpt",
+                        checkpoint_every=4, settings=ddpm.TrainSettings(ema_decay=0.9), progress=False)
+    state = cache.load_torch(tmp_path / "d.ckpt")
+    assert state["step"] == 4 and set(state["snapshots"]) == {2} and state["ema"] is not None
+    tiny = wh.WholeSettings(widths=(4, 4, 4), epochs=2, batch_size=32, mc_samples=2, members=1, whiten_patches=10)
+    x, y = torch.rand(64, 3, 32, 32), torch.arange(64) % 10
+    wh.train_network("ddu", x, y, tiny, 0, checkpoint=tmp_path / "w.ckpt", max_steps=2)
+    state = cache.load_torch(tmp_path / "w.ckpt")
+    assert state["state"]["epoch"] == 1 and set(state) == {"net", "opt", "generator", "torch_rng", "state"}
+    assert flags == [True, True]
 
 
 def _hammer(path, value, rounds):

@@ -99,6 +99,10 @@ class CVAE(nn.Module):
         return recon + kl_mult * kl
 
 
+# The classes a stored CVAE is made of: what loading its cache entry may build (lib.cache.load_torch's `allow`)
+CACHE_CLASSES = (CVAE, nn.Sequential, nn.Linear, nn.LeakyReLU)
+
+
 def train_cvae(x: np.ndarray, y: np.ndarray, *, latent_dim: int, settings: CVAESettings, seed: int,
                device: torch.device | str = "cpu") -> CVAE:
     """Fit a CVAE on (x: (n, p), y: (n, d)) float arrays with Adam; returns the model in eval mode on CPU."""

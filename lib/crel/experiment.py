@@ -16,7 +16,9 @@ import numpy as np
 from lib.cache import cache_path, cached_torch
 from lib.crel import baselines as cb
 from lib.crel import captions as cap
+from lib.crel import cvae as cvae_mod
 from lib.crel import evaluation as ev_mod
+from lib.crel import flow as flow_mod
 from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
@@ -25,6 +27,8 @@ from lib.params import check_choice, check_int, check_ints, check_probability, r
 
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
+# What the cached LGMs and CReL models may be built of when loaded (lib.cache.load_torch's `allow`)
+MODEL_CLASSES = tuple(dict.fromkeys((*crel.CACHE_CLASSES, *cvae_mod.CACHE_CLASSES, *flow_mod.CACHE_CLASSES)))
 LGMS = ("cvae", "flow")  # the latent generative models (issue 10)
 RESTART_STRIDE = 10_000  # a CVAE's k-th re-training after a collapse is initialised from seed + k * RESTART_STRIDE
 PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
@@ -218,7 +222,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
             train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
         else:
             train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
-        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force)
+        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force, allow=MODEL_CLASSES)
         dead, kl, _ = dead_dimensions(model, folds["dqr"][1], folds["dqr"][0], threshold=config.collapse_threshold,
                                       sensitivity_threshold=config.sensitivity_threshold)
         return {"model": model, "key": key, "label": label, "attempt": attempt, "dead": dead, "kl": kl}
@@ -268,11 +272,11 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),
-                     fit_latent, force=force)["crel"]
+                     fit_latent, force=force, allow=MODEL_CLASSES)["crel"]
     key_identity = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": tau, "K": config.n_directions,
                     "dqr": dq}
     ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
-                                    ".pt"), fit_identity, force=force) if identity else None
+                                    ".pt"), fit_identity, force=force, allow=MODEL_CLASSES) if identity else None
     for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
         for name, value in opts.items():
             setattr(model, name, value)

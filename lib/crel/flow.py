@@ -17,6 +17,7 @@ The differences that matter for CReL:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -70,6 +71,14 @@ class FlowLGM(nn.Module):
     def loss(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood of the standardised outputs."""
         return -self.flow((x - self.x_mean) / self.x_std).log_prob((y - self.y_mean) / self.y_std).mean()
+
+
+# The classes a stored flow is made of (zuko's NSF keeps its spline as a functools.partial of the transform
+# class): what loading its cache entry may build (lib.cache.load_torch's `allow`)
+CACHE_CLASSES = (FlowLGM, nn.ModuleList, nn.ReLU, partial, zuko.flows.NSF,
+                 zuko.flows.autoregressive.MaskedAutoregressiveTransform, zuko.lazy.LazyComposedTransform,
+                 zuko.lazy.UnconditionalDistribution, zuko.distributions.DiagNormal, zuko.nn.MaskedLinear,
+                 zuko.nn.MaskedMLP, zuko.transforms.MonotonicRQSTransform)
 
 
 def train_flow(x: np.ndarray, y: np.ndarray, *, settings: FlowSettings, seed: int,

@@ -387,6 +387,11 @@ class CReL:
         return best_z, best_val
 
 
+# The classes a stored CReL is made of, its LGM's aside (lib.crel.cvae's and lib.crel.flow's CACHE_CLASSES): what
+# loading its cache entry may build (lib.cache.load_torch's `allow`)
+CACHE_CLASSES = (CReL, DQRNet, nn.Sequential, nn.Linear, nn.LeakyReLU)
+
+
 def _nonempty(U: np.ndarray, q: np.ndarray) -> bool:
     """Feasibility of {U w >= q} via the LDP/NNLS residual (§3.3)."""
     try:

@@ -407,8 +407,8 @@ def _resume(path: Path, weights: FlatParams, ema, optimiser, losses, snapshots: 
     """Load a checkpoint written by `_save_checkpoint` if there is one; return the step to start from.
     The snapshots it holds (the states after the steps asked for, up to the checkpoint) go into `snapshots`.
 
-    A damaged checkpoint (checksum mismatch, truncated, unreadable) is logged and deleted, and training
-    starts from step 0."""
+    A damaged checkpoint (no checksum header, checksum mismatch, truncated, unreadable, more than data: see
+    `lib.cache.load_torch`) is logged and deleted, and training starts from step 0."""
     if not Path(path).exists():
         return 0
     try:
