@@ -1,5 +1,10 @@
 """Shared test settings: the data root points at the shared reference copy when it exists, and every
-test session gets its own empty cache so that nothing is read from an earlier run by accident."""
+test session gets its own empty cache so that nothing is read from an earlier run by accident.
+
+The suite runs in parallel (`make test`: pytest-xdist, one worker per core, `--dist loadgroup`). Each worker
+is single-threaded (two workers on two cores, each with several BLAS/torch threads, oversubscribe them), and
+the workers of one session share one session folder (`session_root`): its cache and the notebooks' smoke
+runs, which `notebook_runner.shared_once` computes once per session whichever worker asks first."""
 
 from __future__ import annotations
 
@@ -16,7 +21,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-full", action="store_true", help="also run the notebooks' default presets (slow)")
 
 
+# The test files that cost the most (a notebook's smoke run, the assignments' build, dask clusters), in
+# decreasing cost, measured with --durations on 2 cores. They are collected first, so that the parallel run
+# (`make test`: one file per worker at a time, in collection order) starts them first and the cheap files
+# fill in around them instead of one expensive file running alone at the end.
+COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_sweep.py", "test_assignments.py",
+                   "test_notebook_03.py", "test_notebook_04.py", "test_report.py", "test_makefile.py",
+                   "test_cifar10.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(COSTLIEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its own order
     if config.getoption("--run-full"):
         return
     skip = pytest.mark.skip(reason="runs a notebook's default preset (tens of minutes on 2 cores); "
@@ -29,12 +45,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     if "WORKBOOK_DATA" not in os.environ and SHARED_DATA.is_dir():
         os.environ["WORKBOOK_DATA"] = str(SHARED_DATA)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one core per worker, for this process and the kernels it starts
+        from lib.device import set_threads
+
+        set_threads(1)
+
+
+def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every worker of this test session shares (the session's base temporary folder without
+    xdist; with it, the parent of the workers' own ones)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
-    session_cache = str(tmp_path_factory.mktemp("cache"))
-    os.environ["WORKBOOK_CACHE"] = os.environ["WORKBOOK_CACHE_SESSION"] = session_cache
+    session_cache = session_root(tmp_path_factory) / "session-cache"  # writes are atomic: workers may share it
+    session_cache.mkdir(exist_ok=True)
+    os.environ["WORKBOOK_CACHE"] = os.environ["WORKBOOK_CACHE_SESSION"] = str(session_cache)
     yield
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import time
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import papermill as pm
 import pytest
+from conftest import session_root
+from filelock import FileLock
 
 from lib.glue import MIME_TYPE, read_results
 from lib.report import IPCKernelManager, temporary_environ
@@ -42,17 +45,40 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
     return run
 
 
+def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[Path], dict]) -> dict:
+    """`compute(folder)` run once per test session, whichever worker asks first; the others wait for it and
+    read what it returned. `folder` (in the session folder every worker shares) is where it writes its files.
+    A computation that failed is not retried: every later caller gets the same error."""
+    root = session_root(tmp_path_factory) / "shared" / name
+    root.mkdir(parents=True, exist_ok=True)
+    done = root / "result.pickle"
+    with FileLock(str(root) + ".lock"):
+        if not done.exists():
+            try:
+                value = {"ok": compute(root)}
+            except Exception as err:  # noqa: BLE001  (recorded for the other callers, then raised)
+                value = {"error": f"{type(err).__name__}: {err}"}
+            done.write_bytes(pickle.dumps(value))
+        value = pickle.loads(done.read_bytes())
+    if "error" in value:
+        pytest.fail(f"the shared run {name!r} failed: {value['error']}")
+    return value["ok"]
+
+
 def smoke_fixture(run: Callable[..., dict]):
-    """The module-scoped fixture every notebook test file uses for its smoke run: {"results", "seconds",
-    "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number"}."""
+    """The fixture every notebook test file uses for its smoke run, run once per test session (across xdist
+    workers): {"results", "seconds", "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the
+    executed copy), "number"}. Tests that write files put them in their own tmp_path, not in "tmp"."""
 
     @pytest.fixture(scope="module")
     def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
-        tmp = tmp_path_factory.mktemp("smoke")
-        start = time.perf_counter()
-        results = run(tmp, "smoke", tmp / "cache")
-        return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
-                "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2]}
+        def compute(tmp: Path) -> dict:
+            start = time.perf_counter()
+            results = run(tmp, "smoke", tmp / "cache")
+            return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
+                    "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2]}
+
+        return shared_once(tmp_path_factory, f"smoke-{run.notebook.stem}", compute)
 
     return smoke
 

@@ -60,20 +60,20 @@ def test_smoke_run_stays_small(smoke):
     assert smoke["results"]["runtime_s"] < 240
 
 
-def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke):
+def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke, tmp_path):
     """A second run that samples and evaluates afresh from the same trained ensembles, and a run from the whole
     cache, record the smoke run's results. (That training itself repeats under the same seed, bit for bit, is
     `test_ddpm.py::test_members_differ_and_same_seed_repeats`; retraining here would double the test's cost.)"""
     tmp = smoke["tmp"]
-    models_only = tmp / "models-only-cache" / "01"
+    models_only = tmp_path / "models-only-cache" / "01"
     models_only.mkdir(parents=True)
     ensembles = sorted((tmp / "cache" / "01").glob("ensemble-*"))
     assert ensembles
     for path in ensembles:
         shutil.copy(path, models_only)
-    fresh = run(tmp, "second", models_only.parent)
+    fresh = run(tmp_path, "second", models_only.parent)
     assert {p.name for p in models_only.glob("samples-*")}  # it sampled again
-    cached = run(tmp, "cached", tmp / "cache")
+    cached = run(tmp_path, "cached", tmp / "cache")
     strip = lambda r: {k: v for k, v in r.items() if k not in VOLATILE}  # noqa: E731
     assert strip(fresh) == strip(smoke["results"])
     assert strip(cached) == strip(smoke["results"])
