@@ -95,6 +95,55 @@ def test_bounds_are_monotone_in_k():
         assert all(a <= b for a, b in zip(values, values[1:])), key
 
 
+def exact_estimate(n_train: int, n: int, k: int, inv_alpha_e: int = 20) -> tuple[int, int, int]:
+    """(L, s_hat, U) in integer arithmetic only, for alpha_e = 1 / inv_alpha_e: P(K = j | s) =
+    S(n, j) s (s-1) ... (s-j+1) / s^n with S from the integer recurrence, so no rounding at any N."""
+    stirling = [1]  # S(0, 0)
+    for m in range(1, n + 1):
+        stirling = [0] + [j * (stirling[j] if j < len(stirling) else 0) + stirling[j - 1] for j in range(1, m + 1)]
+
+    def weighted(s: int, js: range) -> int:  # s^n * P(K in js | s)
+        falling, total = 1, 0
+        for j in range(max(js) + 1):
+            if j in js:
+                total += stirling[j] * falling
+            falling *= s - j
+        return total
+
+    def first(pred, lo: int, hi: int) -> int:  # the smallest s in [lo, hi] with pred, pred true on a suffix
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if pred(mid) else (mid + 1, hi)
+        return lo
+
+    top = min(n, n_train)
+    lower = first(lambda s: inv_alpha_e * weighted(s, range(k, min(top, s) + 1)) >= s**n, k, n_train)
+    upper = first(lambda s: inv_alpha_e * weighted(s, range(0, k + 1)) < s**n, k, n_train + 1) - 1
+    s_hat = first(lambda s: (s + 1) * s**n <= (s + 1 - k) * (s + 1) ** n, k, n_train)  # L(s+1) <= L(s)
+    return lower, s_hat, upper
+
+
+@pytest.mark.parametrize("n, k", [(25, 25), (25, 24), (25, 21), (12, 12), (12, 7), (2, 2)])
+def test_estimate_and_interval_equal_integer_arithmetic_up_to_n_train_1e18(n, k):
+    """The tails and the MLE keep their precision at any N: the log falling factorial was a difference of
+    gammaln values of size N log N (a wrong lower bound at N = 1e16, OverflowError at N >= 1e17), and the
+    likelihood's slope at k = n a difference of first-order terms."""
+    for n_train in [10**e for e in range(3, 19)] + [3 * 10**15, 2**62]:
+        r = irs.irs_inf(n_train, n, k)
+        assert (r["s_lower"], r["s_hat"], r["s_upper"]) == exact_estimate(n_train, n, k), n_train
+        assert r["consistent"]
+
+
+@pytest.mark.parametrize("n, s_lower", [(1_000, 167_071), (6_000, 6_009_547)])  # exact and Temme paths
+def test_no_collision_lower_bound_is_the_same_for_every_large_n_train(n, s_lower):
+    # the integer boundary: P(all n distinct | s) = s (s-1) ... (s-n+1) / s^n >= 0.05 from s_lower on
+    distinct = lambda s: 20 * math.prod(range(s - n + 1, s + 1)) >= s**n  # noqa: E731
+    assert distinct(s_lower) and not distinct(s_lower - 1)
+    for n_train in [10**e for e in range(8, 19)]:
+        r = irs.irs_inf(n_train, n, n)
+        assert (r["s_lower"], r["s_hat"], r["s_upper"], r["consistent"]) == (s_lower, n_train, n_train, True)
+
+
 @pytest.mark.parametrize("k", [998, 999, 1000])
 def test_k_near_n_train_terminates_with_one(k):
     # the package never returns for k >= N - 1 (spec §5); a hang guard, not a timing (the machine is shared)

@@ -159,11 +159,23 @@ def log_stirling2(n: int, *, exact_max: int = STIRLING_EXACT_MAX) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 # The occupancy (coupon-collector) model
 # ----------------------------------------------------------------------------------------------------
+def log_falling_over_power(n_samples: int, s: int, j_max: int) -> np.ndarray:
+    """log(s! / ((s - j)! s^n)) for j = 0..j_max (j_max <= s): the factor of P(K = j | s) besides S(n, j).
+
+    Written as sum_{i < j} log1p(-i / s) - (n - j) log s, which keeps its precision for every s. The
+    textbook form gammaln(s + 1) - gammaln(s - j + 1) - n log s subtracts numbers of size s log s: at
+    s = 1e16 they are 3.5e17 apart from zero with a float spacing of 64, so the tails came out as
+    garbage (a wrong lower bound at N = 1e16, OverflowError at N >= 1e17). O(j_max) time.
+    """
+    falling = np.concatenate(([0.0], np.cumsum(np.log1p(-np.arange(j_max, dtype=np.float64) / s))))
+    return falling - (n_samples - np.arange(j_max + 1)) * math.log(s)
+
+
 def log_occupancy_pmf(n_samples: int, s: int, log_s2: np.ndarray | None = None) -> np.ndarray:
     """log P(K = j | s) for j = 0..min(n, s): n uniform draws from s items hit K distinct ones."""
     log_s2 = log_stirling2(n_samples) if log_s2 is None else log_s2
-    j = np.arange(0, min(n_samples, s) + 1)
-    return log_s2[j] + gammaln(s + 1.0) - gammaln(s - j + 1.0) - n_samples * math.log(s)
+    j_max = min(n_samples, s)
+    return log_s2[: j_max + 1] + log_falling_over_power(n_samples, s, j_max)
 
 
 def _tail_probabilities(n_samples: int, k: int, s: int, log_s2: np.ndarray) -> tuple[float, float]:
@@ -184,7 +196,7 @@ def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
     Agrees with the full-row tails to rounding (~1e-13 absolute); the tails are only compared with
     alpha_e, so no decision of the bisections changes (tests/test_irs.py checks them side by side).
     """
-    n, const = n_samples, gammaln(s + 1.0) - n_samples * math.log(s)
+    n = n_samples
     high = (n - k) ** 2 <= n * k  # the cheaper side: about (n - k)^2 operations above k, n k below
     if high:  # j = k..min(n, s)
         j = np.arange(k, min(n, s) + 1)
@@ -192,7 +204,7 @@ def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
     else:  # j = 0..k (k <= s always: s ranges over [k, N])
         j = np.arange(0, k + 1)
         log_s2 = _log_stirling_low(n, k)
-    logp = log_s2 + const - gammaln(s - j + 1.0)
+    logp = log_s2 + log_falling_over_power(n, s, int(j[-1]))[j]
     p_k = math.exp(logp[0] if high else logp[-1])
     side = math.exp(_logsumexp(logp))
     lower, upper = (1.0 - side + p_k, side) if high else (side, 1.0 - side + p_k)
@@ -214,7 +226,14 @@ def mle_reachable(n_train: int, n_samples: int, k: int) -> int:
     log L(s+1) - log L(s) = -log1p(-k/(s+1)) - n log1p(1/s) is positive on a prefix of s and negative
     after it (it decreases while positive and tends to 0 from below), so the MLE is the first s where
     it is <= 0, found by bisection; for k = n it stays positive and the MLE is n_train.
+
+    The case k = n is answered directly: there the difference is n (n - 1) / (2 s^2) + O(s^-3), a second
+    order term that float64 computes as the difference of two first-order ones, so it came out <= 0 for
+    small n at N >= 1e16 (s_hat = 6.9e15 instead of N = 1e16 at n = k = 2).
     """
+    if k == n_samples:  # L(s) = prod_{i<n} (1 - i/s) grows with s
+        return n_train
+
     def rises(s: int) -> bool:
         return -math.log1p(-k / (s + 1)) - n_samples * math.log1p(1.0 / s) > 0.0
 
