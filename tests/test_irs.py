@@ -268,6 +268,47 @@ def test_all_synthetic_chunks_are_used():
     assert r["adjusted"]["estimate"] == pytest.approx(np.mean([c["estimate"] for c in r["adjusted_chunks"]]))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("center", [True, False])
+def test_a_non_finite_feature_row_is_refused_naming_the_argument_and_row(bad, center):
+    """One NaN training row made every query retrieve index -1, and image_retrieval_score then reported
+    IRS 0.02 and an adjusted score of 1.0; a NaN query row got -1 too."""
+    rng = np.random.default_rng(7)
+    train, queries = rng.normal(size=(300, 5)), rng.normal(size=(80, 5))
+    bad_train, bad_queries = train.copy(), queries.copy()
+    bad_train[123, 4], bad_queries[41, 0] = bad, bad
+    with pytest.raises(ValueError, match=r"^train_feats holds 1 non-finite value\(s\) \(first at row 123, column 4"):
+        irs.nearest_train(bad_train, queries, center=center)
+    with pytest.raises(ValueError, match=r"^query_feats holds 1 non-finite value\(s\) \(first at row 41, column 0"):
+        irs.nearest_train(train, bad_queries, center=center)
+    for name, args in [("train_feats", (bad_train, queries, queries)), ("real_feats", (train, bad_queries, queries)),
+                       ("fake_feats", (train, queries, bad_queries))]:
+        with pytest.raises(ValueError, match=rf"^{name} holds 1 non-finite value.*drop or repair that row"):
+            irs.image_retrieval_score(*args, center=center)
+
+
+def test_features_whose_float32_distances_overflow_are_refused():
+    """Finite in float64 but every squared distance is inf in float32: faiss answers -1, which the
+    streamed search used to turn into the last row of the previous block."""
+    rng = np.random.default_rng(8)
+    train, queries = rng.normal(size=(300, 4)) * 1e20, rng.normal(size=(10, 4)) * 1e20
+    with pytest.raises(ValueError, match=r"^query_feats row 0: every float32 squared distance .* rescale"):
+        irs.nearest_train(train, queries, center=False, base_chunk=100)
+
+
+@pytest.mark.parametrize("indices, message", [
+    (np.array([0, 5, 50, 99]), r"indices must lie in \[0, n_train\) = \[0, 10\); 2 index\(es\) do not.*: 50"),
+    (np.array([0, 3, -1, 4]), r"indices must lie in \[0, n_train\).*position 2: -1"),
+    (np.array([0.0, 3.0, 4.0]), r"indices must hold integer indices; got dtype float64"),
+    (np.array([[0, 1], [2, 3]]), r"indices must be a 1-D \(n,\) array"),
+])
+def test_retrieval_result_refuses_indices_that_are_not_training_rows(indices, message):
+    """[0, 5, 50, 99] with N = 10 gave k = 4 and an estimate of 1.0; negative and float indices counted too."""
+    with pytest.raises(ValueError, match=message):
+        irs.retrieval_result(10, indices)
+    assert irs.retrieval_result(10, np.array([0, 5, 5, 9]))["k_distinct"] == 3  # the good case is unchanged
+
+
 def full_row_interval(n_train: int, n: int, k: int, alpha_e: float = irs.ALPHA_E) -> tuple[int, int]:
     """(s_lower, s_upper) by the previous exact path: the whole O(n^2) log-Stirling row, both tails
     normalised by the pmf's total, searched with the same bisections."""

@@ -28,9 +28,12 @@ import numpy as np
 from scipy.special import gammaln, lambertw, logsumexp
 
 from lib.knn import nearest_neighbour
+from lib.params import check_finite, check_indices, check_int
 
 STIRLING_EXACT_MAX = 5000  # spec §3: exact recurrence up to this n, Temme's asymptotic form above
 ALPHA_E = 0.05  # the authors' error probability per tail (BeyondFID default_config.py:128)
+NON_FINITE_FEATURES = ("the nearest neighbour of or among NaN/inf features is undefined (the search would "
+                       "return index -1 or a wrong one); drop or repair that row")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -356,13 +359,22 @@ def nearest_train(train_feats: np.ndarray, query_feats: np.ndarray, *, center: b
     if train_feats.ndim != 2 or query_feats.ndim != 2 or train_feats.shape[1] != query_feats.shape[1]:
         raise ValueError(f"train_feats {train_feats.shape} and query feats {query_feats.shape} must be (N, D) and "
                          f"(n, D) with the same D.")
-    return nearest_neighbour(query_feats, train_feats, center=center, base_chunk=base_chunk,
-                             query_chunk=query_chunk)[1]
+    check_finite("train_feats", train_feats, hint=NON_FINITE_FEATURES)
+    check_finite("query_feats", query_feats, hint=NON_FINITE_FEATURES)
+    dist, index = nearest_neighbour(query_feats, train_feats, center=center, base_chunk=base_chunk,
+                                    query_chunk=query_chunk)
+    if not np.all(np.isfinite(dist)):  # finite in float64, but a float32 distance overflowed
+        row = int(np.argmin(np.isfinite(dist)))
+        raise ValueError(f"query_feats row {row}: every float32 squared distance to train_feats is inf or NaN "
+                         f"(features too large for float32); rescale the features.")
+    return index
 
 
 def retrieval_result(n_train: int, indices: np.ndarray, alpha_e: float = ALPHA_E) -> dict:
-    """IRS_alpha, IRS_inf and interval (see `irs_inf`) for retrieved training indices (n,) int."""
-    indices = np.asarray(indices)
+    """IRS_alpha, IRS_inf and interval (see `irs_inf`) for retrieved training indices (n,) int, each in
+    [0, n_train) (a float, negative or too large index is an error, not one more distinct image)."""
+    check_int("n_train", n_train, minimum=1)
+    indices = check_indices("indices", indices, n_train, n_name="n_train")
     return irs_inf(n_train, len(indices), int(np.unique(indices).size), alpha_e)
 
 
@@ -393,12 +405,14 @@ def image_retrieval_score(train_feats: np.ndarray, real_feats: np.ndarray, fake_
     chunk when there is one, see `adjusted_score`), "adjusted_chunks": list, "n": n, "indices_real",
     "indices_fake": retrieved training indices}.
     """
-    train_feats = np.asarray(train_feats)
+    train_feats = check_finite("train_feats", train_feats, hint=NON_FINITE_FEATURES)
+    real_feats = check_finite("real_feats", real_feats, hint=NON_FINITE_FEATURES)
+    fake_feats = check_finite("fake_feats", fake_feats, hint=NON_FINITE_FEATURES)
     if len(real_feats) < 2 or len(fake_feats) < 2:
         raise ValueError(f"need at least 2 real and 2 fake features, got {len(real_feats)} and {len(fake_feats)}.")
     real_rows, fake_chunks = equal_n_chunks(len(real_feats), len(fake_feats), seed=seed)
-    idx_real = nearest_train(train_feats, np.asarray(real_feats)[real_rows], center=center)
-    idx_fake = nearest_train(train_feats, np.asarray(fake_feats), center=center)
+    idx_real = nearest_train(train_feats, real_feats[real_rows], center=center)
+    idx_fake = nearest_train(train_feats, fake_feats, center=center)
     real = retrieval_result(len(train_feats), idx_real, alpha_e)
     fakes = [retrieval_result(len(train_feats), idx_fake[rows], alpha_e) for rows in fake_chunks]
     adjusted = [adjusted_score(f, real) for f in fakes]
