@@ -221,7 +221,8 @@ def check_nonempty(name: str, values: Any, *, min_len: int = 1, axis: int = 0, s
         raise ValueError(f"{name} must hold at least {min_len} value(s); got {arr.size}.")
     if arr.ndim > 1 and (arr.shape[axis] < min_len or 0 in arr.shape):
         what = f"a {shape} array" if shape else "an array"
-        raise ValueError(f"{name} must be {what} with at least {min_len} entries along axis {axis} and no "
+        entries = "entry" if min_len == 1 else "entries"
+        raise ValueError(f"{name} must be {what} with at least {min_len} {entries} along axis {axis} and no "
                          f"empty axis; got shape {arr.shape}.")
     return arr
 
