@@ -222,7 +222,9 @@ def nearest_neighbour(queries: np.ndarray, base: np.ndarray, *, center: bool = T
     over the blocks) is subtracted from each block and from the queries, a float32 copy of one block at a
     time, which shrinks the float32 cancellation in ||q||^2 + ||x||^2 - 2 q.x. Memory beyond the inputs:
     one block, the centred queries and the per-query best. Ties go to the lowest base index (faiss keeps
-    the first of equal distances within a block; a later block must be strictly closer).
+    the first of equal distances within a block; a later block must be strictly closer). A query whose
+    float32 distances to every base row overflow keeps distance inf (faiss reports index -1 there, which
+    must not become row b0 - 1 of the previous block).
     """
     queries, base = np.asarray(queries), np.asarray(base)
     if base.ndim != 2 or queries.ndim != 2 or base.shape[1] != queries.shape[1] or len(base) == 0:
@@ -240,7 +242,7 @@ def nearest_neighbour(queries: np.ndarray, base: np.ndarray, *, center: bool = T
         for q0 in range(0, len(q32), query_chunk):
             rows = slice(q0, q0 + query_chunk)
             d, i = faiss.knn(q32[rows], block, 1)
-            better = d[:, 0] < best_d[rows]
+            better = (d[:, 0] < best_d[rows]) & (i[:, 0] >= 0)  # -1: no finite distance in this block
             best_d[rows] = np.where(better, d[:, 0], best_d[rows])
             best_i[rows] = np.where(better, i[:, 0] + b0, best_i[rows])
     return best_d, best_i

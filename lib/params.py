@@ -14,6 +14,8 @@ from dataclasses import fields, is_dataclass, replace
 from numbers import Integral, Real
 from typing import Any, Union
 
+import numpy as np
+
 
 def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
     """`value` must be one of `allowed`."""
@@ -193,3 +195,92 @@ def check_notebook_parameters(namespace: dict[str, Any]) -> None:
     for name, annotation in declared.items():
         if name in namespace:
             check_type(name, namespace[name], annotation)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Array checks: the library's public functions call these on their array arguments, so that a NaN, an
+# empty input or a wrong shape is an error naming the argument instead of a number computed from it.
+# ----------------------------------------------------------------------------------------------------
+_SCAN_BLOCK = 1 << 22  # entries per block when scanning for NaN/inf: no full-size mask of a large array
+
+
+def check_ndim(name: str, values: Any, ndim: int, shape: str = "") -> np.ndarray:
+    """`values` as an array with `ndim` dimensions; `shape` names the axes in the error, e.g. "(M, R, G)"."""
+    arr = np.asarray(values)
+    if arr.ndim != ndim:
+        expected = f"a {shape} array" if shape else f"a {ndim}-D array"
+        raise ValueError(f"{name} must be {expected}; got shape {arr.shape} ({arr.ndim}-D).")
+    return arr
+
+
+def check_nonempty(name: str, values: Any, *, min_len: int = 1, axis: int = 0, shape: str = "") -> np.ndarray:
+    """`values` as an array with at least `min_len` entries along `axis` and no empty axis (an empty grid
+    or feature axis is refused too); `shape` names the axes in the error, e.g. "(members, grid)"."""
+    arr = np.asarray(values)
+    if arr.ndim <= 1 and arr.size < min_len:
+        raise ValueError(f"{name} must hold at least {min_len} value(s); got {arr.size}.")
+    if arr.ndim > 1 and (arr.shape[axis] < min_len or 0 in arr.shape):
+        what = f"a {shape} array" if shape else "an array"
+        entries = "entry" if min_len == 1 else "entries"
+        raise ValueError(f"{name} must be {what} with at least {min_len} {entries} along axis {axis} and no "
+                         f"empty axis; got shape {arr.shape}.")
+    return arr
+
+
+def _non_finite(arr: np.ndarray) -> tuple[int, tuple[int, ...] | None]:
+    """(number of NaN/inf entries, index of the first) of a float array of at least one dimension, scanned
+    in blocks of rows so that no mask as large as the array is built."""
+    step = max(1, _SCAN_BLOCK // max(1, int(np.prod(arr.shape[1:]))))
+    count, first = 0, None
+    for start in range(0, len(arr), step):
+        bad = ~np.isfinite(arr[start : start + step])
+        if bad.any():
+            count += int(bad.sum())
+            if first is None:
+                where = np.argwhere(bad)[0]
+                first = (start + int(where[0]), *(int(i) for i in where[1:]))
+    return count, first
+
+
+def check_finite(name: str, values: Any, *, axes: tuple[str, str] = ("row", "column"), hint: str = "") -> np.ndarray:
+    """`values` as a numeric array (its dtype kept) without NaN or +-inf, else a ValueError naming `name`,
+    the count and the first offending entry: "row i, column j" for a 2-D array (`axes` renames the two
+    axes), "index i" or "index (i, j, k)" otherwise. `hint` says what to do instead (default: only finite
+    values are allowed)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a numeric array; got dtype {arr.dtype}.")
+    if arr.dtype.kind == "f":
+        count, first = _non_finite(np.atleast_1d(arr))
+        if count:
+            where = (f"{axes[0]} {first[0]}, {axes[1]} {first[1]}" if arr.ndim == 2
+                     else f"index {first[0]}" if arr.ndim <= 1 else f"index {first}")
+            raise ValueError(f"{name} holds {count} non-finite value(s) (first at {where}: "
+                             f"{np.atleast_1d(arr)[first]}); {hint or 'only finite values are allowed'}.")
+    return arr
+
+
+def check_nonnegative(name: str, values: Any) -> np.ndarray:
+    """`values` as a finite numeric array (`check_finite`) with every entry >= 0."""
+    arr = check_finite(name, values)
+    if arr.size and arr.min() < 0:
+        first = np.unravel_index(int(np.argmax(arr < 0)), arr.shape)
+        raise ValueError(f"{name} must be >= 0 everywhere; it holds {int((arr < 0).sum())} negative value(s), the "
+                         f"first at index {first[0] if arr.ndim == 1 else first}: {arr[first]}.")
+    return arr
+
+
+def check_indices(name: str, values: Any, n: int, *, n_name: str = "n") -> np.ndarray:
+    """`values` as a 1-D int64 array of indices into a set of `n` items: integer dtype (floats and bools are
+    refused, not rounded) and each within [0, n); `n_name` names the size in the error."""
+    arr = check_ndim(name, values, 1, "1-D (n,)")
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integer indices; got dtype {arr.dtype}.")
+    outside = (arr < 0) | (arr >= n)
+    if outside.any():
+        first = int(np.argmax(outside))
+        raise ValueError(f"{name} must lie in [0, {n_name}) = [0, {n}); {int(outside.sum())} index(es) do not, "
+                         f"the first at position {first}: {arr[first]}.")
+    return arr.astype(np.int64, copy=False)

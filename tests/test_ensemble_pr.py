@@ -73,6 +73,19 @@ def test_variance_decomposition_is_exact():
         assert np.all(bands[name][0] <= bands[name][1])
 
 
+@pytest.mark.parametrize("fn", [stats.variance_decomposition, stats.decomposition_bands])
+def test_variance_decomposition_refuses_wrong_dimensions_empty_axes_and_nan(fn):
+    """A 2-D array was decomposed along the wrong axes into scalars, and a NaN gave NaN parts silently."""
+    values = np.random.default_rng(1).random((4, 3, 20))
+    with pytest.raises(ValueError, match=r"^values must be a \(M, R, G\) array; got shape \(4, 20\) \(2-D\)"):
+        fn(values[:, 0])
+    with pytest.raises(ValueError, match=r"^values must be a \(M, R, G\) array .* got shape \(4, 0, 20\)"):
+        fn(values[:, :0])
+    values[2, 1, 7] = np.nan
+    with pytest.raises(ValueError, match=r"^values holds 1 non-finite value\(s\) \(first at index \(2, 1, 7\)"):
+        fn(values)
+
+
 def test_resampled_curves_hold_the_member_fixed_and_vary_the_evaluation():
     config = ex.resolve_config("smoke", num_generated=400)
     data = ex.ring_data(config, n_train=400)

@@ -95,6 +95,55 @@ def test_bounds_are_monotone_in_k():
         assert all(a <= b for a, b in zip(values, values[1:])), key
 
 
+def exact_estimate(n_train: int, n: int, k: int, inv_alpha_e: int = 20) -> tuple[int, int, int]:
+    """(L, s_hat, U) in integer arithmetic only, for alpha_e = 1 / inv_alpha_e: P(K = j | s) =
+    S(n, j) s (s-1) ... (s-j+1) / s^n with S from the integer recurrence, so no rounding at any N."""
+    stirling = [1]  # S(0, 0)
+    for m in range(1, n + 1):
+        stirling = [0] + [j * (stirling[j] if j < len(stirling) else 0) + stirling[j - 1] for j in range(1, m + 1)]
+
+    def weighted(s: int, js: range) -> int:  # s^n * P(K in js | s)
+        falling, total = 1, 0
+        for j in range(max(js) + 1):
+            if j in js:
+                total += stirling[j] * falling
+            falling *= s - j
+        return total
+
+    def first(pred, lo: int, hi: int) -> int:  # the smallest s in [lo, hi] with pred, pred true on a suffix
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if pred(mid) else (mid + 1, hi)
+        return lo
+
+    top = min(n, n_train)
+    lower = first(lambda s: inv_alpha_e * weighted(s, range(k, min(top, s) + 1)) >= s**n, k, n_train)
+    upper = first(lambda s: inv_alpha_e * weighted(s, range(0, k + 1)) < s**n, k, n_train + 1) - 1
+    s_hat = first(lambda s: (s + 1) * s**n <= (s + 1 - k) * (s + 1) ** n, k, n_train)  # L(s+1) <= L(s)
+    return lower, s_hat, upper
+
+
+@pytest.mark.parametrize("n, k", [(25, 25), (25, 24), (25, 21), (12, 12), (12, 7), (2, 2)])
+def test_estimate_and_interval_equal_integer_arithmetic_up_to_n_train_1e18(n, k):
+    """The tails and the MLE keep their precision at any N: the log falling factorial was a difference of
+    gammaln values of size N log N (a wrong lower bound at N = 1e16, OverflowError at N >= 1e17), and the
+    likelihood's slope at k = n a difference of first-order terms."""
+    for n_train in [10**e for e in range(3, 19)] + [3 * 10**15, 2**62]:
+        r = irs.irs_inf(n_train, n, k)
+        assert (r["s_lower"], r["s_hat"], r["s_upper"]) == exact_estimate(n_train, n, k), n_train
+        assert r["consistent"]
+
+
+@pytest.mark.parametrize("n, s_lower", [(1_000, 167_071), (6_000, 6_009_547)])  # exact and Temme paths
+def test_no_collision_lower_bound_is_the_same_for_every_large_n_train(n, s_lower):
+    # the integer boundary: P(all n distinct | s) = s (s-1) ... (s-n+1) / s^n >= 0.05 from s_lower on
+    distinct = lambda s: 20 * math.prod(range(s - n + 1, s + 1)) >= s**n  # noqa: E731
+    assert distinct(s_lower) and not distinct(s_lower - 1)
+    for n_train in [10**e for e in range(8, 19)]:
+        r = irs.irs_inf(n_train, n, n)
+        assert (r["s_lower"], r["s_hat"], r["s_upper"], r["consistent"]) == (s_lower, n_train, n_train, True)
+
+
 @pytest.mark.parametrize("k", [998, 999, 1000])
 def test_k_near_n_train_terminates_with_one(k):
     # the package never returns for k >= N - 1 (spec §5); a hang guard, not a timing (the machine is shared)
@@ -217,6 +266,47 @@ def test_all_synthetic_chunks_are_used():
     r = irs.image_retrieval_score(train, real, fake)
     assert r["n"] == 200 and len(r["fake_chunks"]) == 3
     assert r["adjusted"]["estimate"] == pytest.approx(np.mean([c["estimate"] for c in r["adjusted_chunks"]]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("center", [True, False])
+def test_a_non_finite_feature_row_is_refused_naming_the_argument_and_row(bad, center):
+    """One NaN training row made every query retrieve index -1, and image_retrieval_score then reported
+    IRS 0.02 and an adjusted score of 1.0; a NaN query row got -1 too."""
+    rng = np.random.default_rng(7)
+    train, queries = rng.normal(size=(300, 5)), rng.normal(size=(80, 5))
+    bad_train, bad_queries = train.copy(), queries.copy()
+    bad_train[123, 4], bad_queries[41, 0] = bad, bad
+    with pytest.raises(ValueError, match=r"^train_feats holds 1 non-finite value\(s\) \(first at row 123, column 4"):
+        irs.nearest_train(bad_train, queries, center=center)
+    with pytest.raises(ValueError, match=r"^query_feats holds 1 non-finite value\(s\) \(first at row 41, column 0"):
+        irs.nearest_train(train, bad_queries, center=center)
+    for name, args in [("train_feats", (bad_train, queries, queries)), ("real_feats", (train, bad_queries, queries)),
+                       ("fake_feats", (train, queries, bad_queries))]:
+        with pytest.raises(ValueError, match=rf"^{name} holds 1 non-finite value.*drop or repair that row"):
+            irs.image_retrieval_score(*args, center=center)
+
+
+def test_features_whose_float32_distances_overflow_are_refused():
+    """Finite in float64 but every squared distance is inf in float32: faiss answers -1, which the
+    streamed search used to turn into the last row of the previous block."""
+    rng = np.random.default_rng(8)
+    train, queries = rng.normal(size=(300, 4)) * 1e20, rng.normal(size=(10, 4)) * 1e20
+    with pytest.raises(ValueError, match=r"^query_feats row 0: every float32 squared distance .* rescale"):
+        irs.nearest_train(train, queries, center=False, base_chunk=100)
+
+
+@pytest.mark.parametrize("indices, message", [
+    (np.array([0, 5, 50, 99]), r"indices must lie in \[0, n_train\) = \[0, 10\); 2 index\(es\) do not.*: 50"),
+    (np.array([0, 3, -1, 4]), r"indices must lie in \[0, n_train\).*position 2: -1"),
+    (np.array([0.0, 3.0, 4.0]), r"indices must hold integer indices; got dtype float64"),
+    (np.array([[0, 1], [2, 3]]), r"indices must be a 1-D \(n,\) array"),
+])
+def test_retrieval_result_refuses_indices_that_are_not_training_rows(indices, message):
+    """[0, 5, 50, 99] with N = 10 gave k = 4 and an estimate of 1.0; negative and float indices counted too."""
+    with pytest.raises(ValueError, match=message):
+        irs.retrieval_result(10, indices)
+    assert irs.retrieval_result(10, np.array([0, 5, 5, 9]))["k_distinct"] == 3  # the good case is unchanged
 
 
 def full_row_interval(n_train: int, n: int, k: int, alpha_e: float = irs.ALPHA_E) -> tuple[int, int]:

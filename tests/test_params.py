@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from lib import params
@@ -128,3 +129,72 @@ def test_notebook_parameters_checks_types_and_passes_good_values():
     params.check_notebook_parameters({"__annotations__": {"X": int}, "X": 1})  # nothing injected, no `In`
     with pytest.raises(ValueError, match="EXPLORER='false' must be True or False"):
         params.check_notebook_parameters(_namespace(EXPLORER="false"))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Array checks
+# ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_finite_names_the_argument_count_and_first_row(bad):
+    x = np.zeros((6, 3), np.float32)
+    x[4, 2], x[5, 0] = bad, bad
+    with pytest.raises(ValueError, match=r"^train_feats holds 2 non-finite value\(s\) \(first at row 4, column 2"):
+        params.check_finite("train_feats", x)
+    with pytest.raises(ValueError, match=r"first at member 4, grid point 2.*drop that member"):
+        params.check_finite("a", x, axes=("member", "grid point"), hint="drop that member")
+    with pytest.raises(ValueError, match=r"^v holds 1 non-finite value\(s\) \(first at index 1"):
+        params.check_finite("v", [0.0, bad])
+    with pytest.raises(ValueError, match=r"first at index \(0, 1, 0\)"):
+        params.check_finite("cube", np.array([[[0.0], [bad]]]))
+
+
+def test_finite_keeps_the_dtype_scans_in_blocks_and_refuses_non_numbers(monkeypatch):
+    x = np.ones((50, 7), np.float32)
+    assert params.check_finite("x", x) is x and params.check_finite("i", [1, 2]).dtype.kind == "i"
+    monkeypatch.setattr(params, "_SCAN_BLOCK", 10)  # blocks of one row: the count and the first still right
+    x[[17, 3, 40], [1, 6, 0]] = np.nan
+    with pytest.raises(ValueError, match=r"holds 3 non-finite.*row 3, column 6"):
+        params.check_finite("x", x)
+    with pytest.raises(ValueError, match="must be a numeric array; got dtype <U1"):
+        params.check_finite("x", ["a"])
+
+
+def test_ndim_and_nonempty_name_the_shape():
+    assert params.check_ndim("values", np.zeros((2, 3, 4)), 3, "(M, R, G)").shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"values must be a \(M, R, G\) array; got shape \(2, 3\) \(2-D\)"):
+        params.check_ndim("values", np.zeros((2, 3)), 3, "(M, R, G)")
+    with pytest.raises(ValueError, match="scores must hold at least 1 value"):
+        params.check_nonempty("scores", [])
+    with pytest.raises(ValueError, match="a must hold at least 2"):
+        params.check_nonempty("a", [1.0], min_len=2)
+    with pytest.raises(ValueError, match=r"a must be a \(members, grid\) array .* no empty axis; got shape \(8, 0\)"):
+        params.check_nonempty("a", np.zeros((8, 0)), min_len=2, shape="(members, grid)")
+    assert params.check_nonempty("a", np.zeros((2, 1)), min_len=2).shape == (2, 1)
+
+
+def test_nonnegative_names_the_first_negative_entry():
+    assert params.check_nonnegative("regret", [0.0, 0.5]).tolist() == [0.0, 0.5]
+    with pytest.raises(ValueError, match=r"regret must be >= 0 everywhere; it holds 2 negative value\(s\), the "
+                                         r"first at index 1: -1.0"):
+        params.check_nonnegative("regret", [0.0, -1.0, -2.0])
+    with pytest.raises(ValueError, match="regret holds 1 non-finite"):
+        params.check_nonnegative("regret", [float("nan")])
+
+
+@pytest.mark.parametrize("indices, message", [
+    ([0, 5, 50, 99], r"indices must lie in \[0, n_train\) = \[0, 10\); 2 index\(es\) do not, the first at "
+                     r"position 2: 50"),
+    ([3, -1], r"the first at position 1: -1"),
+    ([0.0, 1.0], "indices must hold integer indices; got dtype float64"),
+    ([True, False], "got dtype bool"),
+    ([[0, 1]], r"indices must be a 1-D \(n,\) array; got shape \(1, 2\)"),
+])
+def test_indices_must_be_integers_within_range(indices, message):
+    with pytest.raises(ValueError, match=message):
+        params.check_indices("indices", indices, 10, n_name="n_train")
+
+
+def test_good_indices_come_back_as_int64():
+    out = params.check_indices("indices", np.array([0, 9, 9], np.uint8), 10)
+    assert out.dtype == np.int64 and out.tolist() == [0, 9, 9]
+    assert params.check_indices("indices", [], 10).dtype == np.int64

@@ -117,6 +117,24 @@ def test_ensemble_band_shapes_and_order(rings):
     np.testing.assert_allclose(band["auc"], np.trapezoid(band["members"], band["recall"], axis=1))
 
 
+@pytest.mark.parametrize("grid_size", [0, 1, -5, 10.0])
+def test_ensemble_band_refuses_a_grid_without_area(grid_size):
+    """grid_size=0 returned empty arrays and an AUC of 0."""
+    curve = {"recall": np.linspace(0, 1, 5), "precision": np.linspace(1, 0, 5)}
+    with pytest.raises(ValueError, match=rf"^grid_size={grid_size!r} must be"):
+        pr.ensemble_band([curve, curve], grid_size=grid_size)
+
+
+@pytest.mark.parametrize("key", ["recall", "precision"])
+def test_ensemble_band_refuses_a_non_finite_curve_naming_the_member(key):
+    """A NaN curve gave a band (and AUCs) of NaN, or misplaced points, without an error."""
+    good = {"recall": np.linspace(0, 1, 5), "precision": np.linspace(1, 0, 5)}
+    bad = {k: v.copy() for k, v in good.items()}
+    bad[key][2] = np.nan
+    with pytest.raises(ValueError, match=rf"^curves\[1\]\['{key}'\] holds 1 non-finite value\(s\) \(first at index 2"):
+        pr.ensemble_band([good, bad, good], grid_size=50)
+
+
 def test_bad_inputs_are_refused(rings):
     with pytest.raises(ValueError, match="train_fraction"):
         pr.pr_curve(rings["real"], rings["same"], train_fraction=1.0)

@@ -208,6 +208,22 @@ def test_average_ties_is_the_mean_over_random_tie_breaking():
     assert R.selective_curve(scores=scores, metric=metric)["value"][0] == 3.0
 
 
+@pytest.mark.parametrize("scores, values, message", [
+    ([], [], r"^scores must hold at least 1 value"),
+    ([0.1, 0.2, 0.3], [0.5, -1.0, 0.2], r"^regret must be >= 0 everywhere; .* the first at index 1: -1.0"),
+    ([0.1, 0.2, 0.3], [0.5, np.nan, 0.2], r"^regret holds 1 non-finite value\(s\) \(first at index 1: nan"),
+    ([0.1, np.nan, 0.3], [0.5, 0.1, 0.2], r"^scores holds 1 non-finite value\(s\) \(first at index 1: nan"),
+    ([0.1, np.inf, 0.3], [0.5, 0.1, 0.2], r"^scores holds 1 non-finite value\(s\) \(first at index 1: inf"),
+])
+def test_aurec_refuses_empty_negative_and_non_finite_input(scores, values, message):
+    """aurec([], []) was 0.0, a negative regret gave -1.0 and a NaN regret a NaN area, without an error."""
+    with pytest.raises(ValueError, match=message):
+        R.aurec(np.array(scores), np.array(values))
+    with pytest.raises(ValueError, match=message.replace("regret", "total")):
+        R.aurc(np.array(scores), np.array(values))
+
+
+
 # ---------------------------------------------------------------------------------------------------
 # Fronts, IGD+ and the Pareto-gap
 # ---------------------------------------------------------------------------------------------------

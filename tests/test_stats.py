@@ -118,6 +118,26 @@ def test_compare_scalars_matches_scipy():
     assert out["mannwhitney_p"] == pytest.approx(sps.mannwhitneyu(a, b).pvalue)
 
 
+@pytest.mark.parametrize("a, b, message", [
+    ([0.9, np.nan, 0.97], [0.8, 0.85], r"^a holds 1 non-finite value\(s\) \(first at index 1: nan"),
+    ([0.9, 0.95], [0.8, np.inf], r"^b holds 1 non-finite value\(s\) \(first at index 1: inf"),
+    ([], [0.8, 0.85], r"^a must hold at least 2 value\(s\); got 0"),
+    ([0.9, 0.95], [0.8], r"^b must hold at least 2 value\(s\); got 1"),
+    ([[0.9, 0.95]], [0.8, 0.85], r"^a must be a 1-D \(members,\) array"),
+])
+def test_compare_scalars_refuses_nan_empty_and_single_members(a, b, message):
+    """NaN or empty input gave NaN p-values with no error."""
+    with pytest.raises(ValueError, match=message):
+        stats.compare_scalars(np.array(a), np.array(b))
+
+
+@pytest.mark.parametrize("test", stats.TESTS)
+def test_a_zero_width_grid_is_refused(test):
+    """A (members, 0) grid gave no p-values and a NaN fraction, without an error."""
+    with pytest.raises(ValueError, match=r"^a must be a \(members, grid\) array .*; got shape \(6, 0\)"):
+        stats.pointwise_compare(np.ones((6, 0)), np.ones((6, 0)), test, num_permutations=99)
+
+
 def test_wilcoxon_with_ties_and_zeros_matches_scipy():
     """Curves of failed members are tied at 0 and 1: scipy then falls back to an exact permutation test."""
     rng = np.random.default_rng(4)

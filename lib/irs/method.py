@@ -28,9 +28,12 @@ import numpy as np
 from scipy.special import gammaln, lambertw, logsumexp
 
 from lib.knn import nearest_neighbour
+from lib.params import check_finite, check_indices, check_int
 
 STIRLING_EXACT_MAX = 5000  # spec §3: exact recurrence up to this n, Temme's asymptotic form above
 ALPHA_E = 0.05  # the authors' error probability per tail (BeyondFID default_config.py:128)
+NON_FINITE_FEATURES = ("the nearest neighbour of or among NaN/inf features is undefined (the search would "
+                       "return index -1 or a wrong one); drop or repair that row")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -159,11 +162,23 @@ def log_stirling2(n: int, *, exact_max: int = STIRLING_EXACT_MAX) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 # The occupancy (coupon-collector) model
 # ----------------------------------------------------------------------------------------------------
+def log_falling_over_power(n_samples: int, s: int, j_max: int) -> np.ndarray:
+    """log(s! / ((s - j)! s^n)) for j = 0..j_max (j_max <= s): the factor of P(K = j | s) besides S(n, j).
+
+    Written as sum_{i < j} log1p(-i / s) - (n - j) log s, which keeps its precision for every s. The
+    textbook form gammaln(s + 1) - gammaln(s - j + 1) - n log s subtracts numbers of size s log s: at
+    s = 1e16 they are 3.5e17 apart from zero with a float spacing of 64, so the tails came out as
+    garbage (a wrong lower bound at N = 1e16, OverflowError at N >= 1e17). O(j_max) time.
+    """
+    falling = np.concatenate(([0.0], np.cumsum(np.log1p(-np.arange(j_max, dtype=np.float64) / s))))
+    return falling - (n_samples - np.arange(j_max + 1)) * math.log(s)
+
+
 def log_occupancy_pmf(n_samples: int, s: int, log_s2: np.ndarray | None = None) -> np.ndarray:
     """log P(K = j | s) for j = 0..min(n, s): n uniform draws from s items hit K distinct ones."""
     log_s2 = log_stirling2(n_samples) if log_s2 is None else log_s2
-    j = np.arange(0, min(n_samples, s) + 1)
-    return log_s2[j] + gammaln(s + 1.0) - gammaln(s - j + 1.0) - n_samples * math.log(s)
+    j_max = min(n_samples, s)
+    return log_s2[: j_max + 1] + log_falling_over_power(n_samples, s, j_max)
 
 
 def _tail_probabilities(n_samples: int, k: int, s: int, log_s2: np.ndarray) -> tuple[float, float]:
@@ -184,7 +199,7 @@ def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
     Agrees with the full-row tails to rounding (~1e-13 absolute); the tails are only compared with
     alpha_e, so no decision of the bisections changes (tests/test_irs.py checks them side by side).
     """
-    n, const = n_samples, gammaln(s + 1.0) - n_samples * math.log(s)
+    n = n_samples
     high = (n - k) ** 2 <= n * k  # the cheaper side: about (n - k)^2 operations above k, n k below
     if high:  # j = k..min(n, s)
         j = np.arange(k, min(n, s) + 1)
@@ -192,7 +207,7 @@ def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
     else:  # j = 0..k (k <= s always: s ranges over [k, N])
         j = np.arange(0, k + 1)
         log_s2 = _log_stirling_low(n, k)
-    logp = log_s2 + const - gammaln(s - j + 1.0)
+    logp = log_s2 + log_falling_over_power(n, s, int(j[-1]))[j]
     p_k = math.exp(logp[0] if high else logp[-1])
     side = math.exp(_logsumexp(logp))
     lower, upper = (1.0 - side + p_k, side) if high else (side, 1.0 - side + p_k)
@@ -214,7 +229,14 @@ def mle_reachable(n_train: int, n_samples: int, k: int) -> int:
     log L(s+1) - log L(s) = -log1p(-k/(s+1)) - n log1p(1/s) is positive on a prefix of s and negative
     after it (it decreases while positive and tends to 0 from below), so the MLE is the first s where
     it is <= 0, found by bisection; for k = n it stays positive and the MLE is n_train.
+
+    The case k = n is answered directly: there the difference is n (n - 1) / (2 s^2) + O(s^-3), a second
+    order term that float64 computes as the difference of two first-order ones, so it came out <= 0 for
+    small n at N >= 1e16 (s_hat = 6.9e15 instead of N = 1e16 at n = k = 2).
     """
+    if k == n_samples:  # L(s) = prod_{i<n} (1 - i/s) grows with s
+        return n_train
+
     def rises(s: int) -> bool:
         return -math.log1p(-k / (s + 1)) - n_samples * math.log1p(1.0 / s) > 0.0
 
@@ -337,13 +359,22 @@ def nearest_train(train_feats: np.ndarray, query_feats: np.ndarray, *, center: b
     if train_feats.ndim != 2 or query_feats.ndim != 2 or train_feats.shape[1] != query_feats.shape[1]:
         raise ValueError(f"train_feats {train_feats.shape} and query feats {query_feats.shape} must be (N, D) and "
                          f"(n, D) with the same D.")
-    return nearest_neighbour(query_feats, train_feats, center=center, base_chunk=base_chunk,
-                             query_chunk=query_chunk)[1]
+    check_finite("train_feats", train_feats, hint=NON_FINITE_FEATURES)
+    check_finite("query_feats", query_feats, hint=NON_FINITE_FEATURES)
+    dist, index = nearest_neighbour(query_feats, train_feats, center=center, base_chunk=base_chunk,
+                                    query_chunk=query_chunk)
+    if not np.all(np.isfinite(dist)):  # finite in float64, but a float32 distance overflowed
+        row = int(np.argmin(np.isfinite(dist)))
+        raise ValueError(f"query_feats row {row}: every float32 squared distance to train_feats is inf or NaN "
+                         f"(features too large for float32); rescale the features.")
+    return index
 
 
 def retrieval_result(n_train: int, indices: np.ndarray, alpha_e: float = ALPHA_E) -> dict:
-    """IRS_alpha, IRS_inf and interval (see `irs_inf`) for retrieved training indices (n,) int."""
-    indices = np.asarray(indices)
+    """IRS_alpha, IRS_inf and interval (see `irs_inf`) for retrieved training indices (n,) int, each in
+    [0, n_train) (a float, negative or too large index is an error, not one more distinct image)."""
+    check_int("n_train", n_train, minimum=1)
+    indices = check_indices("indices", indices, n_train, n_name="n_train")
     return irs_inf(n_train, len(indices), int(np.unique(indices).size), alpha_e)
 
 
@@ -374,12 +405,14 @@ def image_retrieval_score(train_feats: np.ndarray, real_feats: np.ndarray, fake_
     chunk when there is one, see `adjusted_score`), "adjusted_chunks": list, "n": n, "indices_real",
     "indices_fake": retrieved training indices}.
     """
-    train_feats = np.asarray(train_feats)
+    train_feats = check_finite("train_feats", train_feats, hint=NON_FINITE_FEATURES)
+    real_feats = check_finite("real_feats", real_feats, hint=NON_FINITE_FEATURES)
+    fake_feats = check_finite("fake_feats", fake_feats, hint=NON_FINITE_FEATURES)
     if len(real_feats) < 2 or len(fake_feats) < 2:
         raise ValueError(f"need at least 2 real and 2 fake features, got {len(real_feats)} and {len(fake_feats)}.")
     real_rows, fake_chunks = equal_n_chunks(len(real_feats), len(fake_feats), seed=seed)
-    idx_real = nearest_train(train_feats, np.asarray(real_feats)[real_rows], center=center)
-    idx_fake = nearest_train(train_feats, np.asarray(fake_feats), center=center)
+    idx_real = nearest_train(train_feats, real_feats[real_rows], center=center)
+    idx_fake = nearest_train(train_feats, fake_feats, center=center)
     real = retrieval_result(len(train_feats), idx_real, alpha_e)
     fakes = [retrieval_result(len(train_feats), idx_fake[rows], alpha_e) for rows in fake_chunks]
     adjusted = [adjusted_score(f, real) for f in fakes]

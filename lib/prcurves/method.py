@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lib.knn import neighbourhood_counts
-from lib.params import check_choice, check_int, check_percentiles, check_probability
+from lib.params import check_choice, check_finite, check_int, check_percentiles, check_probability
 
 DUP_RECALL = ("replicate", "upper_envelope")
 
@@ -198,18 +198,23 @@ def summarise(curve: dict) -> dict:
 # Ensemble aggregation (spec §2.5)
 # ----------------------------------------------------------------------------------------------------
 def recall_grid(grid_size: int = 1000) -> np.ndarray:
-    """r_j = j / grid_size, j = 1..grid_size."""
+    """r_j = j / grid_size, j = 1..grid_size; grid_size >= 2 (an area needs two points)."""
+    check_int("grid_size", grid_size, minimum=2)
     return np.arange(1, grid_size + 1) / grid_size
 
 
-def interpolate_precision(curve: dict, grid: np.ndarray, dup_recall: str = "replicate") -> np.ndarray:
+def interpolate_precision(curve: dict, grid: np.ndarray, dup_recall: str = "replicate", *,
+                          name: str = "curve") -> np.ndarray:
     """Precision on the recall `grid`, after appending the anchor (recall 1, precision 0); 0 outside.
 
     dup_recall (spec A8): "replicate" sorts the authors' rows stably by recall and interpolates as
     SciPy's interp1d does (at a duplicated recall the last duplicate wins, just below it the segment
-    runs to the first); "upper_envelope" keeps the highest precision at each recall.
+    runs to the first); "upper_envelope" keeps the highest precision at each recall. A NaN or inf in the
+    curve is an error naming `name` (np.interp would spread it over the grid or sort it anywhere).
     """
     check_choice("dup_recall", dup_recall, DUP_RECALL)
+    for key in ("recall", "precision"):
+        check_finite(f"{name}[{key!r}]", curve[key], hint="drop or repair that member's curve")
     recall = np.append(curve["recall"], 1.0)
     precision = np.append(curve["precision"], 0.0)
     order = np.argsort(recall, kind="stable")
@@ -223,7 +228,7 @@ def interpolate_precision(curve: dict, grid: np.ndarray, dup_recall: str = "repl
 def member_matrix(curves: Sequence[dict], grid_size: int = 1000, dup_recall: str = "replicate") -> np.ndarray:
     """(M, grid_size) interpolated precision of each member on the common recall grid."""
     grid = recall_grid(grid_size)
-    return np.stack([interpolate_precision(c, grid, dup_recall) for c in curves])
+    return np.stack([interpolate_precision(c, grid, dup_recall, name=f"curves[{i}]") for i, c in enumerate(curves)])
 
 
 def ensemble_band(curves: Sequence[dict], grid_size: int = 1000, lo: float = 10, hi: float = 90,

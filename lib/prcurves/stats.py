@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from lib.params import check_choice, check_int, check_probability
+from lib.params import check_choice, check_finite, check_int, check_ndim, check_nonempty, check_probability
 
 TESTS = ("paired_t", "student", "welch", "wilcoxon", "permutation_maxT")
 CORRECTIONS = ("none", "bh")
@@ -29,14 +29,8 @@ def check_finite_curves(name: str, values: np.ndarray) -> np.ndarray:
     permutation max statistic NaN (no permutation exceeds it, so every p-value sits at its floor) and
     the rank tests drop or misrank it. Drop the member, or fill its curve, before comparing.
     """
-    values = np.asarray(values, np.float64)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        first = np.argwhere(bad)[0]
-        where = f"member {first[0]}, grid point {first[1]}" if values.ndim == 2 else f"index {tuple(first)}"
-        raise ValueError(f"{name} holds {int(bad.sum())} non-finite value(s) (first at {where}: "
-                         f"{values[tuple(first)]}); drop or repair that member's curve before comparing.")
-    return values
+    return check_finite(name, np.asarray(values, np.float64), axes=("member", "grid point"),
+                        hint="drop or repair that member's curve before comparing")
 
 
 def _scipy_pvalues(a: np.ndarray, b: np.ndarray, test: str, alternative: str) -> np.ndarray:
@@ -174,6 +168,7 @@ def _check_compare_args(a, b, test, alpha, correction, alternative) -> None:
     check_probability("alpha", alpha)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"a and b must be (members, grid) arrays on the same grid; got {a.shape} and {b.shape}.")
+    check_nonempty("a", a, axis=1, shape="(members, grid)")  # no grid point: no p-value, a NaN fraction
     check_finite_curves("a", a)
     check_finite_curves("b", b)
     if len(a) < 2 or len(b) < 2:
@@ -186,22 +181,38 @@ def _check_compare_args(a, b, test, alpha, correction, alternative) -> None:
                          "family-wise error.")
 
 
+def _member_scalars(name: str, values: np.ndarray) -> np.ndarray:
+    values = check_nonempty(name, check_ndim(name, values, 1, "1-D (members,)"), min_len=2)
+    return check_finite(name, values).astype(np.float64)
+
+
 def compare_scalars(a: np.ndarray, b: np.ndarray) -> dict:
-    """Two-sided Welch and Mann-Whitney p-values for per-member scalars (e.g. AUC) of two ensembles."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    """Two-sided Welch and Mann-Whitney p-values for per-member scalars (e.g. AUC) of two ensembles.
+
+    a: (n_a,), b: (n_b,) float, finite, at least 2 each (Welch's test needs a variance per group).
+    """
+    a, b = _member_scalars("a", a), _member_scalars("b", b)
     return {"mean_a": float(a.mean()), "mean_b": float(b.mean()),
             "welch_p": float(stats.ttest_ind(a, b, equal_var=False).pvalue),
             "mannwhitney_p": float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)}
+
+
+def check_member_draws(values: np.ndarray) -> np.ndarray:
+    """`values` as a float64 (M, R, G) array with no empty axis and no NaN or inf (a 2-D array would be
+    decomposed along the wrong axes into scalars)."""
+    values = check_nonempty("values", check_ndim("values", values, 3, "(M, R, G)"), shape="(M, R, G)")
+    return check_finite("values", values, hint="drop or repair that member's draw").astype(np.float64)
 
 
 def variance_decomposition(values: np.ndarray) -> dict:
     """Law of total variance for curves of M members x R evaluation draws (spec 01 "total evaluation
     uncertainty"): total = model (between members) + sampling (within a member), exactly (ddof = 0).
 
-    values: (M, R, G) float (precision of member m, draw r, at grid point g). Returns {"total",
-    "model", "sampling"}: (G,) float64. `model` still holds sampling noise / R of the member means.
+    values: (M, R, G) float (precision of member m, draw r, at grid point g), finite, no empty axis.
+    Returns {"total", "model", "sampling"}: (G,) float64. `model` still holds sampling noise / R of the
+    member means.
     """
-    values = np.asarray(values, np.float64)
+    values = check_member_draws(values)
     return {"total": values.reshape(-1, values.shape[-1]).var(axis=0),
             "model": values.mean(axis=1).var(axis=0), "sampling": values.var(axis=1).mean(axis=0)}
 
@@ -210,7 +221,7 @@ def decomposition_bands(values: np.ndarray, lo: float = 10, hi: float = 90) -> d
     """Percentile bands of the same (M, R, G) curves, around the grand mean:
     "total" over all M R curves; "model" over the M member means; "sampling" the within-member band
     averaged over members and centred on the grand mean. Each is a (lo (G,), hi (G,)) pair."""
-    values = np.asarray(values, np.float64)
+    values = check_member_draws(values)
     mean = values.mean(axis=(0, 1))
     within = np.percentile(values, [lo, hi], axis=1) - values.mean(axis=1)[None]  # (2, M, G)
     return {"mean": mean, "total": tuple(np.percentile(values.reshape(-1, values.shape[-1]), [lo, hi], axis=0)),

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.special import digamma, logsumexp
 from scipy.stats import spearmanr
 
-from lib.params import check_choice, check_int
+from lib.params import check_choice, check_finite, check_int, check_ndim, check_nonempty, check_nonnegative
 
 CLASSIFICATION_LOSSES = ("ce", "zero_one")
 REGRESSION_LOSSES = ("squared", "absolute")
@@ -286,19 +286,22 @@ def ddu_aleatoric(probs: np.ndarray, loss: str) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 # Selective curves (spec §3.3)
 # ----------------------------------------------------------------------------------------------------
+def check_scores(scores: np.ndarray) -> np.ndarray:
+    """The uncertainty `scores` as a float64 (n,) array without NaN or inf (a NaN has no place in the order)."""
+    return check_finite("scores", check_ndim("scores", scores, 1, "1-D (n,)")).astype(float, copy=False)
+
+
 def selection_order(scores: np.ndarray) -> np.ndarray:
     """Indices sorting the uncertainty `scores` ascending, ties in index order (spec B3 'stable')."""
-    scores = np.round(np.asarray(scores, dtype=float), SCORE_DECIMALS)
-    if scores.ndim != 1 or not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be a finite 1-D array.")
-    return np.argsort(scores, kind="stable")
+    return np.argsort(np.round(check_scores(scores), SCORE_DECIMALS), kind="stable")
 
 
 def _sorted_metric(scores: np.ndarray, metric: np.ndarray, ties: str) -> np.ndarray:
     check_choice("ties", ties, TIES)
-    metric = np.asarray(metric, dtype=float)
-    if metric.shape != np.shape(scores):
-        raise ValueError(f"scores {np.shape(scores)} and metric {metric.shape} must have the same shape.")
+    scores = check_nonempty("scores", check_scores(scores))  # no curve, no area: not an AuReC of 0
+    metric = check_finite("metric", metric).astype(float, copy=False)
+    if metric.shape != scores.shape:
+        raise ValueError(f"scores {scores.shape} and metric {metric.shape} must have the same shape.")
     order = selection_order(scores)
     sorted_metric = metric[order]
     if ties == "average":  # expectation under random tie-breaking: group means within tied scores
@@ -330,8 +333,11 @@ def area_under_curve(*, scores: np.ndarray, metric: np.ndarray, norm: str = "sel
 
 
 def aurec(scores: np.ndarray, regret: np.ndarray, *, norm: str = "selective", ties: str = "stable") -> float:
-    """Area under the regret-coverage curve of the uncertainty `scores` (lower is better; spec §3.3)."""
-    return area_under_curve(scores=scores, metric=regret, norm=norm, ties=ties)
+    """Area under the regret-coverage curve of the uncertainty `scores` (lower is better; spec §3.3).
+
+    scores, regret: (n,) float, n >= 1, finite; a regret is >= 0 by definition, so a negative one is an error.
+    """
+    return area_under_curve(scores=scores, metric=check_nonnegative("regret", regret), norm=norm, ties=ties)
 
 
 def ex_aurec(scores: np.ndarray, regret: np.ndarray, *, norm: str = "selective", ties: str = "stable") -> float:
@@ -344,8 +350,8 @@ def ex_aurec(scores: np.ndarray, regret: np.ndarray, *, norm: str = "selective",
 
 
 def aurc(scores: np.ndarray, total: np.ndarray, *, norm: str = "selective", ties: str = "stable") -> float:
-    """Area under the risk-coverage curve: the same curve with the total loss T* as the metric."""
-    return area_under_curve(scores=scores, metric=total, norm=norm, ties=ties)
+    """Area under the risk-coverage curve: the same curve with the total loss T* (>= 0) as the metric."""
+    return area_under_curve(scores=scores, metric=check_nonnegative("total", total), norm=norm, ties=ties)
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> dict:
