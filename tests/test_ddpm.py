@@ -79,6 +79,22 @@ def test_resuming_from_checkpoint_gives_the_uninterrupted_result(points, tmp_pat
     np.testing.assert_array_equal(straight["losses"], resumed["losses"])
 
 
+def test_snapshots_taken_before_an_interruption_survive_the_resume(points, tmp_path):
+    """A long run evaluated at several budgets (the frontier study) keeps the states it passed before it was
+    stopped: the checkpoint holds them, and the resumed run returns every snapshot, equal to a straight run's."""
+    straight = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=12, snapshots=(2, 6, 12),
+                                   progress=False)
+    ckpt = tmp_path / "run.ckpt"
+    ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=9, snapshots=(2, 6, 12), checkpoint=ckpt,
+                        checkpoint_every=4, progress=False)  # "interrupted" after 9 steps: the checkpoint is at 8
+    resumed = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=12, snapshots=(2, 6, 12),
+                                  checkpoint=ckpt, checkpoint_every=4, progress=False)
+    assert sorted(resumed["snapshots"]) == [2, 6, 12]
+    for step, snap in straight["snapshots"].items():
+        for key in snap["params"]:
+            torch.testing.assert_close(snap["params"][key], resumed["snapshots"][step]["params"][key], rtol=0, atol=0)
+
+
 def test_per_member_clipping_matches_torch(points):
     gens = [torch.Generator().manual_seed(s) for s in SEEDS]
     params = {k: v.requires_grad_() for k, v in ddpm.stack_members([ddpm.init_member(1, g) for g in gens]).items()}
