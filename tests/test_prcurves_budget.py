@@ -33,3 +33,39 @@ def test_tiny_study_writes_rows_and_resumes_from_the_cache(tmp_path, monkeypatch
     assert [r["aucs"] for r in again] == [r["aucs"] for r in rows]
     partial = budget.StudySpec(**{**spec.__dict__, "runs": (("paper", (3, 6)), ("stratified_t", (5,)))})
     assert len(budget.run_study(partial, None, log=lambda s: None, cached_only=True)) == 4
+
+
+def _study_rows(aucs_by_steps: dict[int, list[float]], complexity: int = 1) -> list[dict]:
+    """Rows as write_csv writes them, for the authors' settings without the EMA (and a decoy with it)."""
+    rows = []
+    for steps, aucs in aucs_by_steps.items():
+        for ema in (False, True):
+            rows.append({"variant": "paper", "ema": ema, "C": complexity, "steps": steps, "batch_size": 500,
+                         "point_steps": 500 * steps, "members": len(aucs), "num_generated": 100,
+                         "auc_mean": sum(aucs) / len(aucs), "auc_sd": 0.0, "auc_min": min(aucs), "width": 0.1,
+                         "train_seconds": float(steps), "settings": "{}",
+                         "aucs": ";".join(f"{a if not ema else 0.5:.4f}" for a in aucs)})
+    return rows
+
+
+def test_the_frontier_summary_counts_failures_per_budget_and_tells_collapses_from_non_convergence(tmp_path):
+    # member 0 converges at 2,000 steps and stays; member 1 never converges; member 2 converges, then collapses
+    aucs = {1000: [0.5, 0.4, 0.95], 2000: [0.92, 0.5, 0.96], 4000: [0.97, 0.6, 0.3]}
+    budget.write_csv(_study_rows(aucs), tmp_path / "study.csv")
+    rows = budget.read_study(tmp_path / "study.csv")
+    trajectory = budget.member_trajectories(rows, complexity=1)
+    assert trajectory["steps"].tolist() == [1000, 2000, 4000] and trajectory["aucs"].shape == (3, 3)
+    assert trajectory["aucs"][2].tolist() == [0.95, 0.96, 0.3]  # a member's AUC against steps, not the EMA's
+    summary = budget.failure_summary(trajectory)
+    assert summary["below"] == [2, 1, 2] and summary["final_below"] == 2 and summary["members"] == 3
+    assert summary["never_converged"] == 1 and summary["collapsed"] == 1
+    assert summary["first_above"] == [2000, None, 1000]
+    with pytest.raises(ValueError, match="no rows for C=8"):
+        budget.member_trajectories(rows, complexity=8)
+
+
+def test_a_file_that_is_not_a_study_is_refused_naming_it(tmp_path):
+    path = tmp_path / "other.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="other.csv is not a study"):
+        budget.read_study(path)

@@ -204,6 +204,48 @@ def write_csv(rows: list[dict], out: Path) -> None:
     atomic_write(Path(out), write)
 
 
+# ----------------------------------------------------------------------------------------------------
+# The frontier study's summaries (notebook 01, "The authors' recipe at longer budgets")
+# ----------------------------------------------------------------------------------------------------
+FAILED_AUC = 0.9  # a member below this AUC_raw counts as failed, as in the paper's table (spec §1)
+
+
+def read_study(path: Path) -> list[dict]:
+    """The rows of a study CSV written by `write_csv`, with `aucs` as a list of floats per row."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or set(CSV_FIELDS) - set(rows[0]):
+        raise ValueError(f"{path} is not a study written by lib.prcurves.budget (columns {CSV_FIELDS}).")
+    return [{**r, "ema": r["ema"] == "True", "C": int(r["C"]), "steps": int(r["steps"]),
+             "width": float(r["width"]), "train_seconds": float(r["train_seconds"]),
+             "aucs": [float(a) for a in r["aucs"].split(";")]} for r in rows]
+
+
+def member_trajectories(rows: list[dict], complexity: int, ema: bool = False) -> dict:
+    """AUC_raw of every member against Adam steps, for one complexity: {"steps": (S,) int, "aucs": (M, S)
+    float, "width": (S,) float band widths, "seconds": (S,) float}; rows of the authors' settings only."""
+    part = sorted((r for r in rows if r["C"] == complexity and r["ema"] == ema and r["variant"] == "paper"),
+                  key=lambda r: r["steps"])
+    if not part:
+        raise ValueError(f"no rows for C={complexity}, ema={ema} in the study.")
+    return {"steps": np.array([r["steps"] for r in part]), "aucs": np.array([r["aucs"] for r in part]).T,
+            "width": np.array([r["width"] for r in part]), "seconds": np.array([r["train_seconds"] for r in part])}
+
+
+def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
+    """How members fail along one trajectory (`member_trajectories`): per budget, the number below
+    `threshold`; and per member, whether it ever passed the threshold and whether it ends below it after
+    having passed it (a collapse) or without ever passing it (never converged)."""
+    aucs = trajectory["aucs"]
+    below = aucs < threshold
+    ever_above = (~below).any(axis=1)
+    return {"steps": trajectory["steps"].tolist(), "below": below.sum(axis=0).tolist(), "members": len(aucs),
+            "final_below": int(below[:, -1].sum()), "never_converged": int((~ever_above).sum()),
+            "collapsed": int((ever_above & below[:, -1]).sum()),
+            "first_above": [int(trajectory["steps"][np.argmax(~b)]) if a else None
+                            for b, a in zip(below, ever_above)]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--complexities", type=int, nargs="+", default=[2, 4])
