@@ -43,7 +43,7 @@ UV_VERSION := 0.13.9
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 ifeq ($(INSTALLER),uv)
-	$(BIN)/python -m pip install uv==$(UV_VERSION) "$$(grep -o 'torch==[0-9.]*' pyproject.toml)"
+	$(BIN)/python -m pip install uv==$(UV_VERSION) "$$(grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')"
 	$(BIN)/uv pip install --python $(BIN)/python -e '.[dev]'
 else
 	$(BIN)/python -m pip install -e '.[dev]'
