@@ -69,6 +69,21 @@ def mean_sd(row: Mapping[str, Any], name: str, spec: str = ".3f") -> str:
     return f"{mean:{spec}}" + ("" if sd is None else f" ± {sd:{spec}}")
 
 
+def rows_table(rows: list[Mapping[str, Any]], columns: tuple[str, ...], spec: str = ".4f") -> str:
+    """A Markdown table of `rows` (dicts) with `columns`, sorted by those columns' values in order; floats
+    formatted by `spec`, missing values '—'. For per-seed rows, so that a page's spreads can be checked."""
+    def key(row):
+        return tuple((v is None, str(v) if not isinstance(v, (int, float)) else v)
+                     for v in (row.get(c) for c in columns))
+
+    def cell(value: Any) -> str:
+        return "—" if value is None else format(value, spec) if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in sorted(rows, key=key)]
+    return "\n".join(lines)
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -100,7 +115,7 @@ def render(template: str, namespace: Mapping[str, Any]) -> str:
     """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
     env = {"mean": statistics.fmean, "minutes": minutes, "round": round, "abs": abs, "len": len, "max": max,
            "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
-           "mean_sd": mean_sd, **namespace}
+           "mean_sd": mean_sd, "rows_table": rows_table, **namespace}
 
     def fill(match: re.Match) -> str:
         expression, spec = match.group(1), match.group(2)

@@ -54,3 +54,12 @@ def test_headline_rows_render_the_notebooks_that_ran_and_keep_the_others():
     current = "| # | result |\n|---|---|\n| [01](nb1) | old one |\n| [02](nb2) | old two |\n"
     table = headline_rows(template, {"r01": {"auc": 0.912}, "run01": {}}, current)
     assert table.splitlines()[2:] == ["| [01](nb1) | 0.91 |", "| [02](nb2) | old two |"]
+
+
+def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
+    from lib.results import rows_table
+
+    rows = [{"method": "b", "seed": 1, "cov": 0.5}, {"method": "a", "seed": 10, "cov": 0.25},
+            {"method": "a", "seed": 2}]
+    assert rows_table(rows, ("method", "seed", "cov"), ".2f").splitlines() == [
+        "| method | seed | cov |", "|---|---|---|", "| a | 2 | — |", "| a | 10 | 0.25 |", "| b | 1 | 0.50 |"]
