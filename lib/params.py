@@ -218,7 +218,8 @@ def check_memory(terms: Iterable[MemoryTerm], *, available: float | None = None)
     available = available_memory() if available is None else available
     if available is not None and terms and total > available:
         big = max(terms, key=lambda t: t.nbytes)
-        grows = " and ".join(f"{shown(n)}={v!r}" for n, v in big.grows_with.items())
+        named = [f"{shown(n)}={v!r}" for n, v in big.grows_with.items()]
+        grows = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
         raise ValueError(f"this configuration needs about {total / 1e9:,.1f} GB of memory, more than the "
                          f"{available / 1e9:,.1f} GB available; the largest part, {big.what}, takes about "
                          f"{big.nbytes / 1e9:,.1f} GB and grows with {grows}: lower it.")
