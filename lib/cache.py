@@ -21,6 +21,7 @@ than run, even under a forged header. The checksum is not a signature: it finds 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -57,6 +58,18 @@ class DamagedCacheEntry(ValueError):
     def __init__(self, path: Path, reason: str, stat: os.stat_result | None = None):
         self.path, self.reason, self.stat = Path(path), reason, stat
         super().__init__(f"damaged cache entry {path}: {reason}")
+
+
+class CacheNotWritable(OSError):
+    """The cache directory refuses a write or a delete (permissions, a read-only file system); names the folder."""
+
+    def __init__(self, folder: Path, reason: str):
+        self.folder = Path(folder)
+        super().__init__(f"the cache directory {folder} is not writable ({reason}); make it writable, or point "
+                         "WORKBOOK_CACHE at a writable folder.")
+
+
+NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def cache_dir() -> Path:
@@ -136,7 +149,12 @@ def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
 
-    return atomic_write(path, write)
+    try:
+        return atomic_write(path, write)
+    except OSError as err:
+        if err.errno in NOT_WRITABLE:
+            raise CacheNotWritable(Path(path).parent, f"{Path(path).name} cannot be written: {err.strerror}") from err
+        raise
 
 
 def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
@@ -208,7 +226,8 @@ def _load_error(err: Exception) -> str:
 
 def discard_damaged(err: DamagedCacheEntry) -> None:
     """Log a damaged entry (a WARNING of logger lib.cache: stderr unless logging is configured) and
-    delete it, unless another process has meanwhile renamed a new entry into its place."""
+    delete it, unless another process has meanwhile renamed a new entry into its place. A cache directory
+    that refuses the delete raises CacheNotWritable, before anything is recomputed."""
     log.warning("%s; deleting it and recomputing", err)
     try:
         now = os.stat(err.path)
@@ -216,6 +235,11 @@ def discard_damaged(err: DamagedCacheEntry) -> None:
             err.path.unlink()
     except FileNotFoundError:
         pass
+    except OSError as denied:
+        if denied.errno not in NOT_WRITABLE:
+            raise
+        raise CacheNotWritable(err.path.parent, f"the damaged entry {err.path.name} cannot be deleted: "
+                                                f"{denied.strerror}") from denied
 
 
 def atomic_torch_save(obj: Any, path: Path) -> Path:

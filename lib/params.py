@@ -1,50 +1,115 @@
 """Parameter validation: fail at once, naming the parameter, the value given and what is allowed.
 
-Every check raises `ValueError` (the notebooks call these before any heavy work).
+Every check raises `ValueError` (the notebooks call these before any heavy work). A check names a setting
+as its config calls it (`num_members`); inside `parameter_names(...)` the message names the notebook
+parameter that sets it instead (`NUM_MEMBERS`), as the notebooks' configuration cells arrange.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import math
+import os
+import re
+import tempfile
 import types
 import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import fields, is_dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, is_dataclass, replace
 from numbers import Integral, Real
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Union
 
 import numpy as np
+
+_NAMES: ContextVar[Mapping[str, str]] = ContextVar("parameter_names", default=MappingProxyType({}))
+_LEADING_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def shown(name: str) -> str:
+    """`name` as the user gave it: inside `parameter_names(names)` its leading setting name ("num_members",
+    "train.batch_size", the "complexities" of "complexities entry", the "folds" of "folds[2]") becomes the
+    notebook parameter `names` maps it to ("NUM_MEMBERS", "BATCH_SIZE", "COMPLEXITIES entry", "FOLDS[2]");
+    other names are kept."""
+    names, match = _NAMES.get(), _LEADING_NAME.match(name)
+    if match is None or match.group() not in names:
+        return name
+    return names[match.group()] + name[match.end():]
+
+
+@contextmanager
+def parameter_names(names: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, the checks of this module (and messages built with `shown`) name a setting by the
+    notebook parameter that sets it. `names` maps the setting names the checks use to the parameters, e.g.
+    {"num_members": "NUM_MEMBERS", "ring.trunc_factor": "TRUNC_FACTOR"} (each package's NOTEBOOK_PARAMETERS):
+    a notebook's configuration cell resolves its config inside it, so `-p NUM_MEMBERS 1` is reported as
+    NUM_MEMBERS=1, the name the user typed."""
+    token = _NAMES.set(MappingProxyType(dict(names)))
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
     """`value` must be one of `allowed`."""
     allowed = list(allowed)
     if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not allowed; choose one of {allowed}.")
+        raise ValueError(f"{shown(name)}={value!r} is not allowed; choose one of {allowed}.")
     return value
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """`value` must be an integer (not a bool) within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise ValueError(f"{name}={value!r} must be an integer.")
+        raise ValueError(f"{shown(name)}={value!r} must be an integer.")
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name}={value!r} must be >= {minimum}.")
+        raise ValueError(f"{shown(name)}={value!r} must be >= {minimum}.")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name}={value!r} must be <= {maximum}.")
+        raise ValueError(f"{shown(name)}={value!r} must be <= {maximum}.")
     return int(value)
+
+
+def _first_repeat(values: Iterable[Any]) -> tuple[bool, Any]:
+    """(True, the first entry equal to an earlier one) or (False, None)."""
+    hashed: set = set()
+    unhashable: list = []
+    for v in values:
+        try:
+            if v in hashed:
+                return True, v
+            hashed.add(v)
+        except TypeError:
+            if v in unhashable:
+                return True, v
+            unhashable.append(v)
+    return False, None
+
+
+def check_list(name: str, values: Any, *, min_len: int = 1) -> tuple:
+    """`values` must be a list (or tuple) of at least `min_len` entries, none repeated; returns it as a tuple.
+
+    Every list parameter whose entries are settings to run (levels, sizes, names) goes through this check:
+    a repeated entry would run one setting twice and record it twice (a table row, a glued result), so it
+    is refused, naming the repeated entry. The caller checks each entry, named f"{name} entry"."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise ValueError(f"{shown(name)}={values!r} must be a list.")
+    if len(values) < min_len:
+        raise ValueError(f"{shown(name)}={values!r} must hold at least {min_len} value(s).")
+    repeated, entry = _first_repeat(values)
+    if repeated:
+        raise ValueError(f"{shown(name)}={values!r} holds duplicates ({entry!r} more than once); "
+                         "list each entry once.")
+    return tuple(values)
 
 
 def check_ints(name: str, values: Any, *, minimum: int | None = None, min_len: int = 1) -> tuple[int, ...]:
     """`values` must be a non-empty sequence of distinct integers, each >= minimum."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name}={values!r} must be a list of integers.")
-    values = tuple(values)
-    if len(values) < min_len:
-        raise ValueError(f"{name}={values!r} must hold at least {min_len} value(s).")
-    if len(set(values)) != len(values):
-        raise ValueError(f"{name}={values!r} holds duplicates.")
+    values = check_list(name, values, min_len=min_len)
     for v in values:
         check_int(f"{name} entry", v, minimum=minimum)
     return tuple(int(v) for v in values)
@@ -59,15 +124,19 @@ def check_real(
     open_low: bool = False,
     open_high: bool = False,
 ) -> float:
-    """`value` must be a finite real number within the interval given (closed unless `open_*`)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or value != value:
-        raise ValueError(f"{name}={value!r} must be a real number.")
+    """`value` must be a finite real number within the interval given (closed unless `open_*`): NaN and
+    +-inf are refused whatever the interval (an infinite noise level or truncation factor runs, and gives
+    numbers that mean nothing)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{shown(name)}={value!r} must be a real number.")
+    if not math.isfinite(value):
+        raise ValueError(f"{shown(name)}={value!r} must be a finite real number.")
     too_low = low is not None and (value <= low if open_low else value < low)
     too_high = high is not None and (value >= high if open_high else value > high)
     if too_low or too_high:
         left, right = "(" if open_low else "[", ")" if open_high else "]"
         interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
-        raise ValueError(f"{name}={value!r} must lie in {interval}.")
+        raise ValueError(f"{shown(name)}={value!r} must lie in {interval}.")
     return float(value)
 
 
@@ -81,12 +150,82 @@ def check_percentiles(name: str, value: Any) -> tuple[float, float]:
     try:
         lo, hi = value
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} must be a pair (lo, hi) of percentiles.") from None
+        raise ValueError(f"{shown(name)}={value!r} must be a pair (lo, hi) of percentiles.") from None
     lo = check_real(f"{name}[0]", lo, low=0.0, high=100.0)
     hi = check_real(f"{name}[1]", hi, low=0.0, high=100.0)
     if lo >= hi:
-        raise ValueError(f"{name}={value!r} needs lo < hi.")
+        raise ValueError(f"{shown(name)}={value!r} needs lo < hi.")
     return lo, hi
+
+
+def check_output_dir(name: str, value: str | Path) -> Path | None:
+    """An output folder parameter (FIGURES_DIR): "" means none (returns None); otherwise the folder is
+    created (with its parents) and a probe file is written in it and removed, so a path that cannot hold
+    files (`/dev/null/figs`, a read-only folder, an existing file) stops the configuration cell, naming
+    the parameter, instead of the first figure after minutes of work. Returns the folder."""
+    if not value:
+        return None
+    folder = Path(value).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ValueError(f"{shown(name)}={str(value)!r} is not a writable folder ({type(err).__name__}: "
+                         f"{err.strerror or err}); give a folder that can be created and written, or '' for "
+                         "none.") from None
+    return folder
+
+
+@dataclass(frozen=True)
+class MemoryTerm:
+    """Part of what a run holds in memory: `what` it is, its size `nbytes` (an estimate), and the settings
+    it grows with, {setting name (as the checks name it): value}."""
+
+    what: str
+    nbytes: float
+    grows_with: Mapping[str, Any]
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still give a process: MemAvailable of /proc/meminfo (else the available
+    physical pages of os.sysconf), lowered to a cgroup v2 limit minus its usage where one is set (a
+    container's OOM killer counts that); None where neither is known."""
+    available = None
+    try:
+        with open("/proc/meminfo") as fh:
+            rows = dict(line.split(":", 1) for line in fh if ":" in line)
+        available = int(rows["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            available = min(available or math.inf, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def check_memory(terms: Iterable[MemoryTerm], *, available: float | None = None) -> float:
+    """Refuse a configuration whose estimated memory, the sum of `terms`, exceeds `available` bytes (default
+    `available_memory()`; unknown: no check), naming the largest term and the settings it grows with.
+    Returns the estimate in bytes."""
+    terms = list(terms)
+    total = sum(t.nbytes for t in terms)
+    available = available_memory() if available is None else available
+    if available is not None and terms and total > available:
+        big = max(terms, key=lambda t: t.nbytes)
+        named = [f"{shown(n)}={v!r}" for n, v in big.grows_with.items()]
+        grows = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        raise ValueError(f"this configuration needs about {total / 1e9:,.1f} GB of memory, more than the "
+                         f"{available / 1e9:,.1f} GB available; the largest part, {big.what}, takes about "
+                         f"{big.nbytes / 1e9:,.1f} GB and grows with {grows}: lower it.")
+    return total
 
 
 def with_overrides(base: Any, overrides: Mapping[str, Any], *, flat: Iterable[str] = ()) -> Any:

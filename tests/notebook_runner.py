@@ -158,6 +158,28 @@ def config_cell_fixture(run: Callable[..., dict]):
     return config_cell
 
 
+COMMON_PARAMETERS = {"PRESET", "DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR"}
+
+
+def declared_parameters(notebook: Path) -> list[str]:
+    """The annotated names of the notebook's cell tagged `parameters`, in order."""
+    import ast
+
+    import nbformat
+
+    cell = next(c for c in nbformat.read(notebook, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    return [node.target.id for node in ast.parse(cell.source).body if isinstance(node, ast.AnnAssign)]
+
+
+def assert_parameters_are_named(notebook: Path, names: dict[str, str], checked_by_name: set[str] = frozenset()) -> None:
+    """`names` (a package's NOTEBOOK_PARAMETERS, setting -> parameter) names only parameters the notebook declares,
+    and every declared parameter but the common ones and `checked_by_name` (checks that use the parameter's own
+    name) is among them, so a range error in the configuration cell names what the user passed."""
+    declared = declared_parameters(notebook)
+    assert set(names.values()) <= set(declared), set(names.values()) - set(declared)
+    assert set(declared) - COMMON_PARAMETERS - set(checked_by_name) == set(names.values())
+
+
 def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict, message: str) -> None:
     """Bad `parameters` stop the notebook within a minute with an error matching `message`, before it
     writes anything to its cache."""

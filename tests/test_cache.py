@@ -461,3 +461,35 @@ def test_two_processes_writing_one_entry_leave_a_whole_one(tmp_path):
         assert w.exitcode == 0
     assert float(cache.load_npz(path)["x"][0]) in (1.0, 2.0)
     assert [p.name for p in tmp_path.iterdir()] == ["shared.npz"]  # no temporary file left behind
+
+
+def _refuse(*args, **kwargs):
+    raise PermissionError(13, "Permission denied")
+
+
+def test_a_damaged_entry_in_a_read_only_cache_directory_names_the_directory(tmp_path, monkeypatch):
+    """A read-only cache folder holding one damaged entry: the entry cannot be deleted and its replacement
+    cannot be written, which says so about the folder, before anything is recomputed (root ignores chmod, so the
+    refusal is simulated where the cache deletes)."""
+    from pathlib import Path
+
+    path = tmp_path / "01" / "entry.npz"
+    cache.atomic_savez(path, {"x": np.arange(100.0)})
+    flip_bit(path)
+    calls = []
+    monkeypatch.setattr(Path, "unlink", _refuse)
+    with pytest.raises(cache.CacheNotWritable, match=rf"the cache directory {path.parent} is not writable \(the "
+                                                     r"damaged entry entry.npz cannot be deleted: Permission denied\)"):
+        cache.cached_npz(path, lambda: calls.append(1) or {"x": np.zeros(3)})
+    assert calls == []  # nothing computed that could not be stored
+
+
+def test_a_read_only_cache_directory_names_the_directory_when_an_entry_is_written(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "mkstemp", _refuse)
+    path = tmp_path / "01" / "entry.pt"
+    with pytest.raises(cache.CacheNotWritable, match=rf"the cache directory {path.parent} is not writable \("
+                                                     r"entry.pt cannot be written: Permission denied\); make it "
+                                                     r"writable, or point WORKBOOK_CACHE at a writable folder"):
+        cache.atomic_torch_save({"a": 1}, path)

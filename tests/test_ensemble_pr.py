@@ -45,6 +45,26 @@ def test_training_steps_follow_the_budget_unit():
     assert cpu.train.batch_size == 128 and ex.training_steps(cpu, 4, n_train=2_500, match="epochs") == 506
 
 
+@pytest.mark.parametrize("overrides, part, grows_with", [
+    ({"n_train": 10**12}, "the members' training draws",
+     "n_train=1000000000000, num_members=4 and train.batch_size=500"),
+    ({"budget": 10**12}, "the training losses", "budget=1000000000000 and num_members=4"),
+    ({"num_generated": 10**11, "n_train": 10**11}, "sampling all members at once", "num_generated=100000000000"),
+    ({"complexities": [2, 10**9]}, "a minibatch's activations",
+     r"train.batch_size=500, num_members=4 and complexities=\(2, 1000000000\)"),
+    ({"ring": ex.RingSettings(trunc_factor=float("inf"))}, None, "ring.trunc_factor=inf must be a finite real"),
+])
+def test_sizes_beyond_the_memory_available_are_refused_naming_them(overrides, part, grows_with):
+    message = grows_with if part is None else rf"GB of memory.*the largest part, {part}.*grows with {grows_with}"
+    with pytest.raises(ValueError, match=message):
+        ex.resolve_config("smoke", **overrides)
+
+
+def test_memory_estimate_of_the_presets_is_a_few_gigabytes_at_most():
+    totals = {name: sum(t.nbytes for t in ex.memory_estimate(ex.PRESETS[name])) for name in ex.PRESETS}
+    assert totals["smoke"] < totals["cpu"] < totals["paper"] < 4e9  # paper: 30 members sampling 10,000 points each
+
+
 def test_member_seeds_follow_A4():
     config = ex.resolve_config("smoke", base_seed=5)
     assert ex.member_seeds(config, 4) == [4005, 4006, 4007, 4008]

@@ -24,8 +24,14 @@ CPU = torch.device("cpu")
 @pytest.mark.parametrize("overrides, message", [
     ({"methods": ("mc_dropout", "svgp")}, "methods entry='svgp'"),
     ({"losses": ("hinge",)}, "losses entry='hinge'"),
-    ({"mc_samples": 1}, "mc_samples \\(S\\)=1"),
-    ({"members": 1}, "members \\(M\\)=1"),
+    ({"mc_samples": 1}, "mc_samples=1 must be >= 2"),
+    ({"members": 1}, "members=1 must be >= 2"),
+    ({"lambda_kl": float("inf")}, "lambda_kl=inf must be a finite real number"),
+    ({"methods": ("ddu", "ddu")}, r"methods=\('ddu', 'ddu'\) holds duplicates \('ddu' more than once\)"),
+    ({"extra_depths": (20, 20)}, r"extra_depths=\(20, 20\) holds duplicates"),
+    ({"num_dirichlet_draws": 10**12}, r"GB of memory.*the evidential Dirichlet draws.*num_dirichlet_draws=10{12}"),
+    ({"members": 10**9}, r"GB of memory.*the ensemble members' softmax passes.*members=1000000000"),
+    ({"backbone": "scratch", "depth": 6 * 10**6 + 2}, r"GB of memory.*the from-scratch ResNet.*depth=6000002"),
     ({"n_train": 50}, "n_train=50"),
     ({"depth": 18}, "depth=18"),
     ({"pgap_scale": "log"}, "pgap_scale='log'"),
@@ -35,6 +41,12 @@ CPU = torch.device("cpu")
 def test_bad_settings_fail_with_the_parameter_named(overrides, message):
     with pytest.raises(ValueError, match=message):
         ex.resolve_config("smoke", **overrides)
+
+
+def test_memory_estimate_of_the_presets_is_a_few_gigabytes_at_most():
+    totals = {name: sum(t.nbytes for t in ex.memory_estimate(ex.PRESETS[name])) for name in ex.PRESETS}
+    assert totals["smoke"] < totals["cpu"] < totals["whole-cpu"] < totals["whole"] < 6e9  # whole: widths 64-256
+    assert totals["paper"] < 6e9
 
 
 def test_presets_resolve_and_head_fields_go_into_the_head():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,13 +14,16 @@ from lib.irs import experiment as ie
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"extractors": ["pixels", "vgg"]}, "extractor='vgg'"),
-    ({"fractions": [0.5, 1.5]}, "fractions \\(f\\) entry=1.5"),
-    ({"fractions": [0.0, 0.5]}, "fractions \\(f\\) entry=0.0"),
-    ({"fractions": [0.05, 0.5]}, "keeps floor\\(10 f\\) = 0 classes"),
-    ({"gen_n": 1}, "gen_n \\(n\\)=1"),
-    ({"n_fixed": 1}, "n_fixed \\(n\\)=1"),
-    ({"gap_ns": [1, 100]}, "gap_ns entry \\(n\\)=1"),
+    ({"extractors": ["pixels", "vgg"]}, "extractors entry='vgg'"),
+    ({"fractions": [0.5, 1.5]}, "fractions entry=1.5"),
+    ({"fractions": [0.0, 0.5]}, "fractions entry=0.0"),
+    ({"fractions": [0.05, 0.5]}, "fractions entry 0.05 keeps floor\\(10 f\\) = 0 classes"),
+    ({"gen_n": 1}, "gen_n=1"),
+    ({"n_fixed": 1}, "n_fixed=1"),
+    ({"gap_ns": [1, 100]}, "gap_ns entry=1"),
+    ({"gap_ns": [100, 100]}, r"gap_ns=\(100, 100\) holds duplicates \(100 more than once\)"),
+    ({"mem_noise": float("inf")}, "mem_noise=inf must be a finite real number"),
+    ({"e2_reps": 10**12}, r"GB of memory.*the class-fraction rows.*e2_reps=1000000000000"),
     ({"pool_split": "mixed"}, "pool_split='mixed'"),
     ({"alpha_e": 0.6}, "alpha_e=0.6"),
     ({"typo": 1}, "unknown parameter"),
@@ -34,8 +38,15 @@ def test_every_preset_validates_and_the_paper_preset_is_all_of_cifar10():
         assert ie.resolve_config(name).preset == name
     paper = ie.resolve_config("paper")
     assert paper.train_per_class == 5000 and paper.pool_per_class == 500 and len(paper.extractors) == 8
-    with pytest.raises(ValueError, match="extractor='swav' is not allowed"):  # needs folders: lib.irs.folders
+    with pytest.raises(ValueError, match="extractors entry='swav' is not allowed"):  # needs folders: lib.irs.folders
         ie.resolve_config("smoke", extractors=["swav"])
+
+
+def test_memory_estimate_grows_with_the_sizes_and_the_presets_fit_in_a_few_gigabytes():
+    totals = {name: sum(t.nbytes for t in ie.memory_estimate(ie.PRESETS[name])) for name in ie.PRESETS}
+    assert totals["smoke"] < totals["cpu"] < totals["paper"] < 4e9  # all of CIFAR-10, eight extractors: ~2.6 GB
+    big = ie.memory_estimate(replace(ie.PRESETS["smoke"], extractors=("efficientnet_lite0",), efficientnet_size=448))
+    assert max(big, key=lambda t: t.nbytes).grows_with == {"efficientnet_size": 448}  # 100 x 4 x 60 x 448^2: 4.8 GB
 
 
 def test_class_fraction_draws_have_equal_n_and_only_the_chosen_classes():

@@ -9,11 +9,14 @@ from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
+    assert_parameters_are_named,
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     smoke_fixture,
 )
+
+from lib.prcurves import experiment as ex
 
 run = notebook_runner("01_ensemble_pr_curves.ipynb")
 VOLATILE = {"runtime_s", "device"}
@@ -102,19 +105,32 @@ def test_stored_curves_reproduce_the_smoke_run_without_training(smoke, tmp_path,
 
 @pytest.mark.parametrize("parameters, message", [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
-    ({"COMPLEXITIES": [0, 2]}, "complexities entry=0"),
-    ({"NUM_MEMBERS": 1}, "num_members=1"),
-    ({"ALPHA": 1.5}, "alpha=1.5"),
+    ({"COMPLEXITIES": [0, 2]}, "COMPLEXITIES entry=0"),
+    ({"NUM_MEMBERS": 1}, "NUM_MEMBERS=1 must be >= 2"),  # the config's field is num_members
+    ({"ALPHA": 1.5}, "ALPHA=1.5 must lie in"),
     ({"RING_S_IS_VARIANCE": "false"}, "RING_S_IS_VARIANCE='false' must be True or False"),
     ({"NUM_MEMBER": 3}, r"unknown parameter\(s\): NUM_MEMBER \(did you mean NUM_MEMBERS\?\)"),
     ({"COMPLEXITIES": 4}, "COMPLEXITIES=4 must be a list"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
     ({"CURVES_FILE": "missing.npz"}, "CURVES_FILE='missing.npz': no such file"),
-    ({"T_SAMPLING": "uniform"}, "train.t_sampling='uniform' is not allowed"),
-    ({"EMA_DECAY": 1.0}, "train.ema_decay=1.0"),
+    ({"T_SAMPLING": "uniform"}, "T_SAMPLING='uniform' is not allowed"),
+    ({"EMA_DECAY": 1.0}, "EMA_DECAY=1.0 must lie in"),
+    ({"NUM_GENERATED": 5_000}, "NUM_GENERATED=5000 must be <= 2000"),
+    ({"TRUNC_FACTOR": float("inf")}, "TRUNC_FACTOR=inf must be a finite real number"),
+    ({"COMPLEXITIES": [2, 4, 2]}, r"COMPLEXITIES=\(2, 4, 2\) holds duplicates \(2 more than once\)"),
+    ({"FIGURES_DIR": "/dev/null/figs"}, r"FIGURES_DIR='/dev/null/figs' is not a writable folder"),
+    ({"N_TRAIN": 10**12}, r"needs about [\d,.]+ GB of memory, more than the [\d,.]+ GB available; the largest "
+                          r"part, the members' training draws.*N_TRAIN=1000000000000, NUM_MEMBERS=4 and "
+                          r"BATCH_SIZE=500"),
+    ({"BUDGET": 10**12}, r"GB of memory.*the training losses of every step and member.*BUDGET=1000000000000"),
+    ({"BATCH_SIZE": 10**9}, r"GB of memory.*BATCH_SIZE=1000000000"),
 ])
 def test_bad_parameters_fail_before_any_training(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_every_parameter_is_named_in_the_configuration_cells_errors():
+    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS, {"CURVES_FILE"})
 
 
 def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_path):

@@ -7,11 +7,14 @@ from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
+    assert_parameters_are_named,
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     smoke_fixture,
 )
+
+from lib.crel import experiment as ex
 
 run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
@@ -91,20 +94,37 @@ def test_smoke_run_stays_small(smoke):
 
 @pytest.mark.parametrize("parameters, message", [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
-    ({"ALPHAS": [0.1, 1.2]}, "alpha=1.2 must lie in"),
-    ({"ALPHAS": [0.0]}, "alpha=0.0 must lie in"),
-    ({"CAPTION_LATENT_DIM": 0}, "latent_dim \\(captions\\)=0 must be >= 1"),
-    ({"FOLDS": [1500, 1500, 20, 500]}, "folds\\[2\\]=20 calibration points are too few for alpha=0.02"),
-    ({"INFLATION": "cube"}, "inflation='cube' is not allowed"),
-    ({"LGM": "gan"}, "lgm='gan' is not allowed"),
+    ({"ALPHAS": [0.1, 1.2]}, "ALPHAS entry=1.2 must lie in"),
+    ({"ALPHAS": [0.0]}, "ALPHAS entry=0.0 must lie in"),
+    ({"CAPTION_LATENT_DIM": 0}, "CAPTION_LATENT_DIM=0 must be >= 1"),  # the config's field is captions.latent_dim
+    ({"FOLDS": [1500, 1500, 20, 500]}, "FOLDS\\[2\\]=20 calibration points are too few for alpha=0.02"),
+    ({"INFLATION": "cube"}, "INFLATION='cube' is not allowed"),
+    ({"LGM": "gan"}, "LGM='gan' is not allowed"),
     ({"ALPHAS": 0.1}, r"ALPHAS=0.1 must be a list"),
     ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
     ({"INCLUDE_PCP": "false"}, "INCLUDE_PCP='false' must be True or False"),
     ({"ALPHA": [0.1]}, r"unknown parameter\(s\): ALPHA \(did you mean ALPHAS\?\)"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
+    ({"ALPHAS": [0.1, 0.1]}, r"ALPHAS=\(0.1, 0.1\) holds duplicates \(0.1 more than once\)"),
+    ({"TABLE_LGMS": ["flow", "flow"]}, r"TABLE_LGMS=\('flow', 'flow'\) holds duplicates"),
+    ({"TABLE_LGMS": ["cvae"]}, r"LGM='flow' must be one of TABLE_LGMS=\('cvae',\)"),
+    ({"TAU_DIR": float("inf")}, "TAU_DIR=inf must be a finite real number"),
+    ({"N_DIRECTIONS": 2}, "N_DIRECTIONS=2 must be >= 3"),
+    ({"CAPTION_IMAGES": 10}, "CAPTION_IMAGES=10 must be >= 50"),
+    ({"PGD_STEPS": -1}, "PGD_STEPS=-1 must be >= 0"),
+    ({"FIGURES_DIR": "/dev/null/figs"}, r"FIGURES_DIR='/dev/null/figs' is not a writable folder"),
+    ({"N_DIRECTIONS": 10**9}, r"needs about [\d,.]+ GB of memory, more than the [\d,.]+ GB available; the largest "
+                              r"part, the DQR's quantiles.*N_DIRECTIONS=1000000000 and FOLDS="),  # was: the OOM killer
+    ({"SAMPLES_PER_IMAGE": 10**8}, r"GB of memory.*SAMPLES_PER_IMAGE=100000000 and CAPTION_IMAGES=150"),
+    ({"PGD_STARTS": 10**9}, r"GB of memory.*PGD_STARTS=1000000000"),
+    ({"LGM": "cvae", "TABLE_LGMS": ["cvae"], "CAPTION_LATENT_DIM": 10**9}, r"GB of memory.*CAPTION_LATENT_DIM="),
 ])
 def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_every_parameter_is_named_in_the_configuration_cells_errors():
+    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS, {"RUN_HF_MODELS"})
 
 
 def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):

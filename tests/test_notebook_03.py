@@ -7,11 +7,14 @@ from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
+    assert_parameters_are_named,
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     smoke_fixture,
 )
+
+from lib.regret import experiment as ex
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
@@ -90,19 +93,34 @@ def test_smoke_run_stays_small(smoke):
 
 @pytest.mark.parametrize("parameters, message", [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
-    ({"METHODS": ["ensemble", "laplace"]}, "methods entry='laplace'"),
-    ({"LOSSES": ["hinge"]}, "losses entry='hinge'"),
-    ({"MC_SAMPLES": 1}, "mc_samples \\(S\\)=1"),
+    ({"METHODS": ["ensemble", "laplace"]}, "METHODS entry='laplace'"),
+    ({"LOSSES": ["hinge"]}, "LOSSES entry='hinge'"),
+    ({"MC_SAMPLES": 1}, "MC_SAMPLES=1 must be >= 2"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
     ({"PROGRESS": "false"}, "PROGRESS='false' must be True or False"),
     ({"METHOD": ["ddu"]}, r"unknown parameter\(s\): METHOD \(did you mean METHODS\?\)"),
     ({"LOSSES": "ce"}, "LOSSES='ce' must be a list"),
-    ({"WHOLE_SOURCE": "gpu"}, "whole_source='gpu' is not allowed"),
-    ({"WHOLE_WIDTHS": [8, 8]}, "whole_widths"),
-    ({"DATA_SOURCE": "png"}, "data_source='png' is not allowed"),
+    ({"WHOLE_SOURCE": "gpu"}, "WHOLE_SOURCE='gpu' is not allowed"),
+    ({"WHOLE_WIDTHS": [8, 8]}, r"WHOLE_WIDTHS=\(8, 8\) must list three conv-group widths"),
+    ({"DATA_SOURCE": "png"}, "DATA_SOURCE='png' is not allowed"),
+    ({"MEMBERS": 1}, "MEMBERS=1 must be >= 2"),  # was 'members (M)'
+    ({"DEPTH": 21}, "DEPTH=21 is not allowed"),
+    ({"N_TEST": 50}, "N_TEST=50 must be >= 100"),
+    ({"LAMBDA_KL": float("inf")}, "LAMBDA_KL=inf must be a finite real number"),  # failed after 10 cache entries
+    ({"METHODS": ["ddu", "ensemble", "ddu"]}, r"METHODS=\('ddu', 'ensemble', 'ddu'\) holds duplicates \('ddu'"),
+    ({"LOSSES": ["ce", "ce"]}, r"LOSSES=\('ce', 'ce'\) holds duplicates \('ce' more than once\)"),
+    ({"FIGURES_DIR": "/dev/null/figs"}, r"FIGURES_DIR='/dev/null/figs' is not a writable folder"),
+    ({"NUM_DIRICHLET_DRAWS": 10**12}, r"needs about [\d,.]+ GB of memory, more than the [\d,.]+ GB available; the "
+                                      r"largest part, the evidential Dirichlet draws.*NUM_DIRICHLET_DRAWS=10{12}"),
+    ({"MC_SAMPLES": 10**9}, r"GB of memory.*MC-Dropout's softmax passes.*MC_SAMPLES=1000000000"),
+    ({"WHOLE_WIDTHS": [10**5, 10**5, 10**5]}, r"GB of memory.*a whole network's.*WHOLE_WIDTHS=\(100000, 100000"),
 ])
 def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_every_parameter_is_named_in_the_configuration_cells_errors():
+    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS)
 
 
 def test_the_data_source_is_checked_in_the_configuration_cell(config_cell):

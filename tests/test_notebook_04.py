@@ -7,6 +7,7 @@ from findings import check_findings
 from notebook_runner import (
     assert_clean_outputs,
     assert_fails_fast,
+    assert_parameters_are_named,
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
@@ -72,18 +73,37 @@ def test_smoke_run_stays_small(smoke):
 
 @pytest.mark.parametrize("parameters, message", [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
-    ({"EXTRACTORS": ["pixels", "vgg"]}, "extractor='vgg'"),
-    ({"FRACTIONS": [0.0, 0.5]}, "fractions \\(f\\) entry=0.0"),
-    ({"GEN_N": 1}, "gen_n \\(n\\)=1"),
-    ({"GAP_NS": []}, r"gap_ns \(n\)=\(\) must be a non-empty list"),
+    ({"EXTRACTORS": ["pixels", "vgg"]}, "EXTRACTORS entry='vgg'"),
+    ({"FRACTIONS": [0.0, 0.5]}, "FRACTIONS entry=0.0"),
+    ({"GEN_N": 1}, "GEN_N=1"),
+    ({"GAP_NS": []}, r"GAP_NS=\(\) must hold at least 1 value"),
     ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
     ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
     ({"MEM_NOISE": "0.1"}, "MEM_NOISE='0.1' must be a number"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
-    ({"EXTRACTORS": ["swav"]}, r"extractor='swav' is not allowed"),  # needs image folders: lib.irs.folders
+    ({"EXTRACTORS": ["swav"]}, r"EXTRACTORS entry='swav' is not allowed"),  # needs image folders: lib.irs.folders
+    ({"MEM_NOISE": float("inf")}, "MEM_NOISE=inf must be a finite real number"),  # ran, memoriser IRS 0.004
+    ({"EXTRACTORS": ["pixels", "pixels"]}, r"EXTRACTORS=\('pixels', 'pixels'\) holds duplicates \('pixels'"),
+    ({"FRACTIONS": [0.5, 1.0, 0.5]}, r"FRACTIONS=\(0.5, 1.0, 0.5\) holds duplicates \(0.5 more than once\)"),
+    ({"GAP_NS": [250, 250]}, r"GAP_NS=\(250, 250\) holds duplicates \(250 more"),
+    ({"MEM_FRACTIONS": [0.1, 0.1]}, r"MEM_FRACTIONS=\(0.1, 0.1\) holds duplicates"),
+    ({"CLASS_DRAWS": 0}, "CLASS_DRAWS=0 must be >= 1"),  # the config's field is e2_reps
+    ({"N_FIXED": 1}, "N_FIXED=1 must be >= 2"),
+    ({"ALPHA_E": 0.6}, r"ALPHA_E=0.6 must lie in \(0.0, 0.5\)"),
+    ({"FIGURES_DIR": "/dev/null/figs"}, r"FIGURES_DIR='/dev/null/figs' is not a writable folder"),
+    ({"SIM_REPS": 10**12}, r"needs about [\d,.]+ GB of memory, more than the [\d,.]+ GB available; .*"
+                           r"SIM_REPS=1000000000000"),
+    ({"EXTRACTORS": ["efficientnet_lite0"], "EFFICIENTNET_SIZE": 10**6},
+     r"GB of memory.*EfficientNet-Lite0's activations.*EFFICIENTNET_SIZE=1000000"),
 ])
 def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
     config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
+def test_every_parameter_is_named_in_the_configuration_cells_errors():
+    from lib.irs import experiment as ie
+
+    assert_parameters_are_named(run.notebook, ie.NOTEBOOK_PARAMETERS)
 
 
 def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_work(tmp_path):

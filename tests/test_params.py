@@ -198,3 +198,90 @@ def test_good_indices_come_back_as_int64():
     out = params.check_indices("indices", np.array([0, 9, 9], np.uint8), 10)
     assert out.dtype == np.int64 and out.tolist() == [0, 9, 9]
     assert params.check_indices("indices", [], 10).dtype == np.int64
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_real_refuses_non_finite_values_whatever_the_interval(value):
+    with pytest.raises(ValueError, match=rf"MEM_NOISE={value!r} must be a finite real number"):
+        params.check_real("MEM_NOISE", value, low=0.0)  # no upper bound: inf lay within [0, inf]
+    with pytest.raises(ValueError, match="must be a finite real number"):
+        params.check_real("x", value)
+
+
+@pytest.mark.parametrize("values, repeated", [
+    (["pixels", "pixels"], "'pixels'"), ([0.1, 0.5, 0.1], "0.1"), ((250, 500, 500), "500"), ([1, 1.0], "1.0"),
+])
+def test_list_refuses_a_repeated_entry_naming_it(values, repeated):
+    with pytest.raises(ValueError, match=rf"EXTRACTORS=.* holds duplicates \({repeated} more than once\)"):
+        params.check_list("EXTRACTORS", values)
+    assert params.check_list("EXTRACTORS", list(dict.fromkeys(values))) == tuple(dict.fromkeys(values))
+
+
+def test_list_refuses_a_non_list_and_too_few_entries():
+    for bad in ("ce", 3, None, {"a": 1}):
+        with pytest.raises(ValueError, match=r"LOSSES=.* must be a list"):
+            params.check_list("LOSSES", bad)
+    with pytest.raises(ValueError, match=r"LOSSES=\(\) must hold at least 1 value"):
+        params.check_list("LOSSES", ())
+    assert params.check_list("p_fail_sweep", (), min_len=0) == ()
+
+
+def test_ints_names_the_repeated_entry():
+    with pytest.raises(ValueError, match=r"complexities=\[2, 4, 2\] holds duplicates \(2 more than once\)"):
+        params.check_ints("complexities", [2, 4, 2])
+
+
+def test_parameter_names_rename_the_leading_setting_of_every_check_inside_the_block_only():
+    names = {"num_members": "NUM_MEMBERS", "train.batch_size": "BATCH_SIZE", "folds": "FOLDS", "e2_reps": "CLASS_DRAWS"}
+    with params.parameter_names(names):
+        for check, message in [
+            (lambda: params.check_int("num_members", 1, minimum=2), r"^NUM_MEMBERS=1 must be >= 2"),
+            (lambda: params.check_int("train.batch_size", 0, minimum=1), r"^BATCH_SIZE=0 must be >= 1"),
+            (lambda: params.check_ints("folds", [1, -1], minimum=1), r"^FOLDS entry=-1"),
+            (lambda: params.check_real("folds[2]", 2.0, high=1.0), r"^FOLDS\[2\]=2.0 must lie in"),
+            (lambda: params.check_int("e2_reps", 0, minimum=1), r"^CLASS_DRAWS=0 must be >= 1"),
+            (lambda: params.check_choice("num_membersx", 0, [1]), r"^num_membersx=0 is not allowed"),  # no prefix match
+        ]:
+            with pytest.raises(ValueError, match=message):
+                check()
+        assert params.shown("seed") == "seed"
+    with pytest.raises(ValueError, match=r"^num_members=1 must be >= 2"):  # outside the block: the setting's name
+        params.check_int("num_members", 1, minimum=2)
+
+
+def test_output_dir_is_created_or_refused_naming_the_parameter(tmp_path):
+    assert params.check_output_dir("FIGURES_DIR", "") is None
+    folder = tmp_path / "a" / "figs"
+    assert params.check_output_dir("FIGURES_DIR", str(folder)) == folder and folder.is_dir()
+    assert list(folder.iterdir()) == []  # the probe file is gone
+    (tmp_path / "file").write_text("x")
+    for bad in ("/dev/null/figs", str(tmp_path / "file"), str(tmp_path / "file" / "figs")):
+        with pytest.raises(ValueError, match=rf"FIGURES_DIR='{bad}' is not a writable folder \(\w+Error"):
+            params.check_output_dir("FIGURES_DIR", bad)
+
+
+def test_output_dir_that_cannot_be_written_is_refused(tmp_path, monkeypatch):
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)  # a read-only folder (root ignores chmod)
+    with pytest.raises(ValueError, match=r"FIGURES_DIR='.*' is not a writable folder \(PermissionError"):
+        params.check_output_dir("FIGURES_DIR", str(tmp_path))
+
+
+def test_available_memory_is_a_plausible_byte_count():
+    available = params.available_memory()
+    assert available is None or 1e8 < available < 1e14
+
+
+def test_memory_check_names_the_largest_part_its_settings_and_the_estimate():
+    terms = [params.MemoryTerm("the rings", 3.2e12, {"n_train": 10**12}),
+             params.MemoryTerm("the losses", 1e9, {"budget": 10, "num_members": 4})]
+    assert params.check_memory(terms[1:], available=2e9) == 1e9
+    with params.parameter_names({"n_train": "N_TRAIN"}):
+        with pytest.raises(ValueError, match=r"needs about 3,201.0 GB of memory, more than the 2.0 GB available; "
+                                             r"the largest part, the rings, takes about 3,200.0 GB and grows with "
+                                             r"N_TRAIN=1000000000000"):
+            params.check_memory(terms, available=2e9)

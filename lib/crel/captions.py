@@ -25,7 +25,7 @@ from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.data.files import data_file
-from lib.params import check_choice, check_int, check_real
+from lib.params import check_choice, check_int, check_list, check_real, shown
 from lib.progress import progress as progress_bar
 
 CACHE_NAMESPACE = "02"
@@ -77,30 +77,31 @@ class CaptionSettings:
 
 
 def validate(s: CaptionSettings) -> None:
-    n = 5000 if s.num_images is None else check_int("caption num_images", s.num_images, minimum=50, maximum=5000)
+    """Raise ValueError naming the setting (as `captions.<field>`, the config's field) for any bad value."""
+    n = 5000 if s.num_images is None else check_int("captions.num_images", s.num_images, minimum=50, maximum=5000)
     if len(s.folds) != 4 or any(not isinstance(f, int) or f < 1 for f in s.folds) or sum(s.folds) > n:
-        raise ValueError(f"caption folds={s.folds!r} must be four positive image counts summing to <= {n}.")
+        raise ValueError(f"captions.folds={s.folds!r} must be four positive image counts summing to <= {n}.")
     need = crel.min_calibration_points(s.alpha)
     if s.folds[2] < need:
-        raise ValueError(f"caption folds[2]={s.folds[2]} calibration images are too few for alpha={s.alpha} "
+        raise ValueError(f"captions.folds[2]={s.folds[2]} calibration images are too few for alpha={s.alpha} "
                          f"(need >= {need}).")
-    check_int("samples_per_image", s.samples_per_image, minimum=1)
-    check_int("latent_dim (captions)", s.latent_dim, minimum=1)
-    check_choice("caption lgm", s.lgm, ("cvae", "flow"))
+    check_int("captions.samples_per_image", s.samples_per_image, minimum=1)
+    check_int("captions.latent_dim", s.latent_dim, minimum=1)
+    check_choice("captions.lgm", s.lgm, ("cvae", "flow"))
     if not s.near_band[0] >= 1 or s.near_band[1] < s.near_band[0] or s.mid_band[1] < s.mid_band[0]:
         raise ValueError(f"near_band={s.near_band} and mid_band={s.mid_band} must be ranks 1 <= lo <= hi.")
     if s.unrelated_min_rank >= n - 1 or s.mid_band[1] >= n - 1:
         raise ValueError(f"unrelated_min_rank={s.unrelated_min_rank} and mid_band={s.mid_band} must be below "
-                         f"the number of images {n} - 1.")
-    for c in s.captioners:
+                         f"the number of images {n} - 1 ({shown('captions.num_images')}).")
+    for c in check_list("captions.captioners", s.captioners):
         captioner_weights(c)
-    check_choice("unrelated_mode", s.unrelated_mode, ("shared", "per_image"))
-    for p in s.p_fail_sweep:
-        check_real("p_fail_sweep entry", p, low=0.0, high=1.0, open_high=True)
+    check_choice("captions.unrelated_mode", s.unrelated_mode, ("shared", "per_image"))
+    for p in check_list("captions.p_fail_sweep", s.p_fail_sweep, min_len=0):
+        check_real("captions.p_fail_sweep entry", p, low=0.0, high=1.0, open_high=True)
     if s.pca_dim is not None:
-        check_int("pca_dim", s.pca_dim, minimum=1, maximum=384)
-    check_int("pgd_starts", s.pgd_starts, minimum=1)
-    check_int("pgd_steps", s.pgd_steps, minimum=0)
+        check_int("captions.pca_dim", s.pca_dim, minimum=1, maximum=384)
+    check_int("captions.pgd_starts", s.pgd_starts, minimum=1)
+    check_int("captions.pgd_steps", s.pgd_steps, minimum=0)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -23,7 +23,18 @@ from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
-from lib.params import check_choice, check_int, check_ints, check_probability, resolve_preset
+from lib.params import (
+    MemoryTerm,
+    check_choice,
+    check_int,
+    check_ints,
+    check_list,
+    check_memory,
+    check_probability,
+    check_real,
+    resolve_preset,
+    shown,
+)
 
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
@@ -107,22 +118,30 @@ PRESETS: dict[str, CReLConfig] = {
             epochs=15, n_test=100, pgd_starts=50, pgd_steps=30)),
     "paper": CReLConfig(preset="paper", cvae_epochs=300, dqr_epochs=300),
 }
+# The setting each parameter of notebook 02 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
+NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
+    "alphas", "num_seeds", "seed", "n_directions", "tau_dir", "folds", "inflation", "calibration_score",
+    "dqr_baseline", "include_pcp", "lgm", "table_lgms", "cvae_restarts")} | {
+    "captions.num_images": "CAPTION_IMAGES", "captions.latent_dim": "CAPTION_LATENT_DIM",
+    "captions.samples_per_image": "SAMPLES_PER_IMAGE", "captions.pgd_starts": "PGD_STARTS",
+    "captions.pgd_steps": "PGD_STEPS", "captions.lgm": "LGM"}
+EMBEDDING_DIM = 384  # the caption embeddings' dimension (all-MiniLM-L6-v2)
 
 
 def resolve_config(preset: str, **overrides: Any) -> CReLConfig:
     """The preset's config with `overrides` (None keeps the preset's value; `captions` takes a dict of the
-    caption settings), validated before any work."""
+    caption settings), validated before any work, and refused when `memory_estimate` exceeds the memory
+    available."""
     config = resolve_preset(PRESETS, preset, overrides)
     validate(config)
+    check_memory(memory_estimate(config))
     return config
 
 
 def validate(config: CReLConfig) -> None:
     """Raise ValueError naming the parameter, the value and what is allowed."""
-    if not config.alphas:
-        raise ValueError("alphas=() must hold at least one miscoverage level.")
-    for a in config.alphas:
-        check_probability("alpha", a)
+    for a in check_list("alphas", config.alphas):
+        check_probability("alphas entry", a)
     if config.tau_dir is not None:
         check_probability("tau_dir", config.tau_dir)
     check_int("num_seeds", config.num_seeds, minimum=1)
@@ -132,31 +151,27 @@ def validate(config: CReLConfig) -> None:
         raise ValueError(f"latent_dim={config.latent_dim} is not supported by the synthetic table, which uses the "
                          "exact 2-D polygon for Coverage-Y, area and the Steiner area; use 2.")
     check_choice("lgm", config.lgm, LGMS)
-    if not config.table_lgms:
-        raise ValueError("table_lgms=() must name at least one LGM.")
-    for name in config.table_lgms:
+    for name in check_list("table_lgms", config.table_lgms):
         check_choice("table_lgms entry", name, LGMS)
     if config.lgm not in config.table_lgms:
-        raise ValueError(f"lgm={config.lgm!r} must be one of table_lgms={config.table_lgms!r} (its rows lead the "
-                         "table).")
+        raise ValueError(f"{shown('lgm')}={config.lgm!r} must be one of {shown('table_lgms')}={config.table_lgms!r} "
+                         "(its rows lead the table).")
     for name in ("kl_mult", "free_bits", "collapse_threshold", "sensitivity_threshold", "decoded_tolerance"):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise ValueError(f"{name}={value!r} must be a number >= 0.")
+        check_real(name, getattr(config, name), low=0.0)
     check_int("kl_warmup_epochs", config.kl_warmup_epochs, minimum=0)
     check_int("cvae_restarts", config.cvae_restarts, minimum=0)
     check_int("flow_transforms", config.flow_transforms, minimum=1)
     check_int("pgd_steps", config.pgd_steps, minimum=1)
     check_int("n_directions", config.n_directions, minimum=3)
     check_int("feldman_directions", config.feldman_directions, minimum=3)
-    folds = tuple(config.folds)
+    folds = tuple(config.folds)  # four sizes: equal ones are fine, so no check_list
     if len(folds) != 4 or any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in folds):
-        raise ValueError(f"folds={config.folds!r} must be four positive integers (lgm, dqr, cal, test).")
+        raise ValueError(f"{shown('folds')}={config.folds!r} must be four positive integers (lgm, dqr, cal, test).")
     n_cal = folds[2]
     need = crel.min_calibration_points(min(config.alphas))
     if n_cal < need:
-        raise ValueError(f"folds[2]={n_cal} calibration points are too few for alpha={min(config.alphas)}: "
-                         f"ceil((n+1)(1-alpha)) <= n needs at least {need}.")
+        raise ValueError(f"{shown('folds')}[2]={n_cal} calibration points are too few for alpha={min(config.alphas)}"
+                         f": ceil((n+1)(1-alpha)) <= n needs at least {need}.")
     if config.feldman_n_cal is not None:
         check_int("feldman_n_cal", config.feldman_n_cal, minimum=need, maximum=n_cal)
     check_int("area_eval_n_x", config.area_eval_n_x, minimum=1, maximum=folds[3])
@@ -172,6 +187,41 @@ def validate(config: CReLConfig) -> None:
     for name in ("runtime_y_grid", "runtime_z_grid"):
         if len(getattr(config, name)) != len(config.runtime_dims):
             raise ValueError(f"{name}={getattr(config, name)!r} needs one entry per runtime_dims entry.")
+
+
+def memory_estimate(config: CReLConfig) -> list[MemoryTerm]:
+    """The main parts of what a run of notebook 02 holds in memory (bytes, rough; for `check_memory`).
+
+    - the synthetic folds (x, y and their latent codes in float64, with copies: about 100 bytes a point);
+    - the DQR's quantiles of a fold's points in every direction: the (points, n_directions) inputs through its
+      64-wide layers in float32 (two layers alive at once) and the float64 result, about 540 bytes a pair, for
+      the largest of the calibration and test folds;
+    - the captions: every image's samples_per_image sampled embeddings (384 float32) and their PCA pairs;
+    - the captions' PGD: test images x pgd_starts starting points, each with its copy of the image's quantiles
+      (one per direction), its latent point, condition, reference embedding and decoder activations;
+    - with the CVAE captions LGM, its latent_dim-wide layers (weights, gradients, Adam moments) and directions.
+    The flow's latent dimension is the PCA dimension; it needs max(n_directions, 4 r) directions (lib.crel.embeddings).
+    """
+    fold = max(config.folds[2], config.folds[3])
+    c = config.captions
+    images = 5000 if c.num_images is None else c.num_images
+    n_test = c.folds[3] if c.n_test is None else min(c.n_test, c.folds[3])
+    latent = c.latent_dim if c.lgm == "cvae" else c.pca_dim or EMBEDDING_DIM
+    directions = c.n_directions if c.lgm == "cvae" else max(c.n_directions, 4 * latent)
+    terms = [
+        MemoryTerm("the synthetic folds", 100 * sum(config.folds), {"folds": config.folds}),
+        MemoryTerm("the DQR's quantiles of a fold in every direction", 540 * fold * config.n_directions,
+                   {"n_directions": config.n_directions, "folds": config.folds}),
+        MemoryTerm("the sampled captions' embeddings", images * c.samples_per_image * (4 * EMBEDDING_DIM + 512),
+                   {"captions.samples_per_image": c.samples_per_image, "captions.num_images": c.num_images}),
+        MemoryTerm("the captions' PGD starts", n_test * c.pgd_starts * (8 * (directions + 4 * latent) + 8192),
+                   {"captions.pgd_starts": c.pgd_starts}),
+    ]
+    if c.lgm == "cvae":
+        layers = 16 * latent * (2 * c.hidden[-1] + c.hidden[0]) + 8 * directions * latent
+        terms.append(MemoryTerm("the captions CVAE's latent layers and directions", layers,
+                                {"captions.latent_dim": c.latent_dim}))
+    return terms
 
 
 def tau_for(config: CReLConfig, alpha: float) -> float:

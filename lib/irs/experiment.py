@@ -20,7 +20,16 @@ from lib.cache import cache_path, cached_npz
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
 from lib.manifold import precision_recall_density_coverage
-from lib.params import check_choice, check_int, check_real, resolve_preset
+from lib.params import (
+    MemoryTerm,
+    check_choice,
+    check_int,
+    check_list,
+    check_memory,
+    check_real,
+    resolve_preset,
+    shown,
+)
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "04"
@@ -77,29 +86,33 @@ PRESETS: dict[str, IRSConfig] = {
     # setting (ImageNet + SwAV) reads image folders: `python -m lib.irs.folders`
     "paper": IRSConfig(preset="paper"),
 }
+# The setting each parameter of notebook 04 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
+NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
+    "extractors", "cifar_source", "train_per_class", "pool_per_class", "efficientnet_size", "sim_reps", "gap_ns",
+    "fractions", "pool_split", "n_fixed", "mem_fractions", "mem_noise", "gen_n", "alpha_e", "seed")} | {
+    "e2_reps": "CLASS_DRAWS"}
+FEATURE_DIMS = {"pixels": 3072, "randcnn": 64, "efficientnet_lite0": 1280, **{name: 64 for name in RESNETS}}
 
 
 def resolve_config(preset: str, **overrides: Any) -> IRSConfig:
-    """The preset's config with `overrides` applied (None keeps the preset's value), validated at once."""
+    """The preset's config with `overrides` applied (None keeps the preset's value), validated at once, and
+    refused when `memory_estimate` exceeds the memory available."""
     config = resolve_preset(PRESETS, preset, overrides)
     validate(config)
+    check_memory(memory_estimate(config))
     return config
 
 
 def _check_fractions(name: str, values: tuple, *, low_open: bool = True) -> None:
-    if isinstance(values, (str, bytes)) or len(values) == 0:
-        raise ValueError(f"{name}={values!r} must be a non-empty list of numbers in (0, 1].")
-    for v in values:
+    for v in check_list(name, values):
         check_real(f"{name} entry", v, low=0.0, high=1.0, open_low=low_open)
 
 
 def validate(config: IRSConfig) -> None:
     """Raise ValueError naming the parameter, the value and what is allowed."""
     check_choice("cifar_source", config.cifar_source, ("jpeg", "python"))
-    if isinstance(config.extractors, str) or not config.extractors:
-        raise ValueError(f"extractors={config.extractors!r} must be a non-empty list of names from {list(OFFLINE)}.")
-    for name in config.extractors:
-        check_choice("extractor", name, OFFLINE)  # the paper's extractors need image folders: lib.irs.folders
+    for name in check_list("extractors", config.extractors):
+        check_choice("extractors entry", name, OFFLINE)  # the paper's extractors need image folders: lib.irs.folders
     check_int("train_per_class", config.train_per_class, minimum=2, maximum=5000)
     check_int("pool_per_class", config.pool_per_class, minimum=2, maximum=500)
     check_int("rp_dim", config.rp_dim, minimum=1)
@@ -109,26 +122,51 @@ def validate(config: IRSConfig) -> None:
     _check_fractions("sim_ratios", config.sim_ratios)
     check_int("sim_reps", config.sim_reps, minimum=2)
     held_out = 2 * NUM_CLASSES * config.pool_per_class
-    if isinstance(config.gap_ns, (str, bytes)) or len(config.gap_ns) == 0:
-        raise ValueError(f"gap_ns (n)={config.gap_ns!r} must be a non-empty list of sample sizes.")
-    for n in config.gap_ns:
-        check_int("gap_ns entry (n)", n, minimum=2, maximum=held_out)
+    for n in check_list("gap_ns", config.gap_ns):
+        check_int("gap_ns entry", n, minimum=2, maximum=held_out)
     check_int("gap_reps", config.gap_reps, minimum=1)
-    _check_fractions("fractions (f)", config.fractions)
+    _check_fractions("fractions", config.fractions)
     check_choice("pool_split", config.pool_split, POOL_SPLITS)
     smallest = min(config.fractions)
     if math.floor(NUM_CLASSES * smallest) < 1:
-        raise ValueError(f"fractions (f) entry {smallest!r} keeps floor(10 f) = 0 classes; use f >= 0.1.")
+        raise ValueError(f"{shown('fractions')} entry {smallest!r} keeps floor(10 f) = 0 classes; use f >= 0.1.")
     available = config.pool_per_class * math.floor(NUM_CLASSES * smallest) * (2 if config.pool_split == "shared" else 1)
-    check_int("n_fixed (n)", config.n_fixed, minimum=2, maximum=available)
+    check_int("n_fixed", config.n_fixed, minimum=2, maximum=available)
     check_int("e2_reps", config.e2_reps, minimum=1)
-    _check_fractions("mem_fractions (g)", config.mem_fractions)
+    _check_fractions("mem_fractions", config.mem_fractions)
     check_real("mem_noise", config.mem_noise, low=0.0)
-    check_int("gen_n (n)", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class)
+    check_int("gen_n", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class)
     check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
     check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
+
+
+def memory_estimate(config: IRSConfig) -> list[MemoryTerm]:
+    """The main parts of what a run of notebook 04 holds in memory (bytes, rough; for `check_memory`).
+
+    - the CIFAR-10 images (uint8, all 60,000 decoded) and every extractor's float32 features of the database and
+      both pools, which the notebook keeps;
+    - EfficientNet-Lite0's activations on one batch of 100 images resized to efficientnet_size (about 60
+      float32 maps of the image's size per image: its widest layers, input and output alive at once);
+    - the simulation's result rows (about 1 KB each) of one setting, sim_reps of them;
+    - the class-fraction rows (about 1.5 KB each), two regimes x fractions x e2_reps.
+    Sizes the checks cap (train_per_class, pool_per_class, gap_ns, n_fixed, gen_n) stay small.
+    """
+    rows = NUM_CLASSES * (config.train_per_class + 2 * config.pool_per_class)
+    dims = sum(config.rp_dim if name == "randproj" else FEATURE_DIMS[name] for name in config.extractors)
+    terms = [
+        MemoryTerm("the CIFAR-10 images and the extractors' features", 3072 * 60_000 + 4 * rows * dims,
+                   {"train_per_class": config.train_per_class, "extractors": config.extractors}),
+        MemoryTerm("the simulation's rows", 1000 * config.sim_reps, {"sim_reps": config.sim_reps}),
+        MemoryTerm("the class-fraction rows", 1500 * 2 * len(config.fractions) * config.e2_reps,
+                   {"e2_reps": config.e2_reps, "fractions": config.fractions}),
+    ]
+    if "efficientnet_lite0" in config.extractors:
+        terms.append(MemoryTerm("EfficientNet-Lite0's activations on a batch of 100 images",
+                                100 * 4 * 60 * config.efficientnet_size**2,
+                                {"efficientnet_size": config.efficientnet_size}))
+    return terms
 
 
 # ----------------------------------------------------------------------------------------------------

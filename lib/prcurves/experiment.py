@@ -18,13 +18,16 @@ import torch
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.ring import RingSettings, ring_train_heldout
 from lib.params import (
+    MemoryTerm,
     check_choice,
     check_int,
     check_ints,
+    check_memory,
     check_percentiles,
     check_probability,
     check_real,
     resolve_preset,
+    shown,
 )
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
@@ -79,6 +82,13 @@ PRESETS: dict[str, EnsemblePRConfig] = {
                                  ema_decay=0.999)),
     "paper": EnsemblePRConfig(preset="paper"),
 }
+# The setting each parameter of notebook 01 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
+NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
+    "num_members", "complexities", "budget_unit", "budget", "n_train", "num_generated", "small_n", "k", "test",
+    "alpha", "dup_recall", "num_resplits", "base_seed", "split_seed")} | {
+    f"train.{name}": name.upper() for name in ("batch_size", "t_sampling", "lr_schedule", "warmup_steps",
+                                               "ema_decay")} | {
+    "ring.trunc_factor": "TRUNC_FACTOR", "ring.s_is_variance": "RING_S_IS_VARIANCE"}
 
 
 def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
@@ -86,13 +96,15 @@ def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
 
     `train` overrides fields of the preset's `ddpm.TrainSettings` the same way (e.g. {"ema_decay": 0.999}).
 
-    Raises ValueError naming the parameter for any bad value, before any work is done.
+    Raises ValueError naming the parameter for any bad value, or when `memory_estimate` exceeds the memory
+    available, before any work is done.
     `compare` and `small_complexities` follow an override of `complexities` when they are not given
     themselves and the preset's values are no longer among the complexities (`derive_comparisons`).
     """
     config = resolve_preset(PRESETS, preset, overrides)  # train={...}: nested TrainSettings overrides
     config = derive_comparisons(config, given=[k for k, v in overrides.items() if v is not None])
     validate(config)
+    check_memory(memory_estimate(config))
     return config
 
 
@@ -109,8 +121,8 @@ def derive_comparisons(config: EnsemblePRConfig, given: tuple[str, ...] | list[s
     changes: dict[str, Any] = {}
     if "compare" not in given and not set(config.compare) <= complexities:
         if len(complexities) < 2:
-            raise ValueError(f"complexities={config.complexities!r} needs at least two entries: the notebook "
-                             f"compares two ensembles (Fig. 3, compare={config.compare!r}).")
+            raise ValueError(f"{shown('complexities')}={config.complexities!r} needs at least two entries: the "
+                             f"notebook compares two ensembles (Fig. 3, compare={config.compare!r}).")
         changes["compare"] = tuple(sorted(complexities, reverse=True)[:2])
     compare = changes.get("compare", config.compare)
     if "small_complexities" not in given and not set(config.small_complexities) <= complexities:
@@ -124,15 +136,17 @@ def validate(config: EnsemblePRConfig) -> None:
     check_ints("small_complexities", config.small_complexities, minimum=1, min_len=0)
     if set(config.small_complexities) - set(config.complexities):
         raise ValueError(f"small_complexities={config.small_complexities!r} must be among "
-                         f"complexities={config.complexities!r} (Fig. 4 compares with the large training set).")
+                         f"{shown('complexities')}={config.complexities!r} (Fig. 4 compares with the large "
+                         "training set).")
     check_int("num_members", config.num_members, minimum=2)
     check_int("n_train", config.n_train, minimum=32)
     check_int("small_n", config.small_n, minimum=32)
     check_choice("budget_unit", config.budget_unit, ("epochs", "steps"))
     if config.budget is None:
         if config.budget_unit != "epochs" or set(config.complexities) - set(PAPER_EPOCHS):
-            raise ValueError(f"budget=None means the authors' epochs, defined for budget_unit='epochs' and "
-                             f"complexities in {sorted(PAPER_EPOCHS)}; give an integer budget instead.")
+            raise ValueError(f"{shown('budget')}=None means the authors' epochs, defined for "
+                             f"{shown('budget_unit')}='epochs' and {shown('complexities')} in "
+                             f"{sorted(PAPER_EPOCHS)}; give an integer budget instead.")
     else:
         check_int("budget", config.budget, minimum=1)
     check_int("num_generated", config.num_generated, minimum=8, maximum=config.n_train)
@@ -143,15 +157,55 @@ def validate(config: EnsemblePRConfig) -> None:
     check_percentiles("band", config.band)
     check_choice("dup_recall", config.dup_recall, prcurves.DUP_RECALL)
     if len(config.compare) != 2 or any(c not in config.complexities for c in config.compare):
-        raise ValueError(f"compare={config.compare!r} must name two of complexities={config.complexities}.")
+        raise ValueError(f"compare={config.compare!r} must name two of {shown('complexities')}={config.complexities}.")
     check_choice("test", config.test, TESTS)
     check_probability("alpha", config.alpha)
     check_int("num_permutations", config.num_permutations, minimum=99)
     check_int("num_resplits", config.num_resplits, minimum=2)
     check_int("base_seed", config.base_seed, minimum=0)
     check_int("split_seed", config.split_seed, minimum=0)
-    check_real("trunc_factor", config.ring.trunc_factor, low=0.0, open_low=True)
+    check_real("ring.trunc_factor", config.ring.trunc_factor, low=0.0, open_low=True)
     config.train.check("train")
+
+
+def memory_estimate(config: EnsemblePRConfig) -> list[MemoryTerm]:
+    """The main parts of what a run of notebook 01 holds in memory (bytes, rough; for `check_memory`).
+
+    - the rings: training and held-out points of the main and the small training set, about 56 bytes a
+      point with the temporaries of their draw;
+    - training: each member's draws (indices, time steps, noise: 24 bytes a point) for a block of epochs
+      (about n_train + BLOCK_STEPS x batch_size points), the activations of one minibatch kept for the backward
+      pass (about 1,000 float32 per point, member and residual block), the weights with their gradients, Adam
+      moments, moving average and copies (6 x 4 bytes a parameter), and the losses of every step and member
+      (with their checkpoint copy);
+    - sampling: every member's num_generated points through the denoiser at once (about 1,000 float32 each),
+      and the samples of every ensemble, which the notebook keeps;
+    - the PR curves of the re-split draws on the recall grid.
+    Measured on a CPU (8 members): training 0.66 GB at batch 2,000 and C = 8 (estimate 0.67), sampling 0.58
+    GB for 20,000 points (estimate 0.64).
+    """
+    M, n, ng, b = config.num_members, config.n_train, config.num_generated, config.train.batch_size
+    ensembles = (*config.complexities, *config.small_complexities)
+    steps = sum(training_steps(config, C) for C in ensembles)
+    params = ddpm.num_parameters(0) + (ddpm.num_parameters(1) - ddpm.num_parameters(0)) * max(ensembles)
+    points = n + max(n, ng) + config.small_n + max(config.small_n, ng)
+    draw = 24 * (M + 1) * (n + ddpm.BLOCK_STEPS * b)
+    curves = 8 * M * config.num_resplits * (2 * (config.num_angles + 2) + config.grid_size) * len(ensembles)
+    return [
+        MemoryTerm("the training and held-out rings", 56 * points, {"n_train": n, "small_n": config.small_n}),
+        MemoryTerm("the members' training draws for a block of epochs", draw,
+                   {"n_train": n, "num_members": M, "train.batch_size": b}),
+        MemoryTerm("a minibatch's activations", 4 * 1000 * M * b * (max(ensembles) + 1),
+                   {"train.batch_size": b, "num_members": M, "complexities": config.complexities}),
+        MemoryTerm("the members' weights and optimiser state", 6 * 4 * M * params,
+                   {"complexities": config.complexities, "num_members": M}),
+        MemoryTerm("the training losses of every step and member", 8 * M * steps,
+                   {"budget": config.budget, "num_members": M}),
+        MemoryTerm("sampling all members at once", 4 * M * ng * (1000 + 2 * len(ensembles)),
+                   {"num_generated": ng, "num_members": M}),
+        MemoryTerm("the PR curves of the re-split draws", curves,
+                   {"num_resplits": config.num_resplits, "num_members": M}),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -31,7 +31,16 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.cifar10 import SOURCES
-from lib.params import check_choice, check_int, check_real, resolve_preset
+from lib.params import (
+    MemoryTerm,
+    check_choice,
+    check_int,
+    check_list,
+    check_memory,
+    check_real,
+    resolve_preset,
+    shown,
+)
 from lib.regret import method as regret
 from lib.regret import uq
 from lib.regret import whole as wh
@@ -102,6 +111,14 @@ PRESETS: dict[str, RegretConfig] = {
                                                                                    lr=0.1, weight_decay=1e-4),
                           synth_head=uq.HeadSettings(epochs=200, batch_size=128)),
 }
+# The setting each parameter of notebook 03 sets, as `validate` names it -> the parameter (lib.params.parameter_names);
+# the head's fields are named without a prefix, as resolve_config takes them, the whole networks' as whole_<field>
+NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
+    "methods", "losses", "mc_samples", "members", "dropout", "sn_coeff", "edl_loss", "lambda_kl", "epochs",
+    "scratch_epochs", "depth", "whole_source", "whole_widths", "whole_epochs", "whole_label_smoothing",
+    "data_source", "n_train", "n_test", "aurec_norm", "ties", "pgap_scale", "num_dirichlet_draws", "seed")}
+NUM_CLASSES = 10
+CIFAR_IMAGES = 60_000  # train + test
 
 
 def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
@@ -109,17 +126,17 @@ def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
 
     Head fields (dropout, mc_samples, members, epochs, ...) are accepted at the top level and go into
     `head`; the whole networks' settings come as a dict `whole={...}` (lib.regret.whole.WholeSettings).
-    Raises ValueError naming the parameter for any bad value, before any work is done.
+    Raises ValueError naming the parameter for any bad value, or when `memory_estimate` exceeds the memory
+    available, before any work is done.
     """
     config = resolve_preset(PRESETS, preset, overrides, flat=("head",))
     validate(config)
+    check_memory(memory_estimate(config))
     return config
 
 
 def _check_subset(name: str, values: tuple, allowed: tuple) -> None:
-    if isinstance(values, str) or not values:
-        raise ValueError(f"{name}={values!r} must be a non-empty list drawn from {list(allowed)}.")
-    for v in values:
+    for v in check_list(name, values):
         check_choice(f"{name} entry", v, allowed)
 
 
@@ -129,7 +146,8 @@ def validate(config: RegretConfig) -> None:
     if config.backbone == "frozen":
         check_choice("depth", config.depth, DEPTHS)
     elif (config.depth - 2) % 6 or config.depth < 8:
-        raise ValueError(f"depth={config.depth} must be 6n + 2 (8, 14, 20, ...) for a ResNet trained from scratch.")
+        raise ValueError(f"{shown('depth')}={config.depth} must be 6n + 2 (8, 14, 20, ...) for a ResNet trained from "
+                         "scratch.")
     if config.n_train is not None:
         check_int("n_train", config.n_train, minimum=100, maximum=50_000)
     if config.n_test is not None:
@@ -137,14 +155,13 @@ def validate(config: RegretConfig) -> None:
     _check_subset("methods", config.methods, uq.METHODS)
     _check_subset("losses", config.losses, regret.CLASSIFICATION_LOSSES)
     uq.validate_head(config.head)
-    uq.validate_head(config.synth_head)
+    uq.validate_head(config.synth_head, "synth_head.")
     check_int("scratch_epochs", config.scratch_epochs, minimum=1)
     check_choice("aurec_norm", config.aurec_norm, regret.CURVE_NORMS)
     check_choice("ties", config.ties, regret.TIES)
     check_choice("pgap_scale", config.pgap_scale, regret.PGAP_SCALES)
     check_int("num_dirichlet_draws", config.num_dirichlet_draws, minimum=2)
-    for d in config.extra_depths:
-        check_choice("extra_depths entry", d, DEPTHS)
+    _check_subset("extra_depths", config.extra_depths, DEPTHS)
     _check_subset("ood_sets", config.ood_sets, OOD_SETS)
     check_int("n_ood", config.n_ood, minimum=10, maximum=5000)
     check_int("al_initial", config.al_initial, minimum=10)
@@ -159,6 +176,54 @@ def validate(config: RegretConfig) -> None:
     wh.validate_whole(config.whole)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
+
+
+def _whole_network_bytes(widths: tuple[int, int, int], batch: int) -> float:
+    """A whole network's training memory: one batch's activations and their gradients (per conv group about 5
+    maps of its input size, 31, 15 and 7 pixels a side after the 2 x 2 whitening: conv, pool, norms, GELUs), and
+    its weights with gradients, momentum and copies (4 x 4 bytes each; DDU's class covariances beside). Measured
+    on a CPU at widths (64, 256, 256), batch 256: 0.65 GB (estimate 0.71)."""
+    w0, w1, w2 = widths
+    activations = 4 * batch * 5 * (w0 * 31**2 + w1 * 15**2 + w2 * 7**2)
+    weights = 9 * (24 * w0 + w0 * w0 + w0 * w1 + w1 * w1 + w1 * w2 + w2 * w2)
+    return activations + 16 * weights + 8 * NUM_CLASSES * w2 * w2
+
+
+def memory_estimate(config: RegretConfig) -> list[MemoryTerm]:
+    """The main parts of what a run of notebook 03 holds in memory (bytes, rough; for `check_memory`).
+
+    - the CIFAR-10 images (uint8; with a float32 copy of the training and test rows used when networks train
+      on them: whole networks, the scratch backbone);
+    - the predictions the notebook keeps: MC-Dropout's mc_samples and the ensemble's members softmax passes over
+      every evaluated row (test, OOD sets, active-learning pool and test), in float32 and float64 with the
+      estimates' temporaries (48 bytes a probability);
+    - the evidential Monte Carlo: num_dirichlet_draws Dirichlet draws of 512 rows at a time (three arrays);
+    - with whole_source "train": a whole network's training batch and weights (`_whole_network_bytes`);
+    - with the scratch backbone: a ResNet-(6n+2)'s activations for one batch (6 maps per block of each of its
+      three stages, 16 x 32^2, 32 x 16^2 and 64 x 8^2 floats).
+    """
+    rows = (config.n_test or 10_000) + config.n_ood * (1 + len(config.ood_sets)) + config.al_pool + config.al_test
+    trains = config.whole_source == "train" or config.backbone == "scratch"
+    h = config.head
+    floats = 4 * 3072 * ((config.n_train or 50_000) + (config.n_test or 10_000)) if trains else 0
+    terms = [
+        MemoryTerm("the CIFAR-10 images", 3072 * CIFAR_IMAGES + floats,
+                   {"n_train": config.n_train, "whole_source": config.whole_source}),
+        MemoryTerm("MC-Dropout's softmax passes", 48 * h.mc_samples * rows * NUM_CLASSES, {"mc_samples": h.mc_samples}),
+        MemoryTerm("the ensemble members' softmax passes", 48 * h.members * rows * NUM_CLASSES, {"members": h.members}),
+        MemoryTerm("the evidential Dirichlet draws", 3 * 8 * 512 * NUM_CLASSES * config.num_dirichlet_draws,
+                   {"num_dirichlet_draws": config.num_dirichlet_draws}),
+    ]
+    if config.whole_source == "train":
+        terms.append(MemoryTerm("a whole network's training batch and weights",
+                                _whole_network_bytes(config.whole.widths, config.whole.batch_size),
+                                {"whole_widths": config.whole.widths}))
+    if config.backbone == "scratch":
+        blocks = (config.depth - 2) // 6
+        terms.append(MemoryTerm("the from-scratch ResNet's activations for one batch",
+                                4 * h.batch_size * blocks * 6 * (16 * 32**2 + 32 * 16**2 + 64 * 8**2),
+                                {"depth": config.depth}))
+    return terms
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -53,20 +53,20 @@ class HeadSettings:
     weight_decay: float = 1e-4
 
 
-def validate_head(settings: HeadSettings) -> None:
-    """Raise ValueError naming the field for any bad value."""
-    check_int("hidden", settings.hidden, minimum=2)
-    check_int("hidden_layers", settings.hidden_layers, minimum=1)
-    check_real("dropout", settings.dropout, low=0.0, high=1.0, open_high=True)
-    check_int("mc_samples (S)", settings.mc_samples, minimum=2)
-    check_int("members (M)", settings.members, minimum=2)
-    check_real("sn_coeff", settings.sn_coeff, low=0.0, open_low=True)
-    check_choice("edl_loss", settings.edl_loss, EDL_LOSSES)
-    check_real("lambda_kl", settings.lambda_kl, low=0.0)
-    check_int("epochs", settings.epochs, minimum=1)
-    check_int("batch_size", settings.batch_size, minimum=1)
-    check_real("lr", settings.lr, low=0.0, open_low=True)
-    check_real("weight_decay", settings.weight_decay, low=0.0)
+def validate_head(settings: HeadSettings, prefix: str = "") -> None:
+    """Raise ValueError naming the field (after `prefix`, e.g. "synth_head.") for any bad value."""
+    check_int(f"{prefix}hidden", settings.hidden, minimum=2)
+    check_int(f"{prefix}hidden_layers", settings.hidden_layers, minimum=1)
+    check_real(f"{prefix}dropout", settings.dropout, low=0.0, high=1.0, open_high=True)
+    check_int(f"{prefix}mc_samples", settings.mc_samples, minimum=2)
+    check_int(f"{prefix}members", settings.members, minimum=2)
+    check_real(f"{prefix}sn_coeff", settings.sn_coeff, low=0.0, open_low=True)
+    check_choice(f"{prefix}edl_loss", settings.edl_loss, EDL_LOSSES)
+    check_real(f"{prefix}lambda_kl", settings.lambda_kl, low=0.0)
+    check_int(f"{prefix}epochs", settings.epochs, minimum=1)
+    check_int(f"{prefix}batch_size", settings.batch_size, minimum=1)
+    check_real(f"{prefix}lr", settings.lr, low=0.0, open_low=True)
+    check_real(f"{prefix}weight_decay", settings.weight_decay, low=0.0)
 
 
 # ----------------------------------------------------------------------------------------------------

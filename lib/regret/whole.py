@@ -56,7 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
-from lib.params import check_choice, check_int, check_real
+from lib.params import check_choice, check_int, check_real, shown
 from lib.progress import progress as progress_bar
 from lib.regret import method as regret
 from lib.regret import uq
@@ -93,7 +93,7 @@ class WholeSettings:
 def validate_whole(settings: WholeSettings) -> None:
     """Raise ValueError naming the field (prefixed `whole_`) for any bad value."""
     if len(settings.widths) != 3:
-        raise ValueError(f"whole_widths={settings.widths!r} must list three conv-group widths.")
+        raise ValueError(f"{shown('whole_widths')}={settings.widths!r} must list three conv-group widths.")
     for w in settings.widths:
         check_int("whole_widths entry", w, minimum=1)
     check_int("whole_epochs", settings.epochs, minimum=1)
