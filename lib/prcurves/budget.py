@@ -71,7 +71,7 @@ class StudySpec:
 # The frontier study: the authors' recipe unchanged (spec 01 §2.3: batch 500, learning rate 2e-3, one uniform
 # time step per minibatch, no schedule, no EMA for the `ema=False` rows) at budgets far beyond the budget study's,
 # with more members, to see whether and when members fail as the authors' released curves suggest.
-AUTHORS_RECIPE_CSV = PROJECT_ROOT / "results" / "01" / "authors_recipe.csv"
+AUTHORS_RECIPE_DIR = PROJECT_ROOT / "results" / "01"  # one authors_recipe-C<C>.csv per complexity
 AUTHORS_RECIPE_BUDGETS = (1000, 2000, 5000, 10000, 20000, 30000, 40000)
 
 
@@ -244,6 +244,43 @@ def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
             "collapsed": int((ever_above & below[:, -1]).sum()),
             "first_above": [int(trajectory["steps"][np.argmax(~b)]) if a else None
                             for b, a in zip(below, ever_above)]}
+
+
+def read_studies(paths: list[Path]) -> list[dict]:
+    """The rows of several study CSVs (e.g. the frontier study's one file per complexity), in order."""
+    if not paths:
+        raise ValueError("no study files given (the frontier study writes results/01/authors_recipe-C<C>.csv).")
+    return [row for path in paths for row in read_study(path)]
+
+
+def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int], paper_members: int = 30) -> list[dict]:
+    """The frontier table: per complexity and budget, members below `FAILED_AUC`, mean and median AUC, band
+    width and training hours, beside the authors' released curves' failures at their 200k-400k steps."""
+    out = []
+    for C, t in trajectories.items():
+        for j, steps in enumerate(t["steps"]):
+            aucs = t["aucs"][:, j]
+            out.append({"C": C, "steps": int(steps), "members": len(aucs), "below_0.9": int((aucs < FAILED_AUC).sum()),
+                        "auc_mean": float(aucs.mean()), "auc_median": float(np.median(aucs)),
+                        "width": float(t["width"][j]), "train_hours": float(t["seconds"][j] / 3600),
+                        "paper_below_0.9": f"{paper_below[C]} of {paper_members}" if C in paper_below else "—"})
+    return out
+
+
+def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], paper_members: int = 30) -> str:
+    """One Markdown sentence per complexity stating what the stored frontier study measured (its numbers come
+    from the study's rows, so the text follows a rerun)."""
+    lines = []
+    for C, s in summaries.items():
+        counts = " / ".join(str(b) for b in s["below"])
+        budgets = " / ".join(f"{x:,}" for x in s["steps"])
+        paper = (f" (the authors' released curves: {paper_below[C]} of {paper_members}, "
+                 f"{paper_below[C] / paper_members:.0%}, after 200k-400k steps)" if C in paper_below else "")
+        lines.append(f"- **C = {C}**, {s['members']} members: below AUC {FAILED_AUC} after {budgets} steps: "
+                     f"{counts}. At {s['steps'][-1]:,} steps, **{s['final_below']} of {s['members']} "
+                     f"({s['final_below'] / s['members']:.0%})**{paper}; {s['never_converged']} never passed "
+                     f"{FAILED_AUC}, {s['collapsed']} passed it and fell back below it.")
+    return "\n".join(lines)
 
 
 def main() -> None:
