@@ -239,3 +239,32 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     submission.write_text(json.dumps({"cells": [], "metadata": {"otter": {"assignment_name": "02_crel"}}}))
     with pytest.raises(course.CourseError, match="run `make assignments` first"):
         course.grade("02_crel", submission, tmp_path / "nowhere")
+
+
+def _is_module(dotted: str) -> bool:
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError):  # a parent is not a package
+        return False
+
+
+def test_docs_and_masters_name_lib_by_its_current_paths():
+    """No flat module name of the first layout (lib.stats, ...: aliases kept for old code) in what the course
+    tells students and instructors; every lib.X.Y named there exists."""
+    import importlib
+
+    import lib
+
+    texts = {"docs/teaching.md": (REPO / "docs" / "teaching.md").read_text()}
+    texts.update({name: course.master_path(name).read_text() for name in course.assignments()})
+    names = {n for text in texts.values() for n in re.findall(r"\blib(?:\.[A-Za-z_]\w*)+", text)}
+    assert "lib.prcurves.benjamini_hochberg" in names or "lib.prcurves.stats.benjamini_hochberg" in names
+    stale = sorted(n for n in names if any(n == old or n.startswith(old + ".") for old in lib.MOVED_MODULES))
+    assert not stale, f"old module paths: {stale}"
+    for name in sorted(names):
+        parts = name.split(".")
+        module = next(".".join(parts[:i]) for i in range(len(parts), 0, -1) if _is_module(".".join(parts[:i])))
+        obj = importlib.import_module(module)
+        for attr in parts[len(module.split(".")):]:
+            assert hasattr(obj, attr), f"{name}: {module} has no {attr}"
+            obj = getattr(obj, attr)
