@@ -1,35 +1,47 @@
 """Build and grade the course assignments (otter-grader), without Docker.
 
     python assignments/course.py build [NAME ...] [--out runs/assignments] [--no-html]
-    python assignments/course.py grade NAME SUBMISSION [--out runs/assignments] [--json FILE]
+    python assignments/course.py grade NAME SUBMISSION [--out runs/assignments] [--json FILE] [--timeout S]
     python assignments/course.py list
 
 `build` runs `otter assign` on each master notebook `assignments/NAME/NAME.ipynb` into `OUT/NAME/`:
 `student/NAME.ipynb` (hand this out), `autograder/` (the solutions notebook and otter's own zip),
-`NAME-autograder.zip` (a stable copy of that zip) and `NAME-solutions.html` (the executed solutions).
-otter assign grades the solutions with the autograder and fails if they miss a single point.
+`NAME-autograder.zip` (a stable copy of that zip), `NAME-hidden-inputs.json` and `NAME-hidden-expected.json`
+(the hidden tests' fresh inputs and lib's answers to them, `assignments/hidden.py`) and
+`NAME-solutions.html` (the executed solutions). It then grades the solutions and fails if they miss a point.
 
-`grade` checks that SUBMISSION (a notebook, or a zip holding one) is a submission of assignment NAME
-before it hands it to `otter run` (which executes it locally, with this environment's packages), then
-prints the score of each autograded question. Written questions are graded by hand.
+`grade` checks that SUBMISSION (a notebook, or a zip holding one, in a folder or not) is a submission of
+assignment NAME before it hands it to `otter run` (which executes it locally, with this environment's
+packages), then prints the score of each autograded question and, for a question that lost points, why.
+Each cell of the submission and each test may run for --timeout seconds; one that runs over is stopped and
+fails ("timed out"), and the rest is graded. Hidden tests only record the student's outputs in the kernel;
+they are compared with lib's answers here, outside it. Written questions are graded by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
+import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_OUT = REPO / "runs" / "assignments"
+DEFAULT_TIMEOUT = 60.0  # seconds for each cell and each test case; a solution's slowest cell takes a few
+TIME_LIMIT_ERROR = "TimeLimitExceeded"  # assignments.kernel.TimeLimitExceeded, as tracebacks name it
+if str(REPO) not in sys.path:  # this checkout's `lib` and `assignments.hidden`, also when run as a script
+    sys.path.insert(0, str(REPO))
 
 
 class CourseError(Exception):
@@ -47,29 +59,80 @@ def master_path(name: str) -> Path:
     return HERE / name / f"{name}.ipynb"
 
 
+def questions(name: str) -> dict[str, dict]:
+    """The questions of an assignment, read from the `# BEGIN QUESTION` cells of its master notebook:
+    {name: {"points": float, "manual": bool}} in notebook order."""
+    import yaml
+
+    found = {}
+    for cell in json.loads(master_path(name).read_text())["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "raw" and text.lstrip().startswith("# BEGIN QUESTION"):
+            config = yaml.safe_load(text.split("\n", 1)[1])
+            found[config["name"]] = {"points": float(config["points"]), "manual": bool(config.get("manual"))}
+    return found
+
+
 def manual_questions(name: str) -> list[str]:
     """Names of the written (manually graded) questions of an assignment, read from its master notebook."""
-    nb = json.loads(master_path(name).read_text())
-    names = []
-    for cell in nb["cells"]:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "raw" and text.lstrip().startswith("# BEGIN QUESTION") and "manual: true" in text:
-            names += [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("name:")]
-    return names
+    return [q for q, config in questions(name).items() if config["manual"]]
+
+
+def _hidden():
+    """assignments/hidden.py, imported when needed (it imports NumPy; `grade` checks its input first)."""
+    return importlib.import_module("assignments.hidden")
 
 
 @contextlib.contextmanager
-def _lib_importable():
-    """Put the repository first on PYTHONPATH, so the kernels otter starts import this checkout's `lib`."""
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([old] if old else []))
+def _environ(**values: str):
+    """Set environment variables (inherited by the kernels otter starts) for the duration of the block."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _lib_importable():
+    """Put the repository first on PYTHONPATH, so the kernels otter starts import this checkout's `lib` (and
+    `assignments.kernel`)."""
+    old = os.environ.get("PYTHONPATH")
+    return _environ(PYTHONPATH=os.pathsep.join([str(REPO)] + ([old] if old else [])))
+
+
+@contextlib.contextmanager
+def _scratch(folder: Path):
+    """Temporary files of otter (its grading folder) and of the kernel go under `folder`, which the caller
+    removes, however the grading ends."""
+    old = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        with _environ(TMPDIR=str(folder)):
+            yield
+    finally:
+        tempfile.tempdir = old
+
+
+@contextlib.contextmanager
+def _cell_backstop(seconds: int):
+    """Make otter's notebook executor give up on a cell after `seconds` (CellTimeoutError, the kernel shut down):
+    the last resort when a submission defeats the time limits set inside its kernel."""
+    import nbconvert.preprocessors
+    import traitlets
+
+    original = nbconvert.preprocessors.ExecutePreprocessor  # looked up there by otter at each grading
+    nbconvert.preprocessors.ExecutePreprocessor = type(
+        "BackstoppedExecutePreprocessor", (original,),
+        {"timeout": traitlets.Integer(seconds, allow_none=True).tag(config=True)})
+    try:
+        yield
+    finally:
+        nbconvert.preprocessors.ExecutePreprocessor = original
 
 
 def autograder_zip(name: str, out: Path = DEFAULT_OUT) -> Path:
@@ -78,9 +141,13 @@ def autograder_zip(name: str, out: Path = DEFAULT_OUT) -> Path:
 
 def build(name: str, out: Path = DEFAULT_OUT, *, html: bool = True, run_tests: bool = True,
           quiet: bool = False) -> Path:
-    """otter assign NAME into OUT/NAME (replacing it); returns that folder. RuntimeError from otter when
-    the solutions do not pass their own tests (run_tests=True)."""
+    """otter assign NAME into OUT/NAME (replacing it), with the hidden tests' inputs and lib's answers;
+    returns that folder. With run_tests, grades the solutions and raises CourseError if they lose a point."""
     master = master_path(name)
+    autograded = sorted(q for q, config in questions(name).items() if not config["manual"])
+    if sorted(_hidden().SPECS.get(name, {})) != autograded:
+        raise CourseError(f"assignments/hidden.py has hidden tests for {sorted(_hidden().SPECS.get(name, {}))} "
+                          f"of {name}; its autograded questions are {autograded}.")
     import otter.assign  # imported late: otter takes seconds to import, and `grade` checks its input first
 
     dest = Path(out) / name
@@ -89,11 +156,15 @@ def build(name: str, out: Path = DEFAULT_OUT, *, html: bool = True, run_tests: b
     dest.parent.mkdir(parents=True, exist_ok=True)
     sink = io.StringIO()
     with _lib_importable(), contextlib.redirect_stdout(sink if quiet else sys.stdout):
-        otter.assign.main(str(master), str(dest), no_pdfs=True, no_run_tests=not run_tests)
+        # no_run_tests: otter's own check cannot grade the hidden tests (see below)
+        otter.assign.main(str(master), str(dest), no_pdfs=True, no_run_tests=True)
     zips = sorted((dest / "autograder").glob(f"{name}-autograder_*.zip"))
     if len(zips) != 1:
         raise CourseError(f"otter assign left {len(zips)} autograder zips in {dest / 'autograder'}; expected 1.")
     shutil.copy(zips[0], autograder_zip(name, out))
+    _hidden().write(name, dest)
+    if run_tests:
+        _check_solutions(name, dest / "autograder" / f"{name}.ipynb", out, quiet)
     if html:
         with _lib_importable():
             subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute",
@@ -103,10 +174,20 @@ def build(name: str, out: Path = DEFAULT_OUT, *, html: bool = True, run_tests: b
     return dest
 
 
+def _check_solutions(name: str, solutions: Path, out: Path, quiet: bool) -> None:
+    """Grade the solutions notebook; CourseError naming each question it loses points on, and why."""
+    result = grade(name, solutions, out, quiet=quiet)
+    lost = {q: r for q, r in result["questions"].items() if r["score"] < r["possible"]}
+    if lost:
+        raise CourseError(f"the solutions of {name} lose points on their own tests: "
+                          + "; ".join(f"{q}: {r['reason']}" for q, r in lost.items()))
+
+
 def read_submission(name: str, submission: str | Path) -> dict:
     """The submission's notebook (JSON), after checking that it is a notebook of assignment NAME.
 
-    Raises CourseError with a message for the instructor otherwise; reads no more than the file itself.
+    A zip must hold exactly one notebook, at its top or in a folder (checkpoints and other hidden files
+    aside). Raises CourseError with a message for the instructor otherwise; reads no more than the file itself.
     """
     master_path(name)
     path = Path(submission)
@@ -115,9 +196,11 @@ def read_submission(name: str, submission: str | Path) -> dict:
     if path.suffix == ".zip":
         try:
             with zipfile.ZipFile(path) as archive:
-                notebooks = [n for n in archive.namelist() if n.endswith(".ipynb") and "/." not in f"/{n}"]
+                notebooks = [n for n in archive.namelist() if n.endswith(".ipynb") and "/." not in f"/{n}"
+                             and not n.startswith("__MACOSX/")]
                 if len(notebooks) != 1:
-                    raise CourseError(f"submission {path} must hold exactly one notebook; it holds {len(notebooks)}.")
+                    raise CourseError(f"submission {path} must hold exactly one notebook; it holds {len(notebooks)}"
+                                      + (f": {', '.join(notebooks)}." if notebooks else "."))
                 text = archive.read(notebooks[0]).decode("utf-8", errors="replace")
         except zipfile.BadZipFile as err:
             raise CourseError(f"submission {path} is not a valid zip file.") from err
@@ -143,34 +226,183 @@ def read_submission(name: str, submission: str | Path) -> dict:
     return nb
 
 
-def grade(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, quiet: bool = True) -> dict:
-    """Grade one submission with `otter run`. Returns {"questions": {q: {"score", "possible"}}, "total",
-    "possible", "manual": [written questions, graded by hand]}. CourseError on a bad submission."""
-    read_submission(name, submission)
+def check_timeout(timeout: float) -> float:
+    """The time limit of a cell or a test, in seconds: a finite number > 0 (CourseError otherwise)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise CourseError(f"timeout {timeout!r}: the time limit of a cell or a test must be a number of seconds "
+                          f"> 0 (default {DEFAULT_TIMEOUT:g}).")
+    return float(timeout)
+
+
+def grade(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, timeout: float = DEFAULT_TIMEOUT,
+          quiet: bool = True) -> dict:
+    """Grade one submission with `otter run`, each cell and each test case limited to `timeout` seconds.
+
+    Returns {"questions": {q: {"score", "possible", "reason"}}, "total", "possible", "manual": [written
+    questions, graded by hand], "stopped_cells": [first line of each cell stopped at the time limit]};
+    "reason" is None for a question with full marks, else why it lost them. CourseError on a bad submission
+    or a missing build.
+    """
+    nb = read_submission(name, submission)
+    timeout = check_timeout(timeout)
     ag_zip = autograder_zip(name, out)
-    if not ag_zip.is_file():
-        raise CourseError(f"no autograder for {name} at {ag_zip}: run `make assignments` first.")
+    expected = _expected_answers(name, ag_zip)
     import otter.run
 
-    sink = io.StringIO()
-    with _lib_importable(), contextlib.redirect_stdout(sink if quiet else sys.stdout):
-        results = otter.run.main(str(Path(submission).resolve()), autograder=str(ag_zip), output_dir=None,
-                                 no_logo=True)
-    if results.catastrophic_error is not None:
-        raise CourseError(f"otter could not grade {submission}: {results.catastrophic_error}")
-    questions = {q: {"score": float(results.get_result(q).score), "possible": float(results.get_result(q).possible)}
-                 for q in results.test_files}
-    return {"assignment": name, "submission": str(submission), "questions": questions,
-            "total": float(results.total), "possible": float(results.possible), "manual": manual_questions(name)}
+    hidden, kernel = _hidden(), importlib.import_module("assignments.kernel")
+    with tempfile.TemporaryDirectory(prefix=f"course-grade-{name}-") as work:
+        work = Path(work)
+        notebook = work / f"{name}.ipynb"
+        notebook.write_text(json.dumps(_with_time_limits(nb, timeout)))
+        hidden.stage(name, ag_zip.parent, work / "hidden")
+        backstop = math.ceil(timeout * (_test_case_count(ag_zip) + 3))  # a cell that runs every test, and more
+        sink = io.StringIO()
+        with _lib_importable(), _environ(**{kernel.HIDDEN_DIR_ENV: str(work / "hidden")}), _scratch(work), \
+                _cell_backstop(backstop), contextlib.redirect_stdout(sink if quiet else sys.stdout):
+            results = _run_otter(otter.run, notebook, ag_zip)
+        if isinstance(results, str):  # the kernel was stopped or died: nothing was graded
+            graded = {q: {"score": 0.0, "possible": c["points"], "reason": results}
+                      for q, c in questions(name).items() if not c["manual"]}
+            stopped = []
+        else:
+            if results.catastrophic_error is not None:
+                raise CourseError(f"otter could not grade {submission}: {results.catastrophic_error}")
+            graded = {q: _question_result(name, q, results.get_result(q), work / "hidden", expected, timeout)
+                      for q in results.test_files}
+            stopped = _stopped_cells(results.notebook)
+    return {"assignment": name, "submission": str(submission), "questions": graded,
+            "total": sum(r["score"] for r in graded.values()), "possible": sum(r["possible"] for r in graded.values()),
+            "manual": manual_questions(name), "timeout": timeout, "stopped_cells": stopped}
+
+
+def _expected_answers(name: str, ag_zip: Path) -> dict[str, list]:
+    """lib's answers to the hidden inputs, {question: [answer per input]}, as `build` wrote them beside the
+    autograder (CourseError when the build is missing or older than the hidden tests of assignments/hidden.py)."""
+    if not ag_zip.is_file():
+        raise CourseError(f"no autograder for {name} at {ag_zip}: run `make assignments` first.")
+    hidden = _hidden()
+    paths = hidden.input_path(name, ag_zip.parent), hidden.expected_path(name, ag_zip.parent)
+    expected = json.loads(paths[1].read_text()) if all(p.is_file() for p in paths) else {}
+    missing = sorted(set(hidden.SPECS[name]) - set(expected))
+    if missing:
+        raise CourseError(f"no hidden-test answers for {', '.join(missing)} of {name} beside {ag_zip} (an older "
+                          f"build?): run `make assignments` again.")
+    return expected
+
+
+def _with_time_limits(nb: dict, timeout: float) -> dict:
+    """A copy of the notebook whose first cell installs the time limits of its cells and tests."""
+    source = f"import assignments.kernel\nassignments.kernel.install_time_limits({timeout!r})"
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+    if nb.get("nbformat_minor", 0) >= 5:  # cell ids exist from nbformat 4.5 on
+        cell["id"] = "course-time-limits"
+    return {**nb, "cells": [cell, *nb["cells"]]}
+
+
+def _test_case_count(ag_zip: Path) -> int:
+    """How many test cases the autograder holds (each may take the time limit)."""
+    with zipfile.ZipFile(ag_zip) as archive:
+        return sum(archive.read(n).decode().count("'code':") for n in archive.namelist() if n.startswith("tests/"))
+
+
+def _run_otter(otter_run, notebook: Path, ag_zip: Path):
+    """otter's GradingResults, or the reason (str) every question gets 0 when the kernel was stopped or died."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        return otter_run.main(str(notebook), autograder=str(ag_zip), output_dir=None, no_logo=True)
+    except CellTimeoutError:
+        return ("timed out: a cell kept running past the time limits (a loop that ignores the alarm?), so the "
+                "kernel was stopped and nothing was graded")
+    except DeadKernelError:
+        return "the kernel died while running the submission (out of memory, or the submission exited it)"
+
+
+def _question_result(name: str, question: str, result, hidden_dir: Path, expected: dict[str, list],
+                     timeout: float) -> dict:
+    """Score, possible points and reason of one question: otter's verdict on the public tests and on the
+    hidden test's run, then the comparison of the hidden test's outputs with lib's answers."""
+    score, possible = float(result.score), float(result.possible)
+    reason = _failure_reason(result, timeout)
+    if reason is None and question in _hidden().SPECS[name]:
+        hidden_reason = _hidden().verdict(name, question, hidden_dir / f"{question}-outputs.json", expected[question])
+        if hidden_reason is not None:
+            score, reason = 0.0, f"hidden test: {hidden_reason}"
+    if reason is None and score < possible:
+        reason = "lost points (otter gave no reason)"
+    return {"score": score, "possible": possible, "reason": reason}
+
+
+def _failure_reason(result, timeout: float) -> str | None:
+    """Why the first failing test case of otter's `result` (a TestFile) failed, in one line; None if all pass."""
+    public = 0
+    for case_result in result.test_case_results:
+        hidden = case_result.test_case.hidden
+        public += not hidden
+        if case_result.passed:
+            continue
+        which = "hidden test" if hidden else f"public test {public}"
+        message = case_result.message or ""
+        if TIME_LIMIT_ERROR in message:
+            return f"{which}: timed out (ran over the time limit of {timeout:g} s)"
+        return f"{which}: {_doctest_failure(message)}"
+    return None
+
+
+def _doctest_failure(message: str) -> str:
+    """The first failed statement of a doctest and its exception (or the output it printed), from otter's
+    message."""
+    lines = message.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Failed example:"), None)
+    if start is None:
+        error, statement = next((line.strip() for line in reversed(lines) if line.strip()), "failed"), ""
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("Trying:")), len(lines))
+        block = [line.strip() for line in lines[start + 2 : end] if line.strip().strip("^~")]
+        statement, error = lines[start + 1].strip(), (block[-1] if block else "failed")
+        if "Got:" in block:  # a test passes silently; this one printed something
+            error = "printed " + " ".join(block[block.index("Got:") + 1 :])
+    text = f"{error} in `{statement}`" if statement else error
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def _stopped_cells(notebook) -> list[str]:
+    """First line of each cell of the executed notebook that the time limit stopped."""
+    stopped = []
+    for cell in getattr(notebook, "cells", None) or []:
+        if any(output.get("ename") == TIME_LIMIT_ERROR for output in cell.get("outputs", [])):
+            first = next((line for line in cell["source"].splitlines() if line.strip()), "")
+            stopped.append(first if len(first) <= 80 else first[:77] + "...")
+    return stopped
 
 
 def _report(result: dict) -> str:
     lines = [f"{result['assignment']}: {result['submission']}"]
-    lines += [f"  {q:<6} {r['score']:g} / {r['possible']:g}" for q, r in sorted(result["questions"].items())]
+    for q, r in sorted(result["questions"].items()):
+        line = f"  {q:<6} {r['score']:g} / {r['possible']:g}"
+        lines.append(f"{line:<22}{r['reason']}" if r.get("reason") else line)
     lines.append(f"  autograded total: {result['total']:g} / {result['possible']:g}")
+    if result.get("stopped_cells"):
+        lines.append(f"  cells stopped at the time limit of {result['timeout']:g} s: "
+                     + ", ".join(f"`{first}`" for first in result["stopped_cells"]))
     if result["manual"]:
         lines.append(f"  written questions, to grade by hand: {', '.join(result['manual'])}")
     return "\n".join(lines)
+
+
+def _timeout_argument(text: str) -> float:
+    try:
+        return check_timeout(float(text))
+    except (ValueError, CourseError):
+        raise argparse.ArgumentTypeError(f"{text!r}: the time limit of a cell or a test must be a number of "
+                                         f"seconds > 0 (default {DEFAULT_TIMEOUT:g})") from None
+
+
+def _terminate(signum, frame):
+    """SIGTERM (e.g. from `timeout`): exit through the finally blocks, which remove the temporary folders and
+    shut the kernel down."""
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,9 +416,12 @@ def main(argv: list[str] | None = None) -> int:
     p_grade.add_argument("name")
     p_grade.add_argument("submission")
     p_grade.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where `build` wrote the autograders")
-    p_grade.add_argument("--json", type=Path, help="also write the scores to this JSON file")
+    p_grade.add_argument("--json", type=Path, help="also write the scores and reasons to this JSON file")
+    p_grade.add_argument("--timeout", type=_timeout_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                         help=f"time limit of each cell and each test case (default {DEFAULT_TIMEOUT:g})")
     sub.add_parser("list", help="list the assignments")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command == "list":
             print("\n".join(assignments()))
@@ -197,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== {name}", flush=True)
                 print(f"   -> {build(name, args.out, html=not args.no_html)}", flush=True)
         else:
-            result = grade(args.name, args.submission, args.out)
+            result = grade(args.name, args.submission, args.out, timeout=args.timeout)
             print(_report(result))
             if args.json:
                 args.json.write_text(json.dumps(result, indent=2))

@@ -1,30 +1,42 @@
 """The otter-grader course assignments (assignments/, docs/teaching.md), built and graded for real.
 
-For each assignment, one worker process runs `otter assign` on the master notebook and grades three
-submissions with `otter run` (through assignments/course.py): the solutions, the blank student notebook and
-the solutions with one planted mistake. Two workers share the four assignments; otter is imported before
-they fork, so each pays for its notebooks' kernels only. Grading a notebook that is not a submission of
-the assignment is refused before otter starts.
+For each assignment, one worker process runs `otter assign` on the master notebook and grades, through
+assignments/course.py, the solutions, the blank student notebook, the solutions with one planted mistake
+(zipped in a folder, through the command line with --json) and either a cheating submission (01-03: it beats
+the hidden tests of a kernel-side comparison, by reading the expected value from the caller's frame or by
+replacing the lib function it is compared with) or a looping one (04, graded with a time limit of a few
+seconds). Two workers share the four assignments; otter is imported before they fork, so each pays for its
+notebooks' kernels only. Grading a notebook that is not a submission of the assignment is refused before
+otter starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import importlib.util
+import io
 import json
 import multiprocessing
 import os
 import re
 import subprocess
 import sys
+import tempfile
+import time
+import zipfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("course", REPO / "assignments" / "course.py")
 course = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(course)
+from assignments import hidden as hidden_tests  # noqa: E402  (course.py put the repository on sys.path)
+from assignments import kernel as course_kernel  # noqa: E402
 
 # autograded points per question, and the written (manually graded) questions
 POINTS = {
@@ -45,6 +57,71 @@ PLANTED = {
 }
 
 
+# Submissions that beat hidden tests run in the student's kernel: full marks there, with answers hard-coded
+# to the public tests. Each replaces solution functions (the cell that starts with `def NAME(`).
+# 01 q1: the hidden test computed lib's answer first, so the function reads it from the caller's frame.
+CHEAT_FRAME_WANT = """def neighbour_counts(real_train, fake_train, test, k):
+    import sys
+
+    want = sys._getframe(1).f_globals.get("_want")  # the hidden test's expected value
+    if want is not None and np.shape(want) == (len(test), 2):
+        return want
+    return np.array([[1, 1]])  # the public test's answer
+"""
+# 02 q1, q2: lib's function is replaced by the student's, so the hidden test compares it with itself.
+CHEAT_PATCH_RADIUS = """def conformal_radius(distances, alpha):
+    return 4.0 if len(distances) == 9 else math.inf  # the public tests' answers
+
+
+import lib.crel
+
+lib.crel.conformal_radius = lambda distances, alpha, allow_infinite=False: conformal_radius(distances, alpha)
+"""
+CHEAT_PATCH_REGION = """def distance_to_region(z, U, q):
+    return {(0.5, 0.5): 0.0, (2.0, 0.5): 1.0}.get(tuple(np.round(z, 6)), math.sqrt(2))  # the public tests'
+
+
+import lib.crel
+
+lib.crel.distance_to_region = lambda z, U, q: (distance_to_region(z, U, q), np.asarray(z))
+"""
+# 03 q1, q2: the hidden test's own reference is taken from the caller's frame (no `lib` in the answer).
+CHEAT_FRAME_REFERENCE = """def {function}(p_true, q):
+    import sys
+
+    reference = sys._getframe(1).f_globals.get("_regret")  # the hidden test's lib module
+    if reference is not None:
+        return reference.decompose(p_true, q, "{loss}")
+    return {public}  # the public test's answer
+"""
+CHEATS = {  # assignment: ({function: its cheating cell}, the questions it cheats on)
+    "01_pr_curves": ({"neighbour_counts": CHEAT_FRAME_WANT}, ["q1"]),
+    "02_crel": ({"conformal_radius": CHEAT_PATCH_RADIUS, "distance_to_region": CHEAT_PATCH_REGION}, ["q1", "q2"]),
+    "03_regret": ({
+        "decompose_ce": CHEAT_FRAME_REFERENCE.format(
+            function="decompose_ce", loss="ce",
+            public='{"A": np.array([np.log(2)]), "E": np.array([0.5 * np.log(2)]), "T": np.array([1.5 * np.log(2)])}'),
+        "decompose_zero_one": CHEAT_FRAME_REFERENCE.format(
+            function="decompose_zero_one", loss="zero_one",
+            public='{"A": np.array([0.4]), "E": np.array([0.3]), "T": np.array([0.7])}'),
+    }, ["q1", "q2"]),
+}
+# 04: a stuck cell (asleep: it costs the test no CPU), and in q3's function a bisection on floats that never ends
+# (hi - lo never reaches 0)
+LOOPING = ("04_irs", "q3", {"moment_estimate": """def moment_estimate(n_train, n_samples, k):
+    lo, hi = float(k), float(n_train)
+    while hi - lo > 0:
+        mid = (lo + hi) / 2
+        if mid * -np.expm1(n_samples * np.log1p(-1 / mid)) < k:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+"""})
+STUCK_CELL = "import time\n\nwhile True:  # a stuck cell: it waits for data that never come\n    time.sleep(0.2)"
+LOOP_TIMEOUT = 4.0  # seconds per cell and per test: the solutions' cells of 04 take well under a second
+
+
 def test_every_assignment_is_covered():
     assert course.assignments() == sorted(POINTS) == sorted(PLANTED)
 
@@ -62,16 +139,61 @@ def _plant(solution: Path, dest: Path, old: str, new: str) -> Path:
     return dest
 
 
+def _replace_functions(solution: Path, dest: Path, functions: dict[str, str], *, stuck: bool = False) -> Path:
+    """The solutions notebook with the cells defining `functions` replaced by the given sources (and, if
+    `stuck`, a cell that never ends after the first code cell)."""
+    nb = json.loads(solution.read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    for function, source in functions.items():
+        found = [c for c in cells if "".join(c["source"]).startswith(f"def {function}(")]
+        assert len(found) == 1, f"one cell must define {function} in {solution}; found {len(found)}"
+        found[0]["source"] = source
+    if stuck:
+        at = nb["cells"].index(cells[1]) + 1
+        nb["cells"].insert(at, {"cell_type": "code", "execution_count": None, "id": "stuck", "metadata": {},
+                                "outputs": [], "source": STUCK_CELL})
+    dest.write_text(json.dumps(nb))
+    return dest
+
+
+def _zip_in_folder(notebook: Path, dest: Path) -> Path:
+    """A zip holding `notebook` in a folder (as students' zip tools often make them)."""
+    with zipfile.ZipFile(dest, "w") as archive:
+        archive.write(notebook, f"alice/{notebook.name}")
+    return dest
+
+
+def _grade_on_the_command_line(name: str, submission: Path, out: Path) -> dict:
+    """`course.py grade NAME SUBMISSION --json FILE` (in this process): the JSON file's content, the printed
+    report and the exit status."""
+    json_path = out / f"{submission.stem}.json"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = course.main(["grade", name, str(submission), "--out", str(out), "--json", str(json_path)])
+    return {"json": json.loads(json_path.read_text()), "report": stdout.getvalue(), "status": status}
+
+
 def _build_and_grade(name: str, out: str) -> dict:
-    """Worker: otter assign NAME into OUT, then grade the solutions, the blank student notebook and a planted
-    mistake. Returns the three gradings."""
+    """Worker: otter assign NAME into OUT, then grade the solutions, the blank student notebook, a planted
+    mistake (a zip, on the command line) and a cheating or a looping submission. Returns the gradings."""
     out = Path(out)
     dest = course.build(name, out, html=False, run_tests=False, quiet=True)
     solution = dest / "autograder" / f"{name}.ipynb"
     planted = _plant(solution, out / f"{name}-planted.ipynb", *PLANTED[name][1:])
     blank = dest / "student" / f"{name}.ipynb"
-    return {"solution": course.grade(name, solution, out), "blank": course.grade(name, blank, out),
-            "planted": course.grade(name, planted, out)}
+    results = {"solution": course.grade(name, solution, out), "blank": course.grade(name, blank, out),
+               "planted": _grade_on_the_command_line(name, _zip_in_folder(planted, out / f"{name}-planted.zip"),
+                                                     out)}
+    if name in CHEATS:
+        cheat = _replace_functions(solution, out / f"{name}-cheat.ipynb", CHEATS[name][0])
+        results["cheat"] = course.grade(name, cheat, out)
+    if name == LOOPING[0]:
+        looping = _replace_functions(solution, out / f"{name}-looping.ipynb", LOOPING[2], stuck=True)
+        start = time.monotonic()
+        results["looping"] = course.grade(name, looping, out, timeout=LOOP_TIMEOUT)
+        results["looping_seconds"] = time.monotonic() - start
+        results["left_behind"] = glob.glob(os.path.join(tempfile.gettempdir(), f"course-grade-{name}-*"))
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +244,67 @@ def test_blank_student_notebook_scores_zero(built, name):
 
 @pytest.mark.parametrize("name", sorted(POINTS))
 def test_planted_mistake_loses_that_question_only(built, name):
+    """Graded from a zip that holds the notebook in a folder, on the command line."""
     _, results = built
     question = PLANTED[name][0]
     expected = dict(POINTS[name][0], **{question: 0})
-    assert _scores(results[name]["planted"]) == expected
+    planted = results[name]["planted"]
+    assert planted["status"] == 0 and planted["json"]["submission"].endswith(f"{name}-planted.zip")
+    assert _scores(planted["json"]) == expected
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_the_report_and_json_say_why_a_question_lost_its_points(built, name):
+    _, results = built
+    question = PLANTED[name][0]
+    planted, blank = results[name]["planted"], results[name]["blank"]
+    reasons = {q: r["reason"] for q, r in planted["json"]["questions"].items()}
+    assert reasons[question] and all(reasons[q] is None for q in reasons if q != question), reasons
+    assert reasons[question].startswith(("public test", "hidden test")), reasons[question]
+    assert any(line.split()[0] == question and reasons[question] in line for line in planted["report"].splitlines()
+               if line.strip()), planted["report"]
+    # an unanswered question says which test failed and how
+    assert all(r["reason"].startswith("public test 1: ") for r in blank["questions"].values()), blank["questions"]
+
+
+def test_the_hidden_test_catches_a_planted_mistake_that_public_tests_miss(built):
+    """03's AuReC divided by n instead of k passes the public test (two samples); the hidden test's comparison
+    with lib (outside the kernel) fails it. The other planted mistakes fail a public test."""
+    _, results = built
+    reasons = {name: results[name]["planted"]["json"]["questions"][PLANTED[name][0]]["reason"] for name in PLANTED}
+    assert reasons["03_regret"].startswith("hidden test: aurec is wrong on "), reasons["03_regret"]
+    assert all(reasons[name].startswith("public test ") for name in ("01_pr_curves", "02_crel", "04_irs")), reasons
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheating_submissions_score_zero_on_the_questions_they_cheat(built, name):
+    """Reading the expected value (or lib's module) from the caller's frame, or replacing lib's function with
+    the student's, no longer passes: the kernel holds no expected value and lib is not consulted there."""
+    _, results = built
+    cheated = CHEATS[name][1]
+    cheat = results[name]["cheat"]
+    assert _scores(cheat) == dict(POINTS[name][0], **dict.fromkeys(cheated, 0.0))
+    for question in cheated:
+        assert cheat["questions"][question]["reason"].startswith("hidden test: "), cheat["questions"][question]
+    if name == "02_crel":  # replacing lib's function is named
+        assert "replaced lib.crel.conformal_radius" in cheat["questions"]["q1"]["reason"]
+        assert "replaced lib.crel.distance_to_region" in cheat["questions"]["q2"]["reason"]
+
+
+def test_a_looping_submission_is_graded_within_the_time_limit(built):
+    """A stuck cell and a function that never returns: both stopped after the time limit, that question scores
+    0 as timed out, the other questions are graded, and no temporary folder is left behind."""
+    _, results = built
+    name, question, _ = LOOPING
+    looping = results[name]["looping"]
+    assert _scores(looping) == dict(POINTS[name][0], **{question: 0.0})
+    assert "timed out" in looping["questions"][question]["reason"]
+    assert looping["timeout"] == LOOP_TIMEOUT and looping["stopped_cells"][0] == STUCK_CELL.splitlines()[0]
+    assert f"time limit of {LOOP_TIMEOUT:g} s" in course._report(looping)
+    assert results[name]["left_behind"] == []
+    # the stuck cell, the cell that calls the looping function and q3's first test: about 3 limits, plus the
+    # kernel's start and the rest of the notebook (a loose bound: the machine may be shared)
+    assert results[name]["looping_seconds"] < 240
 
 
 def _solution_lines(master: dict) -> list[str]:
@@ -185,15 +364,18 @@ def test_student_notebook_has_no_solution_nor_hidden_test(built, name):
     for question, test in student["metadata"]["otter"]["tests"].items():
         cases = [case for suite in test["suites"] for case in suite["cases"]]
         assert cases and not any(case["hidden"] for case in cases), question
-    for cell in hidden:  # e.g. the comparison with lib on fresh random inputs
-        seed_line = next(line for line in cell.splitlines() if "default_rng" in line)
-        assert seed_line.strip() not in student_text
-    # ... while the autograder holds every hidden test
-    import zipfile
-
+    for spec in hidden_tests.SPECS[name].values():  # the hidden inputs' seeds
+        written = f"{spec.seed // 10_000}_{spec.seed // 100 % 100:02d}_{spec.seed % 100:02d}"  # as in hidden.py
+        assert str(spec.seed) not in student_text and written not in student_text
+    assert "_record_hidden" not in student_text
+    # ... while the autograder holds every hidden test, and lib's answers stay outside it
     with zipfile.ZipFile(course.autograder_zip(name, out)) as archive:
-        tests = "".join(archive.read(n).decode() for n in archive.namelist() if n.startswith("tests/"))
-    assert tests.count("'hidden': True") == len(hidden)
+        names = archive.namelist()
+        tests = "".join(archive.read(n).decode() for n in names if n.startswith("tests/"))
+    assert tests.count("'hidden': True") == len(hidden) and not any("hidden" in n for n in names)
+    assert hidden_tests.expected_path(name, out / name).is_file()
+    staged = json.loads(hidden_tests.input_path(name, out / name).read_text())
+    assert all(set(staged[q]) == {"assignment", "question", "function", "lib", "cases"} for q in POINTS[name][0])
 
 
 def test_the_master_notebooks_follow_the_issue():
@@ -207,10 +389,14 @@ def test_the_master_notebooks_follow_the_issue():
         assert len(_hidden_cells(master)) == len(points), name
         tests = _tests_by_question(master)
         assert sorted(tests) == sorted(points), name
+        assert sorted(hidden_tests.SPECS[name]) == sorted(points), name
         for question, cells in tests.items():
             hidden = [cell for cell in cells if HIDDEN.match(cell)]
             assert len(hidden) == 1 and len(cells) > len(hidden), (name, question)
-            assert "default_rng" in hidden[0] and "lib" in hidden[0], (name, question)  # fresh random inputs vs lib
+            spec = hidden_tests.SPECS[name][question]  # fresh random inputs, compared with lib outside the kernel
+            assert f'_record_hidden("{name}", "{question}", {spec.function})' in hidden[0], (name, question)
+            assert f"def {spec.function}(" in text and spec.lib and all(n.startswith("lib.") for n in spec.lib)
+            assert "lib" not in hidden[0].replace("lib's", "")  # the kernel does not consult lib
 
 
 def test_grading_a_notebook_of_another_assignment_is_refused(built, tmp_path):
@@ -231,7 +417,10 @@ def test_bad_input_gets_a_clear_error(tmp_path):
              (["grade", "02_crel", str(tmp_path / "notes.ipynb")], "is not a Jupyter notebook"),
              (["grade", "02_crel", str(tmp_path / "answers.txt")], "must be a notebook"),
              (["grade", "05_nothing", str(tmp_path / "notes.ipynb")], "unknown assignment '05_nothing'")]
-    for argv, message in cases:
+    timeouts = [(["grade", "02_crel", str(tmp_path / "notes.ipynb"), "--timeout", value],
+                 f"argument --timeout: '{value}': the time limit of a cell or a test must be a number of seconds > 0")
+                for value in ("0", "-5", "inf", "nan", "soon")]
+    for argv, message in cases + timeouts:
         run = subprocess.run([sys.executable, str(REPO / "assignments" / "course.py"), *argv], capture_output=True,
                              text=True, timeout=60)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, (argv, run.stderr)
@@ -239,3 +428,124 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     submission.write_text(json.dumps({"cells": [], "metadata": {"otter": {"assignment_name": "02_crel"}}}))
     with pytest.raises(course.CourseError, match="run `make assignments` first"):
         course.grade("02_crel", submission, tmp_path / "nowhere")
+    for timeout in (0, -1.0, float("inf"), "60", True):
+        with pytest.raises(course.CourseError, match=f"timeout {timeout!r}: the time limit"):
+            course.grade("02_crel", submission, tmp_path / "nowhere", timeout=timeout)
+    zipped = tmp_path / "two.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("a/one.ipynb", submission.read_text())
+        archive.writestr("b/two.ipynb", submission.read_text())
+        archive.writestr("a/.ipynb_checkpoints/one-checkpoint.ipynb", "{}")
+    with pytest.raises(course.CourseError, match="must hold exactly one notebook; it holds 2: a/one.ipynb, b/two"):
+        course.grade("02_crel", zipped, tmp_path / "nowhere")
+
+
+def test_the_tie_test_of_aurec_has_hundreds_of_ties(tmp_path):
+    """NumPy sorts a dozen values by insertion (stable) on some CPUs, so 03 q3's tie test uses hundreds: a
+    submission that orders tied scores otherwise (here: last index first) fails it, lib's own answer passes."""
+    spec = hidden_tests.SPECS["03_regret"]["q3"]
+    cases = spec.cases(np.random.default_rng(spec.seed))
+    assert max(len(s) - len(np.unique(s)) for s, _ in cases) >= 300
+
+    def ties_reversed(scores, regret):
+        order = np.lexsort((-np.arange(len(scores)), scores))
+        k = np.arange(1, len(order) + 1)
+        return float(np.trapezoid(np.cumsum(np.asarray(regret)[order]) / k, k / len(k)))
+
+    hidden_tests.write("03_regret", tmp_path)
+    expected = json.loads(hidden_tests.expected_path("03_regret", tmp_path).read_text())["q3"]
+    for function, wrong in ((ties_reversed, True), (lambda s, r: hidden_tests._aurec_reference(s, r), False)):
+        record = tmp_path / "q3-outputs.json"
+        outputs = [course_kernel.encode(function(*args)) for args in cases]
+        record.write_text(json.dumps({"lib_replaced": [], "error": None, "outputs": outputs}))
+        reason = hidden_tests.verdict("03_regret", "q3", record, expected)
+        assert (reason is not None) == wrong, reason
+        if wrong:  # only the tie cases
+            assert reason.startswith(f"aurec is wrong on 2 of {len(cases)} hidden inputs; the first, input 21")
+
+
+def test_the_kernel_side_recorder_holds_no_expected_value(tmp_path, monkeypatch):
+    """record_hidden reads only the staged inputs, and refuses to run outside course.py grade."""
+    monkeypatch.delenv(course_kernel.HIDDEN_DIR_ENV, raising=False)
+    with pytest.raises(RuntimeError, match="graded by `python assignments/course.py grade` only"):
+        course_kernel.record_hidden("02_crel", "q1", lambda d, a: 0.0)
+    hidden_tests.write("02_crel", tmp_path)
+    hidden_tests.stage("02_crel", tmp_path, tmp_path / "staged")
+    assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["q1-inputs.json", "q2-inputs.json"]
+    monkeypatch.setenv(course_kernel.HIDDEN_DIR_ENV, str(tmp_path / "staged"))
+    seen = []
+
+    def spy(distances, alpha):  # what a function can see of its caller
+        seen.append(sys._getframe(1))
+        raise ValueError("enough")
+
+    course_kernel.record_hidden("02_crel", "q1", spy)
+    caller = seen[0]
+    assert caller.f_globals is vars(course_kernel) and "hidden" not in caller.f_globals  # no expected-answer module
+    assert set(caller.f_locals) <= {"assignment", "question", "function", "folder", "staged", "record", "index", "args"}
+    assert set(caller.f_locals["staged"]) == {"assignment", "question", "function", "lib", "cases"}
+    expected = json.loads(hidden_tests.expected_path("02_crel", tmp_path).read_text())["q1"]
+    reason = hidden_tests.verdict("02_crel", "q1", tmp_path / "staged" / "q1-outputs.json", expected)
+    assert reason == "conformal_radius raised an error on hidden input 1: ValueError: enough"
+
+
+def test_a_kernel_that_defeats_the_time_limits_is_stopped_and_scored(monkeypatch):
+    """The last resort, when a loop ignores the alarm: otter's executor gives up on the cell (its timeout is set
+    for the grading only), and every autograded question scores 0 with that reason."""
+    import nbconvert.preprocessors
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    with course._cell_backstop(45):
+        assert nbconvert.preprocessors.ExecutePreprocessor().timeout == 45
+    assert nbconvert.preprocessors.ExecutePreprocessor().timeout is None
+
+    class Stuck:
+        def __init__(self, error):
+            self.error = error
+
+        def main(self, *args, **kwargs):
+            raise self.error
+
+    assert course._run_otter(Stuck(CellTimeoutError("cell")), Path("nb.ipynb"), Path("ag.zip")).startswith(
+        "timed out: a cell kept running past the time limits")
+    assert course._run_otter(Stuck(DeadKernelError("dead")), Path("nb.ipynb"), Path("ag.zip")).startswith(
+        "the kernel died")
+
+
+def test_lib_functions_replaced_in_the_kernel_are_named(monkeypatch):
+    import lib.crel
+
+    assert course_kernel.replaced_lib(["lib.crel.conformal_radius", "lib.prcurves.stats.benjamini_hochberg"]) == []
+    monkeypatch.setattr(lib.crel, "conformal_radius", lambda distances, alpha, allow_infinite=False: 0.0)
+    assert course_kernel.replaced_lib(["lib.crel.conformal_radius", "lib.crel.nowhere"]) == [
+        "lib.crel.conformal_radius", "lib.crel.nowhere"]
+
+
+def _is_module(dotted: str) -> bool:
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError):  # a parent is not a package
+        return False
+
+
+def test_docs_and_masters_name_lib_by_its_current_paths():
+    """No flat module name of the first layout (lib.stats, ...: aliases kept for old code) in what the course
+    tells students and instructors; every lib.X.Y named there exists."""
+    import importlib
+
+    import lib
+
+    texts = {"docs/teaching.md": (REPO / "docs" / "teaching.md").read_text()}
+    texts.update({name: course.master_path(name).read_text() for name in course.assignments()})
+    names = {n for text in texts.values() for n in re.findall(r"\blib(?:\.[A-Za-z_]\w*)+", text)}
+    names |= {n for specs in hidden_tests.SPECS.values() for spec in specs.values() for n in spec.lib}
+    assert "lib.prcurves.benjamini_hochberg" in names or "lib.prcurves.stats.benjamini_hochberg" in names
+    stale = sorted(n for n in names if any(n == old or n.startswith(old + ".") for old in lib.MOVED_MODULES))
+    assert not stale, f"old module paths: {stale}"
+    for name in sorted(names):
+        parts = name.split(".")
+        module = next(".".join(parts[:i]) for i in range(len(parts), 0, -1) if _is_module(".".join(parts[:i])))
+        obj = importlib.import_module(module)
+        for attr in parts[len(module.split(".")):]:
+            assert hasattr(obj, attr), f"{name}: {module} has no {attr}"
+            obj = getattr(obj, attr)
