@@ -82,6 +82,16 @@ def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: 
     return Path(output)
 
 
+def report_title(nb, fallback: str) -> str:
+    """The notebook's title: the text of its first Markdown heading, else `fallback`."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return fallback
+
+
 def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
     import nbformat
@@ -93,7 +103,8 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     nb = nbformat.read(executed, as_version=4)
     for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
         cell["outputs"] = [o for o in cell.get("outputs", []) if set(o.get("data", {})) != {MIME_TYPE}]
-    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb)
+    resources = {"metadata": {"name": report_title(nb, executed.stem)}}  # the page's <title>
+    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb, resources=resources)
     target = Path(output_dir or executed.parent) / f"{executed.stem}.html"
     target.write_text(html, encoding="utf-8")
     return target

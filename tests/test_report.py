@@ -18,6 +18,7 @@ def test_report_is_offline_clean_and_described(tmp_path, capfd):
     nb = new_notebook(cells=[
         new_code_cell("import matplotlib.pyplot as plt\nfrom lib.plotting import show"),
         new_code_cell('FIGURES_DIR: str = ""', metadata={"tags": ["parameters"]}),
+        new_markdown_cell("# 09 · A test report\n\nIts first heading is the page's title."),
         new_markdown_cell("| a | p\\*(y\\|x) |\n|---|---|\n| 1 | 2 |"),
         new_code_cell('fig, ax = plt.subplots()\nax.set(title="a title", xlabel="recall")\n'
                       'show(fig, "f", FIGURES_DIR)'),
@@ -37,6 +38,7 @@ def test_report_is_offline_clean_and_described(tmp_path, capfd):
     assert "require.js" not in html and "mathjax" not in html.lower()
     assert not re.search(r"""(src=|import\()["']https?://""", html)  # nothing is fetched from the network
     assert 'alt="Figure. a title, x: recall"' in html
+    assert "<title>09 · A test report</title>" in html  # not nbconvert's "Notebook"
     assert "<th>p*(y|x)</th>" in html  # the escaped bar stays inside its cell (unescaped: raw text)
     assert "-0.0014</td>" in html and html.count("0000000123") == 1  # the summary; the raw value only in the code
 
