@@ -66,7 +66,8 @@ def test_smoke_run_stays_small(smoke):
 def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke, tmp_path):
     """A second run that samples and evaluates afresh from the same trained ensembles, and a run from the whole
     cache, record the smoke run's results. (That training itself repeats under the same seed, bit for bit, is
-    `test_ddpm.py::test_members_differ_and_same_seed_repeats`; retraining here would double the test's cost.)"""
+    `test_prcurves_ddpm.py::test_members_differ_and_same_seed_repeats`; retraining here would double the test's
+    cost.)"""
     tmp = smoke["tmp"]
     models_only = tmp_path / "models-only-cache" / "01"
     models_only.mkdir(parents=True)

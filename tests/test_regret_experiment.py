@@ -295,7 +295,7 @@ def test_cifar_data_reads_the_python_archive_up_to_the_order_check(data_root, tm
     os.symlink(data_root / "cifar10" / "test_lossless_anchors.npz", root / "cifar10" / "test_lossless_anchors.npz")
     archive = root / cifar10.PYTHON_ARCHIVE
     rng = np.random.default_rng(0)
-    with tarfile.open(archive, "w:gz") as tar:  # the official layout, as tests/test_cifar10.py's fake
+    with tarfile.open(archive, "w:gz") as tar:  # the official layout, as tests/test_data_cifar10.py's fake
         for name, n in [(f"data_batch_{i}", 4) for i in range(1, 6)] + [("test_batch", 10_000)]:
             blob = pickle.dumps({b"data": np.zeros((n, 3072), dtype=np.uint8),
                                  b"labels": list(rng.integers(0, 10, n))})

@@ -54,3 +54,34 @@ def test_data_readme_documents_every_registered_file():
     readme = (ROOT / "data" / "README.md").read_text()
     for name, entry in FILES.items():
         assert f"`{name}`" in readme and entry.sha256[:16] in readme, name
+
+
+# Test files about the repository as a whole rather than one module of lib.
+REPOSITORY_TESTS = {"test_layout.py", "test_repository.py", "test_makefile.py", "test_notebook_text.py",
+                    "test_assignments.py"}
+
+
+def _tested_part(name: str) -> list[Path]:
+    """Where the test file `name` points: test_notebook_NN.py to notebook NN, test_<package>_<module>.py to
+    lib/<package>/<module>.py, test_<module>.py to lib/<module>.py (or a core package lib/<module>/)."""
+    stem = name.removeprefix("test_").removesuffix(".py")
+    if stem.startswith("notebook_"):
+        return sorted((ROOT / "notebooks").glob(f"{stem.removeprefix('notebook_')}_*.ipynb"))
+    package, _, module = stem.partition("_")
+    found = [ROOT / "lib" / f"{stem}.py", ROOT / "lib" / stem / "__init__.py", ROOT / "lib" / package / f"{module}.py"]
+    return [p for p in found if p.is_file()]
+
+
+def test_test_files_are_named_after_the_module_or_notebook_they_test():
+    names = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert len(names) > 30
+    unnamed = [n for n in names if n not in REPOSITORY_TESTS and not _tested_part(n)]
+    assert not unnamed, f"test files named after no module of lib and no notebook: {unnamed}"
+
+
+def test_the_costliest_test_files_listed_in_conftest_exist():
+    """conftest.COSTLIEST_FIRST orders the parallel run by file name; a renamed file would silently drop out."""
+    from conftest import COSTLIEST_FIRST
+
+    missing = [n for n in COSTLIEST_FIRST if not (ROOT / "tests" / n).is_file()]
+    assert not missing, f"conftest.COSTLIEST_FIRST names test files that do not exist: {missing}"
