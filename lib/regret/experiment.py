@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.cifar10 import SOURCES
+from lib.metrics import auroc
 from lib.params import (
     MemoryTerm,
     check_choice,
@@ -425,15 +426,6 @@ def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndar
         padded = np.pad(base, ((0, 0), (2, 2), (2, 2), (0, 0)), mode="edge")
         out = sum(padded[:, i:i + 32, j:j + 32] for i in range(5) for j in range(5)) / 25.0
     return (np.clip(out, 0, 1) * 255).round().astype(np.uint8)
-
-
-def auroc(*, negatives: np.ndarray, positives: np.ndarray) -> float:
-    """AuROC of scores separating positives (OOD, higher score) from negatives, ties counted half."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(np.concatenate([negatives, positives]))
-    n_pos, n_neg = len(positives), len(negatives)
-    return float((ranks[n_neg:].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
