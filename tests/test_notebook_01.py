@@ -140,7 +140,7 @@ def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_pa
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (issue 11's settings; estimated 15-20 minutes on 2 idle cores, timed only on a shared
+    """The default preset (the budget study's settings; estimated 15-20 minutes on 2 idle cores, timed only on a shared
     machine so far): the findings its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""

@@ -2,7 +2,7 @@
 
 Its modules: `method`, directional quantile regions, the conformal radius, the CReL score (spec 02 §3);
 `cvae`, the paper's latent generative model (conditional VAE) with its collapse guard; `flow`, a conditional
-normalising flow (zuko), the bijective LGM (issue 10); `evaluation`, Coverage-Y and area measured exactly
+normalising flow (zuko), a bijective LGM whose Coverage-Y is exact; `evaluation`, Coverage-Y and area measured exactly
 (bijective LGM) or by the decoded-set distance; `baselines`, Feldman et al.'s latent calibration and DQR
 without inflation, the compared rows; `embeddings`, CReL on embeddings of sampled outputs; `captions`, the
 MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT captioners scored with CLIP,

@@ -34,7 +34,7 @@ def cosine_metric(pca_y: PCA):
 class EmbeddingModelSettings:
     """The LGM, DQR and PGD settings of CReL on embeddings (spec 02 §2.4 for the captions' values)."""
 
-    lgm: str = "cvae"  # "cvae" (the paper's) | "flow" (a bijection of the PCA codes, issue 10)
+    lgm: str = "cvae"  # "cvae" (the paper's) | "flow" (a bijection of the PCA codes: exact Coverage-Y)
     pca_dim: int | None = 32
     latent_dim: int = 3  # the CVAE's r; the flow's codes have the PCA dimension
     n_directions: int = 64
