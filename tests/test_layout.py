@@ -135,3 +135,47 @@ def test_the_papers_public_functions_keep_their_package_paths():
     assert lib.regret.decompose.__module__ == "lib.regret.method"
     assert lib.irs.irs_inf.__module__ == "lib.irs.method"
     assert lib.prcurves.pointwise_compare.__module__ == "lib.prcurves.stats"
+
+
+def _modules(folder: Path) -> set[str]:
+    """The modules and subpackages of the package at `folder` (its __init__ and __main__ left out)."""
+    files = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
+    return files | {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
+
+
+@pytest.mark.parametrize("package", ["lib", *PAPERS])
+def test_a_package_docstring_names_every_module(package):
+    folder = LIB if package == "lib" else LIB / package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+    missing = _modules(folder) - set(re.findall(r"`(?:lib\.)?(\w+)`", doc))
+    assert not missing, f"{folder.relative_to(REPO)}/__init__.py's docstring does not name {sorted(missing)}"
+
+
+def _readme_layout() -> dict[str, str]:
+    """The README's layout block under lib/: {first column (e.g. "params, cache, glue" or "crel/"): description,
+    continuation lines included}."""
+    block = (REPO / "README.md").read_text().split("## Layout", 1)[1].split("```")[1]
+    entries: dict[str, str] = {}
+    inside, last = False, None
+    for line in block.splitlines():
+        if line.startswith("lib/"):
+            inside = True
+        elif inside and re.match(r"^  \S", line):
+            last, _, text = line.strip().partition("  ")
+            entries[last] = text
+        elif inside and line.startswith("    ") and last:
+            entries[last] += " " + line.strip()
+        elif line.strip():
+            inside = False
+    return entries
+
+
+def test_the_readme_layout_lists_every_module():
+    entries = _readme_layout()
+    packages = {name.rstrip("/") for name in entries if name.endswith("/")}
+    core = {m for name in entries if not name.endswith("/") for m in name.split(", ")}
+    assert packages == {p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()}
+    assert core == _modules(LIB) - packages, "the README's layout block lists the core's modules in its first column"
+    for package in packages:
+        missing = {m for m in _modules(LIB / package) if not re.search(rf"\b{m}\b", entries[f"{package}/"])}
+        assert not missing, f"the README's layout entry for lib/{package}/ does not name {sorted(missing)}"
