@@ -106,7 +106,7 @@ def bench_irs_inf(repeats: int) -> dict:
     return {"median_s": float(np.median(times)), "times": times, "result": result}
 
 
-COLD_CASES = ((20_000, 5_000, 4_000), (10_000, 2_000, 1_999))  # issue 14 finding 19: n <= 5,000, exact path
+COLD_CASES = ((20_000, 5_000, 4_000), (10_000, 2_000, 1_999))  # n <= 5,000: the exact (one-sided Stirling) path
 
 
 def _clear_stirling_caches() -> None:

@@ -1,5 +1,5 @@
-"""Sweep benchmark (issue 13): a 4-point smoke sweep on a 2-worker LocalCluster against the same points run
-one after another, and the per-point overhead of the sweep machinery.
+"""Sweep benchmark (`make sweep`, lib.sweep): a 4-point smoke sweep on a 2-worker LocalCluster against the same
+points run one after another, and the per-point overhead of the sweep machinery.
 
 1. Speed-up. The grid's points (default: notebook 04's smoke preset with two cheap extractors over
    TRAIN_PER_CLASS in {100, 200} x ALPHA_E in {0.05, 0.1}, the 2x2 grid of tests/test_sweep.py; `--grid`

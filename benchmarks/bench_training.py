@@ -1,4 +1,4 @@
-"""Ensemble training throughput and per-step overhead (notebook 01, issue 11), on the current device.
+"""Ensemble training throughput and per-step overhead (notebook 01), on the current device.
 
 1. Batched vs sequential: member-steps per second of M members trained as one batched model vs the same
    members trained one after another (`lib.prcurves.ddpm.train_ensemble`, one seed at a time).
@@ -32,7 +32,7 @@ from lib.data import gaussian_ring
 from lib.device import describe, pick_device
 from lib.prcurves import ddpm
 
-BEFORE = "659801a"  # the last commit with per-step draws (before issue 11)
+BEFORE = "659801a"  # the last commit with per-step draws (before the block-drawn streams)
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -1,4 +1,4 @@
-"""Training cost of notebook 03's whole networks (`lib.regret.whole`, issue 15) on the current CPU.
+"""Training cost of notebook 03's whole networks (`lib.regret.whole`) on the current CPU.
 
 What a training step of the airbench-style net costs per image, for the choices a CPU run has to make:
 the widths (the recipe's 64/256/256 against the CPU-sized 16/32/32 of the stored run), the batch (the

@@ -6,8 +6,8 @@ points inside manifold(fake); density and coverage as in Naeem et al. (spec 01 �
 
 `strict=True` compares with `<`, as the `prdc` package does (it then equals `prdc.compute_prdc`
 exactly); `strict=False` uses Kynkäänniemi's `<=`, which differs only at ties: with `<`, identical
-real and fake sets get density = coverage = 0 (prdc issue #7). Radii are exact k-NN distances
-(`lib.knn.exact_knn`); ball membership is decided on float64 GEMM distances, refined exactly near the radius,
+real and fake sets get density = coverage = 0 (clovaai/generative-evaluation-prdc#7). Radii are exact k-NN
+distances (`lib.knn.exact_knn`); ball membership is decided on float64 GEMM distances, refined exactly near the radius,
 a block of queries at a time, so memory stays near 128 MB whatever the dimension.
 """
 

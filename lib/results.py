@@ -18,13 +18,13 @@ import datetime as dt
 import json
 import re
 import statistics
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lib.cache import PROJECT_ROOT, atomic_write
 from lib.glue import read_results
+from lib.provenance import git_commit
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.+?)(?:\s+:([^{}]*?))?\s*\}\}", re.S)
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
@@ -41,16 +41,7 @@ def run_info(notebook: Path) -> dict[str, Any]:
     params = meta.get("parameters", {})
     end = meta.get("end_time") or ""
     return {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
-            "duration_s": meta.get("duration"), "date": end[:10], "commit": _commit()}
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                             text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True)}
 
 
 def minutes(seconds: float | None) -> str:

@@ -27,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # fill in around them instead of one expensive file running alone at the end.
 COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_sweep.py", "test_assignments.py",
                    "test_notebook_03.py", "test_notebook_04.py", "test_report.py", "test_makefile.py",
-                   "test_cifar10.py")
+                   "test_data_cifar10.py", "test_models_cifar_resnet.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -47,7 +47,7 @@ def test_interrupted_write_leaves_no_entry(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Damaged entries (issue 14 finding 14): checksum in a header, verified on load; delete and recompute
+# Damaged entries: checksum in a header, verified on load; delete and recompute
 # ----------------------------------------------------------------------------------------------------
 def truncate(path, keep=0.5):
     path.write_bytes(path.read_bytes()[: int(path.stat().st_size * keep)])

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from scipy import linalg
 
 from lib.irs import experiment as ie
 
@@ -113,23 +112,6 @@ def test_pca_gaussian_samples_follow_the_class_statistics():
     assert cold.astype(float).std(axis=0).mean() < hot.astype(float).std(axis=0).mean()
     only = ie.sample_pca_gaussians(models, 50, seed=0, classes=np.array([3]))
     assert np.abs(only.mean(0) - base[3, 0]).mean() < 5  # close to the class-3 mean image
-
-
-@pytest.mark.parametrize("n, dim", [(300, 12), (40, 70)])
-def test_frechet_distance_equals_the_matrix_square_root_formula(n, dim):
-    rng = np.random.default_rng(3)
-    real, fake = rng.normal(size=(n, dim)), rng.normal(size=(n, dim)) * 1.4 + 0.3
-    c_r, c_f = np.cov(real, rowvar=False), np.cov(fake, rowvar=False)
-    root = linalg.sqrtm(c_r @ c_f).real
-    ref = ((real.mean(0) - fake.mean(0)) ** 2).sum() + np.trace(c_r + c_f - 2 * root)
-    assert ie.frechet_distance(real=real, fake=fake) == pytest.approx(ref, rel=1e-6)
-    assert ie.frechet_distance(real=real, fake=real) == pytest.approx(0.0, abs=1e-8)
-
-
-def test_linear_fit_recovers_a_line():
-    x = np.linspace(0.1, 1, 10)
-    fit = ie.linear_fit(x, 0.8 * x + 0.1)
-    assert fit["slope"] == pytest.approx(0.8) and fit["intercept"] == pytest.approx(0.1) and fit["r2"] == 1.0
 
 
 def test_simulated_memoriser_is_the_coupon_collector_model():

@@ -70,7 +70,7 @@ def test_k_out_of_range_is_refused():
 
 
 def test_backend_choice_follows_dimension_and_size():
-    """Issue 14 finding 20: a k-d tree in low dimension, faiss's brute force otherwise."""
+    """A k-d tree in low dimension, faiss's brute force otherwise."""
     assert knn.choose_backend(2, 50_000) == "kdtree" and knn.choose_backend(knn.KDTREE_MAX_DIM, 1_000) == "kdtree"
     assert knn.choose_backend(knn.KDTREE_MAX_DIM + 1, 50_000) == "faiss" and knn.choose_backend(512, 10**6) == "faiss"
     assert knn.choose_backend(2, knn.KDTREE_MIN_BASE - 1) == "faiss"

@@ -1,4 +1,4 @@
-"""`make lab` and `make install`'s nbstripout git filter (issue 14 findings 4 and 9), run on a scratch
+"""`make lab` and `make install`'s nbstripout git filter, run on a scratch
 git repository holding a copy of the Makefile and one notebook, so that the checkout's own git config
 (shared by every worktree) is never touched. The venv is the one running the tests."""
 

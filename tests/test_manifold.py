@@ -22,7 +22,8 @@ def test_inclusive_version_differs_only_at_ties():
     strict = precision_recall_density_coverage(real=real, fake=fake, k=5, strict=True)
     inclusive = precision_recall_density_coverage(real=real, fake=fake, k=5, strict=False)
     assert strict == inclusive
-    repeated = np.repeat(real[:50], 6, axis=0)  # every point 6 times: k-NN radii of 0 (prdc issue #7)
+    # every point 6 times: k-NN radii of 0 (clovaai/generative-evaluation-prdc#7)
+    repeated = np.repeat(real[:50], 6, axis=0)
     strict = precision_recall_density_coverage(real=repeated, fake=repeated.copy(), k=5, strict=True)
     assert strict == {"precision": 0.0, "recall": 0.0, "density": 0.0, "coverage": 0.0}
     inclusive = precision_recall_density_coverage(real=repeated, fake=repeated.copy(), k=5, strict=False)

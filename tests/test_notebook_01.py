@@ -66,7 +66,8 @@ def test_smoke_run_stays_small(smoke):
 def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke, tmp_path):
     """A second run that samples and evaluates afresh from the same trained ensembles, and a run from the whole
     cache, record the smoke run's results. (That training itself repeats under the same seed, bit for bit, is
-    `test_ddpm.py::test_members_differ_and_same_seed_repeats`; retraining here would double the test's cost.)"""
+    `test_prcurves_ddpm.py::test_members_differ_and_same_seed_repeats`; retraining here would double the test's
+    cost.)"""
     tmp = smoke["tmp"]
     models_only = tmp_path / "models-only-cache" / "01"
     models_only.mkdir(parents=True)
@@ -139,7 +140,7 @@ def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_pa
 
 @pytest.mark.full
 def test_cpu_preset_findings(tmp_path):
-    """The default preset (issue 11's settings; estimated 15-20 minutes on 2 idle cores, timed only on a shared
+    """The default preset (the budget study's settings; estimated 15-20 minutes on 2 idle cores, timed only on a shared
     machine so far): the findings its markdown states.
 
     Skipped unless `pytest --run-full` because it trains 48 DDPM members."""

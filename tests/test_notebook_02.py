@@ -51,7 +51,7 @@ def test_smoke_run_records_the_synthetic_table(smoke):
         assert abs(crel_row["coverage_z"] - (1 - alpha)) < 4 * se + 1 / 501
         assert crel_row["gamma"] >= 0 and crel_row["latent_area"] > 0
         assert crel_row["pre_coverage"] < 1 - alpha  # calibration must inflate, not shrink (§3.4)
-    # issue 10: with the flow LGM, exact Coverage-Y grows with 1 - alpha and sits within 0.05 of it
+    # with the flow LGM, exact Coverage-Y grows with 1 - alpha and sits within 0.05 of it
     assert r["lgm"] == "flow"
     flow = {a: r["table_by_lgm"][f"flow/CReL/{a}"] for a in (0.1, 0.02)}
     assert flow[0.1]["coverage_y_mean"] < flow[0.02]["coverage_y_mean"]

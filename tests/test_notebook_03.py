@@ -74,7 +74,7 @@ def test_smoke_run_checks_the_theorem_and_the_proxies(smoke):
 
 def test_smoke_run_trains_whole_networks_beside_the_heads(smoke):
     """The smoke preset trains tiny whole networks (WHOLE_SOURCE="train"); the stored path is tested in
-    test_whole.py and on the committed results/03/whole files."""
+    test_regret_whole.py and on the committed results/03/whole files."""
     r = smoke["results"]
     assert r["whole_source"] == "train"
     assert r["data_source"] == r["whole_data_source"] == "jpeg"  # the copy read, and the one the networks saw

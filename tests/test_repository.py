@@ -54,3 +54,73 @@ def test_data_readme_documents_every_registered_file():
     readme = (ROOT / "data" / "README.md").read_text()
     for name, entry in FILES.items():
         assert f"`{name}`" in readme and entry.sha256[:16] in readme, name
+
+
+# Test files about the repository as a whole rather than one module of lib.
+REPOSITORY_TESTS = {"test_layout.py", "test_repository.py", "test_makefile.py", "test_notebook_text.py",
+                    "test_assignments.py"}
+
+
+def _tested_part(name: str) -> list[Path]:
+    """Where the test file `name` points: test_notebook_<NN>.py to notebook NN, test_<package>_<module>.py to
+    lib/<package>/<module>.py, test_<module>.py to lib/<module>.py (or a core package lib/<module>/)."""
+    stem = name.removeprefix("test_").removesuffix(".py")
+    if stem.startswith("notebook_"):
+        return sorted((ROOT / "notebooks").glob(f"{stem.removeprefix('notebook_')}_*.ipynb"))
+    package, _, module = stem.partition("_")
+    found = [ROOT / "lib" / f"{stem}.py", ROOT / "lib" / stem / "__init__.py", ROOT / "lib" / package / f"{module}.py"]
+    return [p for p in found if p.is_file()]
+
+
+def test_test_files_are_named_after_the_module_or_notebook_they_test():
+    names = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert len(names) > 30
+    unnamed = [n for n in names if n not in REPOSITORY_TESTS and not _tested_part(n)]
+    assert not unnamed, f"test files named after no module of lib and no notebook: {unnamed}"
+
+
+def test_the_costliest_test_files_listed_in_conftest_exist():
+    """conftest.COSTLIEST_FIRST orders the parallel run by file name; a renamed file would silently drop out."""
+    from conftest import COSTLIEST_FIRST
+
+    missing = [n for n in COSTLIEST_FIRST if not (ROOT / "tests" / n).is_file()]
+    assert not missing, f"conftest.COSTLIEST_FIRST names test files that do not exist: {missing}"
+
+
+# "issue N" told a reader nothing: the repository has no issue tracker, so the reason is written out instead.
+# docs/specs are the specifications as written. These files still carry references while they are being edited
+# elsewhere; each leaves this list when its last reference goes (the test below says when).
+ISSUE_REFERENCES_PENDING = {"lib/crel/captions.py", "lib/crel/cvae.py", "lib/crel/experiment.py", "lib/crel/flow.py",
+                            "notebooks/01_ensemble_pr_curves.ipynb", "notebooks/02_crel_conformal_reliability.ipynb",
+                            "notebooks/03_epistemic_regret_cifar10h.ipynb"}
+ISSUE_REFERENCE = re.compile(r"\bissues? *#? *\d", re.I)
+
+
+def test_no_reference_to_an_issue_number():
+    patterns = ("README.md", "Makefile", "lib/**/*.py", "tests/*.py", "docs/*.md", "docs/results/**/*.md",
+                "benchmarks/*", "assignments/**/*", "notebooks/*.ipynb", "results/**/*.md", "data/*.md")
+    files = {p for pattern in patterns for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
+    found = {str(p.relative_to(ROOT)) for p in files if ISSUE_REFERENCE.search(p.read_text(errors="replace"))}
+    assert found - ISSUE_REFERENCES_PENDING == set(), "say the reason instead of the issue number"
+    assert ISSUE_REFERENCES_PENDING <= found, (
+        f"no issue number left in {sorted(ISSUE_REFERENCES_PENDING - found)}: drop them from ISSUE_REFERENCES_PENDING")
+
+
+# Notebook text that still names test files by their names before the tests were named after their modules;
+# another change is editing these notebooks. Each entry goes when the notebook names the file's new name.
+OLD_TEST_NAMES_PENDING = {("notebooks/01_ensemble_pr_curves.ipynb", "tests/test_ddpm.py"),
+                          ("notebooks/01_ensemble_pr_curves.ipynb", "tests/test_stats.py"),
+                          ("notebooks/02_crel_conformal_reliability.ipynb", "tests/test_hf_captioners.py")}
+
+
+def test_every_test_file_the_repository_names_exists():
+    patterns = ("README.md", "Makefile", "lib/**/*.py", "tests/*.py", "docs/*.md", "docs/results/**/*.md",
+                "benchmarks/*", "notebooks/*.ipynb", "results/**/*.md", "data/*.md")
+    files = {p for pattern in patterns for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
+    files.discard(Path(__file__).resolve())  # the list above names the old names
+    named = {(str(p.relative_to(ROOT)), f"tests/{m}") for p in files
+             for m in re.findall(r"\b(test_\w+\.py)\b", p.read_text(errors="replace"))}
+    missing = {(where, name) for where, name in named if not (ROOT / name).is_file()}
+    assert missing - OLD_TEST_NAMES_PENDING == set(), "test files named that do not exist"
+    assert OLD_TEST_NAMES_PENDING <= missing, (
+        f"{sorted(OLD_TEST_NAMES_PENDING - missing)} no longer named: drop them from OLD_TEST_NAMES_PENDING")

@@ -169,7 +169,7 @@ def _reader(path: Path, sync: Path) -> None:
     good = bad = 0
     while len(list(sync.glob("done-*"))) < 2:
         try:
-            from lib.cache import load_npz  # entries carry a checksum header (issue 14 finding 14)
+            from lib.cache import load_npz  # entries carry a checksum header
 
             ok = np.array_equal(load_npz(path)["x"], expected)
         except FileNotFoundError:

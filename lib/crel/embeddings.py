@@ -17,29 +17,10 @@ import torch
 from lib.crel import method as crel
 from lib.crel.cvae import CVAESettings, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
+from lib.linalg import PCA
 from lib.params import check_choice
 
 LGMS = ("cvae", "flow")
-
-
-@dataclass
-class PCA:
-    mean: np.ndarray
-    components: np.ndarray  # (k, D)
-
-    @classmethod
-    def fit(cls, x: np.ndarray, k: int | None) -> PCA:
-        mean = x.mean(0)
-        if k is None:
-            return cls(mean, np.eye(x.shape[1]))
-        _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
-        return cls(mean, vt[:k])
-
-    def transform(self, x: np.ndarray) -> np.ndarray:
-        return (x - self.mean) @ self.components.T
-
-    def inverse_torch(self, y: torch.Tensor) -> torch.Tensor:
-        return y @ torch.as_tensor(self.components, dtype=y.dtype) + torch.as_tensor(self.mean, dtype=y.dtype)
 
 
 def cosine_metric(pca_y: PCA):
@@ -53,7 +34,7 @@ def cosine_metric(pca_y: PCA):
 class EmbeddingModelSettings:
     """The LGM, DQR and PGD settings of CReL on embeddings (spec 02 §2.4 for the captions' values)."""
 
-    lgm: str = "cvae"  # "cvae" (the paper's) | "flow" (a bijection of the PCA codes, issue 10)
+    lgm: str = "cvae"  # "cvae" (the paper's) | "flow" (a bijection of the PCA codes: exact Coverage-Y)
     pca_dim: int | None = 32
     latent_dim: int = 3  # the CVAE's r; the flow's codes have the PCA dimension
     n_directions: int = 64

@@ -1,4 +1,4 @@
-"""Coverage-Y and area measured without the decoded cloud's own spacing (issue 10; spec 02 §2.3, §3.7).
+"""Coverage-Y and area measured without the decoded cloud's own spacing (spec 02 §2.3, §3.7).
 
 The cloud check of `lib.crel.baselines` (y covered iff its distance to the decoded latent-grid points is
 <= h, h the 0.9-quantile of the cloud's nearest-neighbour distances) is biased even for a perfect LGM: h

@@ -19,7 +19,9 @@ import torch
 from lib.cache import cache_path, cached_npz
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
+from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import precision_recall_density_coverage
+from lib.metrics import frechet_distance
 from lib.params import (
     MemoryTerm,
     check_choice,
@@ -331,15 +333,6 @@ def class_fraction_experiment(n_train: int, *, ref_idx: np.ndarray, ref_labels: 
     return rows
 
 
-def linear_fit(x: np.ndarray, y: np.ndarray) -> dict:
-    """Least-squares y = slope x + intercept and R^2."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
-    r2 = 1.0 - resid @ resid / ((y - y.mean()) @ (y - y.mean()))
-    return {"slope": float(slope), "intercept": float(intercept), "r2": float(r2)}
-
-
 # ----------------------------------------------------------------------------------------------------
 # Generators: memoriser (E3) and the per-class PCA-Gaussian (E5)
 # ----------------------------------------------------------------------------------------------------
@@ -382,28 +375,6 @@ def sample_pca_gaussians(models: list[dict], n: int, *, classes: np.ndarray | No
 # ----------------------------------------------------------------------------------------------------
 # FID-style and PRDC numbers on the same features
 # ----------------------------------------------------------------------------------------------------
-def frechet_distance(*, real: np.ndarray, fake: np.ndarray) -> float:
-    """||mu_r - mu_f||^2 + Tr(C_r + C_f - 2 (C_r C_f)^{1/2}) of Gaussian fits (real, fake: (n, D) float).
-
-    Tr (C_r C_f)^{1/2} is computed without a D x D matrix square root: for D <= n as the sum of square roots
-    of the eigenvalues of C_r^{1/2} C_f C_r^{1/2} (symmetric), otherwise as the nuclear norm of
-    X_r X_f^T / (n - 1) with X the centred (n, D) features (the same nonzero eigenvalues), which keeps
-    3072-d pixel features cheap at n = 2,500.
-    """
-    real, fake = np.asarray(real, np.float64), np.asarray(fake, np.float64)
-    xr, xf = real - real.mean(0), fake - fake.mean(0)
-    mean_term = float(((real.mean(0) - fake.mean(0)) ** 2).sum())
-    trace_r, trace_f = (xr * xr).sum() / (len(xr) - 1), (xf * xf).sum() / (len(xf) - 1)
-    if real.shape[1] <= min(len(xr), len(xf)):
-        evals, evecs = np.linalg.eigh(xr.T @ xr / (len(xr) - 1))
-        root_r = (evecs * np.sqrt(np.clip(evals, 0, None))) @ evecs.T
-        inner = np.linalg.eigvalsh(root_r @ (xf.T @ xf / (len(xf) - 1)) @ root_r)
-        cross = np.sqrt(np.clip(inner, 0, None)).sum()
-    else:
-        cross = np.linalg.svd(xr @ xf.T, compute_uv=False).sum() / math.sqrt((len(xr) - 1) * (len(xf) - 1))
-    return float(mean_term + trace_r + trace_f - 2 * cross)
-
-
 def generator_scores(train_n: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
                      real_feats: np.ndarray, prdc_k: int, alpha_e: float) -> dict:
     """IRS_inf (fake, real), IRS_inf,a with its interval, FID and precision/recall/density/coverage."""

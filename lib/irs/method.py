@@ -197,7 +197,7 @@ def _exact_tails(n_samples: int, k: int, s: int) -> tuple[float, float]:
     cheaper side is built: log S(n, j) for j >= k (`_log_stirling_high`, about (n - k)^2 operations) or
     for j <= k (`_log_stirling_low`, n k), instead of the whole O(n^2) row built up front.
     Agrees with the full-row tails to rounding (~1e-13 absolute); the tails are only compared with
-    alpha_e, so no decision of the bisections changes (tests/test_irs.py checks them side by side).
+    alpha_e, so no decision of the bisections changes (tests/test_irs_method.py checks them side by side).
     """
     n = n_samples
     high = (n - k) ** 2 <= n * k  # the cheaper side: about (n - k)^2 operations above k, n k below

@@ -1,6 +1,6 @@
 """Notebook 01's budget study: AUC and band width against Adam steps, with and without each training change.
 
-Issue 11 asks for a `cpu` preset that gets close to the paper's regime on 2 cores, chosen from measurements.
+The `cpu` preset was chosen from its measurements: the settings that get close to the paper's regime on 2 cores.
 This module trains small ensembles under the authors' settings and under each change the diffusion
 literature uses to converge faster (`ddpm.TrainSettings`: stratified time steps, a warm-up + cosine
 learning-rate schedule, a smaller batch, an EMA of the weights for sampling), evaluates each at several

@@ -10,9 +10,9 @@ Spec 01 §2.2-2.3. One *member* is the paper's `DenoisingNet(h=2, d=128, complex
 An *ensemble* of M members is stored as stacked weights (leading axis M) and run with batched matrix
 products, so one optimiser step trains every member. All randomness of member i (its initial weights,
 its data order, its time steps and noise, its sampling noise) comes from generators seeded with its own
-seed, so member i trained inside a batch equals member i trained alone (tests/test_ddpm.py). The training
-randomness is drawn on the device in blocks of many steps (`BlockStreams`), so a step costs no host-side
-draws or copies.
+seed, so member i trained inside a batch equals member i trained alone (tests/test_prcurves_ddpm.py). The
+training randomness is drawn on the device in blocks of many steps (`BlockStreams`), so a step costs no
+host-side draws or copies.
 """
 
 from __future__ import annotations

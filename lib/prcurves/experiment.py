@@ -73,8 +73,9 @@ PRESETS: dict[str, EnsemblePRConfig] = {
     "smoke": EnsemblePRConfig(
         preset="smoke", n_train=2_000, complexities=(2, 4), num_members=4, budget_unit="steps", budget=200,
         num_generated=1_000, num_permutations=999, small_n=1_000, num_resplits=3),
-    # Issue 11's budget study (results/01/budget_study.csv): stratified t + warm-up/cosine lr + EMA at batch 128
-    # reach AUC 0.99 for C = 2 and 4 in 4,000 steps; the authors' settings give 0.39 / 0.32 after 1,000 steps of 500.
+    # The budget study (lib.prcurves.budget, results/01/budget_study.csv): stratified t + warm-up/cosine lr + EMA
+    # at batch 128 reach AUC 0.99 for C = 2 and 4 in 4,000 steps; the authors' settings give 0.39 / 0.32 after
+    # 1,000 steps of 500.
     "cpu": EnsemblePRConfig(
         preset="cpu", n_train=10_000, complexities=(1, 2, 4, 8), num_members=8, budget_unit="steps",
         budget=8_000, num_generated=5_000, small_n=2_500, num_resplits=5,

@@ -167,11 +167,11 @@ def main() -> None:
     python -m lib.prcurves.stored --preset paper --complexities 2 4 --out results/01/curves-paper.npz
     """
     import argparse
-    import subprocess
     import time
 
     from lib.device import describe, pick_device
     from lib.prcurves import experiment as ex
+    from lib.provenance import git_commit
 
     parser = argparse.ArgumentParser(description=main.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="paper", choices=sorted(ex.PRESETS))
@@ -197,13 +197,10 @@ def main() -> None:
             if not any(r["complexity"] == c and r["n_train"] == len(small_data["train"]) and r["num_steps"] == steps
                        for r in results):
                 results.append(ex.run_ensemble(config, complexity=c, data=small_data, num_steps=steps, device=device))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     meta = {"preset": config.preset, "command": "python -m lib.prcurves.stored " + " ".join(__import__("sys").argv[1:]),
-            "commit": commit, "device": describe(device), "seconds": round(time.perf_counter() - start, 1),
-            "num_generated": config.num_generated, "train": config.train}
+            "commit": git_commit(mark_dirty=True), "device": describe(device),
+            "seconds": round(time.perf_counter() - start, 1), "num_generated": config.num_generated,
+            "train": config.train}
     save_curves(args.out, results, meta)
     print(f"wrote {args.out}: {len(results)} ensembles, {meta['seconds']} s on {meta['device']}")
 

@@ -1,9 +1,11 @@
 """Notebook 03: epistemic uncertainty evaluated by regret on CIFAR-10H (NeurIPS 2026).
 
-Its modules: `method`, the regret decomposition T* = A* + E*, estimators, AuReC, Pareto gap (spec 03 §3-§4);
-`uq`, the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evidential); `sandbox`, the
-synthetic regression sandbox with a known p*(y | x); `experiment`, presets, validation and the cached pipeline
-notebook 03 calls. The paper's public functions are re-exported here, so `lib.regret.<name>` keeps working.
+Its modules: `method`, the regret decomposition T* = A* + E*, estimators, AuReC, Pareto gap (spec 03 §3-§4); `uq`,
+the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evidential); `sandbox`, the synthetic
+regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-style net) trained from scratch
+per method, and their stored predictions; `store_whole`, the command that trains and stores them; `experiment`,
+presets, validation and the cached pipeline notebook 03 calls. The paper's public functions are re-exported here,
+so `lib.regret.<name>` keeps working.
 """
 
 from lib.regret.method import (  # noqa: F401

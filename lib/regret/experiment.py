@@ -5,7 +5,7 @@ Backbones (spec B8, §7):
   on the JPEG copy and cached) feed a trained *head* per method (spec §7 `cpu-head` [proposal]). Not the
   paper's protocol: ensemble and MC-dropout diversity exist only in the head, and the ResNet saw the
   (lossless) training images, so its training features are cleaner than its test features.
-- whole networks (issue 15, `lib.regret.whole`): the airbench-style net trained from scratch per method (eight
+- whole networks (`lib.regret.whole`): the airbench-style net trained from scratch per method (eight
   networks), beside the heads. `whole_source` "stored" loads the predictions a completed run left in
   results/03/whole/ (seconds), "train" trains them (cached per network, checkpointed per epoch), "off" skips.
 - "scratch" (`paper`): a CIFAR ResNet trained from scratch with the head on the JPEG training images
@@ -14,7 +14,7 @@ Backbones (spec B8, §7):
 
 Every stage is cached under data/cache/03/ by a hash of everything it depends on.
 
-Data source (issue 15): `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
+Data source: `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
 copy shipped with the workbook; "python" the official lossless archive `cifar10/cifar-10-python.tar.gz`, when a
 user has it (`lib.data.cifar10`). Every cache entry computed from the images carries the source in its label and
 key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the choice existed still hit.
@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.cifar10 import SOURCES
+from lib.metrics import auroc
 from lib.params import (
     MemoryTerm,
     check_choice,
@@ -83,9 +84,9 @@ class RegretConfig:
     synth: SynthAge = field(default_factory=SynthAge)
     synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128))
     sandbox: Sandbox = field(default_factory=Sandbox)
-    whole_source: str = "stored"  # issue 15: "stored" (results/03/whole) | "train" | "off"
+    whole_source: str = "stored"  # "stored" (results/03/whole) | "train" | "off"
     whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
-    data_source: str = "jpeg"  # issue 15: "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
+    data_source: str = "jpeg"  # "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
     seed: int = 0
 
 
@@ -427,15 +428,6 @@ def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndar
     return (np.clip(out, 0, 1) * 255).round().astype(np.uint8)
 
 
-def auroc(*, negatives: np.ndarray, positives: np.ndarray) -> float:
-    """AuROC of scores separating positives (OOD, higher score) from negatives, ties counted half."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(np.concatenate([negatives, positives]))
-    n_pos, n_neg = len(positives), len(negatives)
-    return float((ranks[n_neg:].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
 def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
     """Ê under cross-entropy: BALD for MC/ensembles, the Dirichlet mutual information, DDU's density score."""
     return uq.estimates(method, prediction, "ce", seed=seed)["E_hat"]
@@ -588,7 +580,7 @@ def proxy_summary(ood: dict, nauc: dict, aurec_ce: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Whole networks trained from scratch (issue 15; lib.regret.whole)
+# Whole networks trained from scratch (lib.regret.whole)
 # ----------------------------------------------------------------------------------------------------
 def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor, train_labels: np.ndarray, *,
                    device: torch.device, force: bool = False, progress: bool = False,

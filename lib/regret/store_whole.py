@@ -23,26 +23,15 @@ import argparse
 import json
 import platform
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from lib.data.cifar10 import ARCHIVES, SOURCES
 from lib.device import describe, pick_device, set_threads
+from lib.provenance import git_commit
 from lib.regret import experiment as ex
 from lib.regret import whole as wh
-
-
-def git_commit() -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=wh.STORED_DIR)
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    commit = git_commit()  # the code this run imports; the checkout may move on while it trains
+    commit = git_commit(mark_dirty=True)  # the code this run imports; the checkout may move on while it trains
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size, "label_smoothing": args.label_smoothing}
     config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,

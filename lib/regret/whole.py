@@ -1,4 +1,4 @@
-"""Whole networks trained from scratch for the four uncertainty methods (issue 15; spec 03 §2.3, B8).
+"""Whole networks trained from scratch for the four uncertainty methods (spec 03 §2.3, B8).
 
 The paper trains each method's whole network; the `cpu` preset's heads on frozen features cannot show
 that comparison (members and dropout samples differ only in a small head). Training a CIFAR-10 network

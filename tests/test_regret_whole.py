@@ -1,5 +1,5 @@
 """Notebook 03's whole networks (lib.regret.whole): the airbench-style net, its training, the methods'
-variants, resuming, and the stored predictions (issue 15). Tiny nets, a few steps."""
+variants, resuming, and the stored predictions. Tiny nets, a few steps."""
 
 from __future__ import annotations
 

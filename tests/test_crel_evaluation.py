@@ -1,4 +1,4 @@
-"""CReL's latent generative models and output-space measurements (issue 10): the flow's exact round trip,
+"""CReL's latent generative models and output-space measurements: the flow's exact round trip,
 exact Coverage-Y and area on a toy bijection with a known region, the decoded-set distance against the
 known distance to a box, the CVAE collapse guard, infinite scores in calibration, and the flow's exact
 Coverage-Y within sampling error of 1 - alpha over re-splits."""

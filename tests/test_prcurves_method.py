@@ -147,7 +147,7 @@ def test_bad_inputs_are_refused(rings):
 
 
 def test_plain_lists_are_accepted(rings):
-    """Issue 14 finding 18: plain lists gave an AttributeError (`list` has no `ndim`)."""
+    """Plain lists gave an AttributeError (`list` has no `ndim`)."""
     real, fake = rings["real"][:400], rings["noise"][:400]
     listed = pr.pr_curve(real.tolist(), fake.tolist(), k=10)
     arrays = pr.pr_curve(real, fake, k=10)
@@ -162,7 +162,7 @@ def test_plain_lists_are_accepted(rings):
     ((100, 0), (100, 0), r"real must be a finite \(n, D\) array with n >= 4 and D >= 1"),
 ])
 def test_shape_errors_name_real_or_fake(real_shape, fake_shape, message):
-    """Issue 14 finding 18: real and fake of different dimension raised NumPy's concatenate error."""
+    """Real and fake of different dimension raised NumPy's concatenate error."""
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match=message):
         pr.pr_curve(rng.normal(size=real_shape), rng.normal(size=fake_shape))

@@ -120,7 +120,7 @@ def test_training_reduces_the_loss(points):
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
 def test_a_damaged_checkpoint_is_deleted_and_training_restarts(points, tmp_path, damage, caplog):
-    """Issue 14 finding 14: a truncated checkpoint crashed with PytorchStreamReader's error, a bit-flipped
+    """A truncated checkpoint crashed with PytorchStreamReader's error, a bit-flipped
     one resumed silently from altered weights. Now it is logged by name, deleted, and training restarts."""
     straight = ddpm.train_ensemble(points, complexity=1, seeds=SEEDS, num_steps=8, progress=False)
     ckpt = tmp_path / "run.ckpt"

@@ -123,7 +123,7 @@ def test_resampled_curves_hold_the_member_fixed_and_vary_the_evaluation():
 
 
 @pytest.mark.parametrize("complexities, compare, small", [
-    ([1, 8], (8, 1), (8,)),  # neither 2 nor 4: refused before (issue 14 finding 18)
+    ([1, 8], (8, 1), (8,)),  # neither 2 nor 4: once refused, though valid
     ([2, 8], (8, 2), (8,)),
     ([1, 2, 4], (4, 2), (4,)),  # the presets' values still fit: kept
     ([4, 8], (8, 4), (4,)),

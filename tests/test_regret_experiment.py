@@ -145,13 +145,6 @@ def test_the_paper_path_trains_a_resnet_from_scratch(method):
     assert est["q"].shape == (32, 10) and np.all(np.isfinite(est["A_hat"]))
 
 
-def test_auroc_matches_pairwise_counting():
-    rng = np.random.default_rng(4)
-    neg, pos = rng.integers(0, 5, 40).astype(float), rng.integers(2, 8, 30).astype(float)
-    pairs = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
-    assert ex.auroc(negatives=neg, positives=pos) == pytest.approx(pairs)
-
-
 def test_ood_sets_are_offline_images():
     base = np.random.default_rng(5).integers(0, 256, (50, 32, 32, 3), dtype=np.uint8)
     for name in ex.OOD_SETS:
@@ -295,7 +288,7 @@ def test_cifar_data_reads_the_python_archive_up_to_the_order_check(data_root, tm
     os.symlink(data_root / "cifar10" / "test_lossless_anchors.npz", root / "cifar10" / "test_lossless_anchors.npz")
     archive = root / cifar10.PYTHON_ARCHIVE
     rng = np.random.default_rng(0)
-    with tarfile.open(archive, "w:gz") as tar:  # the official layout, as tests/test_cifar10.py's fake
+    with tarfile.open(archive, "w:gz") as tar:  # the official layout, as tests/test_data_cifar10.py's fake
         for name, n in [(f"data_batch_{i}", 4) for i in range(1, 6)] + [("test_batch", 10_000)]:
             blob = pickle.dumps({b"data": np.zeros((n, 3072), dtype=np.uint8),
                                  b"labels": list(rng.integers(0, 10, n))})

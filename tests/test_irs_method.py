@@ -323,7 +323,7 @@ def full_row_interval(n_train: int, n: int, k: int, alpha_e: float = irs.ALPHA_E
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 60, 413, 1500])
 def test_one_sided_stirling_tables_equal_the_full_row(n):
-    """Issue 14 finding 19: irs_inf builds only the side of k its tails need (Eulerian numbers above,
+    """irs_inf builds only the side of k its tails need (Eulerian numbers above,
     the cut recurrence below); both agree with the full recurrence to rounding, -inf where S = 0."""
     from lib.irs import method
 

@@ -160,7 +160,7 @@ def test_wilcoxon_samples_sign_patterns_for_large_ensembles():
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 @pytest.mark.parametrize("where", ["a", "b"])
 def test_a_non_finite_value_is_refused_naming_the_argument(test, bad, where):
-    """Issue 14 finding 12: one NaN made permutation_maxT call half of a null grid significant (a NaN max
+    """One NaN made permutation_maxT call half of a null grid significant (a NaN max
     statistic is exceeded by no permutation) and Wilcoxon dropped the member silently."""
     rng = np.random.default_rng(6)
     a, b = rng.normal(0.8, 0.05, size=(8, 50)), rng.normal(0.8, 0.05, size=(8, 50))

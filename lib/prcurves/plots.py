@@ -1,0 +1,24 @@
+"""Notebook 01's figure helpers: an ensemble's PR-curve band, and the recall ranges where a test is significant."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+
+def plot_band(ax: plt.Axes, band: dict, *, label: str, color, members: bool = False) -> None:
+    """Mean curve and percentile band of an ensemble (a dict from `lib.prcurves.ensemble_band`).
+
+    With `members`, each member's curve is drawn faintly underneath.
+    """
+    if members:
+        for curve in band["members"]:
+            ax.plot(band["recall"], curve, color=color, lw=0.5, alpha=0.25)
+    ax.fill_between(band["recall"], band["lo"], band["hi"], color=color, alpha=0.25, lw=0)
+    ax.plot(band["recall"], band["mean"], color=color, lw=2, label=label)
+    ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.02))
+
+
+def shade_mask(ax: plt.Axes, x, mask, *, color, label: str | None = None) -> None:
+    """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant)."""
+    ax.fill_between(x, 0, 1, where=mask, transform=ax.get_xaxis_transform(), color=color, alpha=0.15, lw=0,
+                    label=label, step="mid")
