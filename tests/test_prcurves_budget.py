@@ -59,6 +59,7 @@ def test_the_frontier_summary_counts_failures_per_budget_and_tells_collapses_fro
     summary = budget.failure_summary(trajectory)
     assert summary["below"] == [2, 1, 2] and summary["final_below"] == 2 and summary["members"] == 3
     assert summary["never_converged"] == 1 and summary["collapsed"] == 1
+    assert summary["crossings"] == 2  # member 0 up once, member 2 down once
     assert summary["first_above"] == [2000, None, 1000]
     with pytest.raises(ValueError, match="no rows for C=8"):
         budget.member_trajectories(rows, complexity=8)

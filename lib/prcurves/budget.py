@@ -234,13 +234,15 @@ def member_trajectories(rows: list[dict], complexity: int, ema: bool = False) ->
 
 def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
     """How members fail along one trajectory (`member_trajectories`): per budget, the number below
-    `threshold`; and per member, whether it ever passed the threshold and whether it ends below it after
-    having passed it (a collapse) or without ever passing it (never converged)."""
+    `threshold`; per member, whether it ever passed the threshold and whether it ends below it after having
+    passed it (a collapse) or without ever passing it (never converged); and `crossings`, how many times a
+    member moved across the threshold from one budget to the next (summed over members)."""
     aucs = trajectory["aucs"]
     below = aucs < threshold
     ever_above = (~below).any(axis=1)
     return {"steps": trajectory["steps"].tolist(), "below": below.sum(axis=0).tolist(), "members": len(aucs),
             "final_below": int(below[:, -1].sum()), "never_converged": int((~ever_above).sum()),
+            "crossings": int((below[:, 1:] != below[:, :-1]).sum()),
             "collapsed": int((ever_above & below[:, -1]).sum()),
             "first_above": [int(trajectory["steps"][np.argmax(~b)]) if a else None
                             for b, a in zip(below, ever_above)]}
@@ -279,7 +281,8 @@ def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], pa
         lines.append(f"- **C = {C}**, {s['members']} members: below AUC {FAILED_AUC} after {budgets} steps: "
                      f"{counts}. At {s['steps'][-1]:,} steps, **{s['final_below']} of {s['members']} "
                      f"({s['final_below'] / s['members']:.0%})**{paper}; {s['never_converged']} never passed "
-                     f"{FAILED_AUC}, {s['collapsed']} passed it and fell back below it.")
+                     f"{FAILED_AUC}, {s['collapsed']} passed it and fell back below it; members crossed "
+                     f"{FAILED_AUC} {s['crossings']} times between consecutive budgets.")
     return "\n".join(lines)
 
 
