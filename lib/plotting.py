@@ -64,16 +64,3 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
     display(fig, metadata={"image/png": {"alt": alt or alt_text(fig)}})
     plt.close(fig)
 
-
-# Notebook 01 still imports plot_band and shade_mask from here, but a paper's figure helpers belong to its
-# package: they live in lib.prcurves.plots. This forwarding goes when notebook 01 imports them from there
-# (tests/test_layout.py allows the core this one import of a paper package until then, and no longer).
-FORWARDED_TO_PRCURVES = ("plot_band", "shade_mask")
-
-
-def __getattr__(name: str):
-    if name in FORWARDED_TO_PRCURVES:
-        from lib.prcurves import plots
-
-        return getattr(plots, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

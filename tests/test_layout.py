@@ -43,31 +43,12 @@ def test_a_paper_package_imports_only_the_core_and_itself(paper):
         assert not foreign, f"{path.relative_to(LIB.parent)} imports another paper's package: {sorted(foreign)}"
 
 
-# The one import of a paper package the core may make, for now: lib.plotting forwards plot_band and shade_mask
-# to lib.prcurves.plots while notebook 01 still imports them from lib.plotting (the next test says when to drop
-# both the forwarding and this entry).
-FORWARDING = {"plotting.py": {"lib.prcurves"}}
-
-
 def test_the_core_imports_no_paper_package():
     core = [p for p in LIB.rglob("*.py") if p.relative_to(LIB).parts[0] not in PAPERS]
     assert len(core) > 10
     for path in core:
         papers = {m for m in _lib_imports(path) if _owner(m) is not None}
-        papers -= FORWARDING.get(str(path.relative_to(LIB)), set())
         assert not papers, f"{path.relative_to(LIB.parent)} (core) imports a paper's package: {sorted(papers)}"
-
-
-def test_the_cores_forwarding_to_a_paper_package_is_still_needed():
-    from lib import plotting
-
-    notebook = (LIB.parent / "notebooks" / "01_ensemble_pr_curves.ipynb").read_text()
-    imported = re.search(r"from lib\.plotting import ([\w, ]+)", notebook)
-    still = sorted(set(plotting.FORWARDED_TO_PRCURVES) & set(imported[1].replace(" ", "").split(",")))
-    assert still, ("notebook 01 no longer imports plot_band or shade_mask from lib.plotting: remove their "
-                   "forwarding from lib/plotting.py and FORWARDING from tests/test_layout.py")
-    for name in plotting.FORWARDED_TO_PRCURVES:
-        assert getattr(plotting, name).__module__ == "lib.prcurves.plots"
 
 
 # The flat modules of the first layout. Their aliases (an import hook in lib/__init__.py) had no importer left,
@@ -101,7 +82,9 @@ def _module_part(dotted: str) -> str:
 def _named_lib_paths() -> dict[str, set[str]]:
     """Every dotted `lib.<...>` name in the repository's code and text, with the files that name it."""
     named: dict[str, set[str]] = {}
-    files = {p for pattern in NAMING_FILES for p in REPO.glob(pattern) if p.is_file()} - {REPO / "docs" / "teaching.md"}
+    # the course's texts are checked by test_assignments.py, which itself names made-up paths on purpose
+    course = {REPO / "docs" / "teaching.md", REPO / "tests" / "test_assignments.py"}
+    files = {p for pattern in NAMING_FILES for p in REPO.glob(pattern) if p.is_file()} - course
     for path in sorted(files):
         for name in re.findall(r"(?<![\w/.])lib(?:\.[A-Za-z_]\w*)+", path.read_text(errors="replace")):
             named.setdefault(name, set()).add(str(path.relative_to(REPO)))

@@ -1,4 +1,5 @@
-"""Notebook 01's figure helpers: an ensemble's PR-curve band, and the recall ranges where a test is significant."""
+"""Notebook 01's figure helpers: an ensemble's PR-curve band, the recall ranges where a test is significant, and
+each member's AUC against training steps (the frontier study)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def shade_mask(ax: plt.Axes, x, mask, *, color, label: str | None = None) -> Non
     """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant)."""
     ax.fill_between(x, 0, 1, where=mask, transform=ax.get_xaxis_transform(), color=color, alpha=0.15, lw=0,
                     label=label, step="mid")
+
+
+def plot_member_trajectories(ax: plt.Axes, trajectory: dict, *, colors, threshold: float) -> None:
+    """Each member's AUC against Adam steps (a dict from `lib.prcurves.budget.member_trajectories`), one line
+    per member, with the failure threshold dotted."""
+    for member, aucs in enumerate(trajectory["aucs"]):
+        ax.plot(trajectory["steps"], aucs, marker="o", ms=3, lw=1, color=colors[member % len(colors)])
+    ax.axhline(threshold, color="k", ls=":", lw=1)
+    ax.set(xscale="log", ylim=(0, 1.02))
