@@ -54,7 +54,8 @@ def set_threads(n: int, name: str = "NUM_THREADS") -> int:
     Sets PyTorch's intra-op threads and (when still possible) its inter-op threads, the BLAS/OpenMP pools
     already loaded (NumPy's, faiss's, through threadpoolctl) and the OMP/MKL/OpenBLAS environment variables
     that subprocesses read. The notebooks expose it as `NUM_THREADS` (default 1: their matrices are small, and
-    on a shared 2-core machine a second thread oversubscribes the cores; measured in the README).
+    on a shared 2-core machine a second thread oversubscribes the cores; measured in the README). Cached stages
+    whose results moved with the count run at `one_thread()` or put `threads_key()` into their cache key.
     """
     from lib.params import check_int
 
