@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -52,7 +54,8 @@ def set_threads(n: int, name: str = "NUM_THREADS") -> int:
     Sets PyTorch's intra-op threads and (when still possible) its inter-op threads, the BLAS/OpenMP pools
     already loaded (NumPy's, faiss's, through threadpoolctl) and the OMP/MKL/OpenBLAS environment variables
     that subprocesses read. The notebooks expose it as `NUM_THREADS` (default 1: their matrices are small, and
-    on a shared 2-core machine a second thread oversubscribes the cores; measured in the README).
+    on a shared 2-core machine a second thread oversubscribes the cores; measured in the README). Cached stages
+    whose results moved with the count run at `one_thread()` or put `threads_key()` into their cache key.
     """
     from lib.params import check_int
 
@@ -68,3 +71,35 @@ def set_threads(n: int, name: str = "NUM_THREADS") -> int:
 
     threadpool_limits(n)
     return n
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the body with one CPU thread in torch and in the loaded BLAS/OpenMP pools, whatever `set_threads`
+    chose; restore them afterwards. Also a decorator: `@one_thread()`.
+
+    Float sums split across threads (torch's large reductions and matrix products, OpenBLAS's) round in another
+    order, so their last bits depend on the thread count, and a training carries a last-bit difference into
+    visibly different numbers: a cached stage would then hold whatever the run that filled the cache used. A
+    stage of small models runs inside this instead, so it gives the bits of a NUM_THREADS=1 run (the default)
+    whatever NUM_THREADS says, and a NUM_THREADS=1 run is unchanged. Stages too costly for one thread put
+    `threads_key()` into their cache key instead. The processor's kernels (AVX2 vs AVX-512) still change the
+    last bits; nothing cheap removes that.
+    """
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    with threadpool_limits(1):
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+def threads_key() -> dict:
+    """The thread count as a cache key needs it: {} at one thread (so the keys of the default single-threaded
+    runs stay as they were), {"cpu_threads": n} otherwise. For stages whose results depend on the thread count
+    and that are too costly to run at `one_thread()`."""
+    n = torch.get_num_threads()
+    return {} if n == 1 else {"cpu_threads": n}

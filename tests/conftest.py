@@ -72,3 +72,25 @@ def data_root() -> Path:
     if not (root / "cifar10h").is_dir():
         pytest.fail(f"the reference data is not at {root}; set WORKBOOK_DATA (see data/README.md)")
     return root
+
+
+@pytest.fixture
+def thread_count(monkeypatch: pytest.MonkeyPatch):
+    """`thread_count(n)` is `lib.device.set_threads(n)` for this test only: torch's intra-op count, the loaded
+    BLAS/OpenMP pools and the thread environment variables (all process-wide) are put back afterwards."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from lib.device import THREAD_ENV, set_threads
+
+    for var in THREAD_ENV:  # recorded, so that monkeypatch restores (or removes) them
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])
+        else:
+            monkeypatch.delenv(var, raising=False)
+    before = torch.get_num_threads()
+    with threadpool_limits(limits=None):  # restores every pool's count on exit
+        try:
+            yield set_threads
+        finally:
+            torch.set_num_threads(before)

@@ -1,7 +1,8 @@
 """CReL's latent generative models and output-space measurements: the flow's exact round trip,
 exact Coverage-Y and area on a toy bijection with a known region, the decoded-set distance against the
 known distance to a box, the CVAE collapse guard, infinite scores in calibration, and the flow's exact
-Coverage-Y within sampling error of 1 - alpha over re-splits."""
+Coverage-Y within sampling error of 1 - alpha over re-splits; and that the trainings give the same bits at one and
+two CPU threads (their results are cached, whatever NUM_THREADS filled the cache)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from threads import at_one_and_two_threads, differing
 
+from lib.crel import captions as cap
 from lib.crel import cvae as cvae_mod
 from lib.crel import evaluation as ev
 from lib.crel import method as crel
 from lib.crel.baselines import Grid
+from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
 
@@ -313,3 +317,86 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
     assert flow["dqr"] is not cvae["dqr"] and bare["dqr"] is None
     for a, b in zip(flow["dqr"].dqr.state_dict().values(), cvae["dqr"].dqr.state_dict().values()):
         assert torch.equal(a, b)
+
+
+# ----------------------------------------------------------------------------------------------------
+# One thread or two: the same bits (a cache entry must not depend on the NUM_THREADS of the run that wrote it)
+# ----------------------------------------------------------------------------------------------------
+def toy_caption_embeddings(n_img: int = 85, per_image: int = 10, seed: int = 0) -> dict:
+    """Unit 384-d embeddings around one centre per image: x (n_img, 384), samples (n_img, per_image, 384), and
+    the reference (the centre), with folds of 40 / 30 / 10 / 5 images."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((n_img, 384))
+    x = centres + 0.5 * rng.standard_normal((n_img, 384))
+    samples = centres[:, None] + 0.7 * rng.standard_normal((n_img, per_image, 384))
+    cuts = np.cumsum([0, 40, 30, 10, 5])
+    return {"x": x / np.linalg.norm(x, axis=1, keepdims=True),
+            "samples": samples / np.linalg.norm(samples, axis=2, keepdims=True),
+            "reference": centres / np.linalg.norm(centres, axis=1, keepdims=True),
+            "folds": {f: np.arange(a, b) for f, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}}
+
+
+TINY_EMBEDDING_MODELS = EmbeddingModelSettings(lgm="flow", epochs=1, hidden=(32, 32), dqr_hidden=(32,), pca_dim=16,
+                                               n_directions=16, pgd_starts=3, pgd_steps=3)
+
+
+def captions_outputs(res: dict) -> dict:
+    """What the captions stage keeps of `crel_on_embeddings`: the scores, the calibration and both networks."""
+    keep = ("crel_per_x", "coverage_z", "gamma", "spread", "worst_y")
+    return {**{k: res[k] for k in keep}, "lgm": res["model"].lgm, "dqr": res["model"].dqr}
+
+
+@pytest.mark.parametrize("lgm", ["flow", "cvae"])
+def test_the_captions_models_give_the_same_bits_at_one_and_two_threads(thread_count, lgm):
+    """Measured before: at two threads the PCA codes (OpenBLAS), calibration scores and PGD moved in the last bits
+    (up to 2e-7 here; CReL-BERT by 3e-4, gamma by 0.011 on a 600-image captions run)."""
+    toy, settings = toy_caption_embeddings(), replace(TINY_EMBEDDING_MODELS, lgm=lgm)
+    one, two = at_one_and_two_threads(thread_count, lambda: captions_outputs(crel_on_embeddings(
+        toy["x"], toy["samples"], toy["reference"], toy["folds"], settings)))
+    assert differing(one, two) == []
+
+
+def test_one_thread_inside_leaves_a_single_threaded_run_bit_identical(thread_count):
+    """Forcing one thread changes nothing for NUM_THREADS=1 (the notebooks' default): the cache entries written
+    before stay valid, and no key needed a new version."""
+    thread_count(1)
+    toy = toy_caption_embeddings()
+    args = (toy["x"], toy["samples"], toy["reference"], toy["folds"], TINY_EMBEDDING_MODELS)
+    unforced = captions_outputs(crel_on_embeddings.__wrapped__(*args))  # the function as it was
+    assert differing(captions_outputs(crel_on_embeddings(*args)), unforced) == []
+
+
+def toy_caption_corpus(s: cap.CaptionSettings, n_img: int = 85, per_image: int = 6) -> dict:
+    """`captions.prepare`'s output for a made-up corpus: unique texts, embeddings clustered by image."""
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((n_img, 384))
+    emb = (np.repeat(centres, per_image, 0) + 0.6 * rng.standard_normal((n_img * per_image, 384))).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    texts = [f"image {i} caption {j}" for i in range(n_img) for j in range(per_image)]
+    rows = np.repeat(np.arange(n_img), per_image)
+    roles = cap.assign_roles(texts, rows, s.seed)
+    pools = cap.build_pools(texts, roles, cap.neighbour_ranks(emb, roles), s)
+    return {"emb": emb, "roles": roles, "pools": pools, "folds": cap.image_folds(n_img, s), "digest": "toy"}
+
+
+def test_a_captioner_run_gives_the_same_bits_at_one_and_two_threads(thread_count):
+    s = cap.CaptionSettings(folds=(40, 30, 10, 5), samples_per_image=10, reference_samples=20, near_band=(1, 3),
+                            mid_band=(5, 20), unrelated_min_rank=40, pca_dim=16, n_directions=16, hidden=(32, 32),
+                            epochs=1, pgd_starts=3, pgd_steps=3)
+    data = toy_caption_corpus(s)
+    one, two = at_one_and_two_threads(thread_count, lambda: cap._run_captioner(cap.captioner_weights("A"), data, s,
+                                                                                False))
+    assert differing(one, two) == []
+
+
+@pytest.mark.parametrize("lgm", ["flow", "cvae"])
+def test_the_synthetic_tables_lgm_trains_to_the_same_bits_at_one_and_two_threads(thread_count, lgm):
+    """Measured: the banana LGMs and DQRs do not move with the thread count (their batches of 256 stay below
+    torch's parallel grain), so the table is not forced to one thread; this says when that stops being true."""
+    x, y = banana(600, 0)
+    if lgm == "flow":
+        train = lambda: train_flow(x, y, settings=FlowSettings(epochs=2), seed=0)  # noqa: E731
+    else:
+        train = lambda: cvae_mod.train_cvae(x, y, latent_dim=2, settings=cvae_mod.CVAESettings(epochs=2), seed=0)  # noqa: E731
+    one, two = at_one_and_two_threads(thread_count, train)
+    assert differing(one, two) == []

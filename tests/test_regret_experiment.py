@@ -8,10 +8,12 @@ import io
 import os
 import pickle
 import tarfile
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
+from threads import at_one_and_two_threads, differing
 
 from lib import regret
 from lib.regret import experiment as ex
@@ -218,13 +220,14 @@ class _Stop(Exception):
     """Raised by the fake cache instead of computing."""
 
 
-def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch):
+def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch, thread_count):
     """Every cache entry computed from CIFAR-10 images (pretrained features, trained heads, their predictions,
     whole networks) gets another label and key for the lossless archive, and keeps, for the JPEG copy, exactly
     the label and key it had before the source was a choice, so existing caches still hit. The synthetic
     task reads no images: its entries are shared."""
     from lib.cache import cache_path
 
+    thread_count(1)  # the keys below are one thread's (at other counts the whole networks' keys hold the count)
     paths = []
 
     def capture(path, compute, force=False):
@@ -304,3 +307,63 @@ def test_cifar_data_reads_the_python_archive_up_to_the_order_check(data_root, tm
         ex.cifar_data(config)
     with pytest.raises(FileNotFoundError, match="cifar10-jpeg.zip is missing"):
         ex.cifar_data(ex.resolve_config("smoke"))  # the JPEG copy is not in this data root: it was not read
+
+
+def test_heads_train_to_the_same_bits_at_one_and_two_threads(thread_count):
+    """Measured before: every method's head moved by 2e-8 to 4e-8 after three epochs at two threads, and the
+    cache kept whichever count trained it first; heads now train at one thread whatever NUM_THREADS says."""
+    rng = np.random.default_rng(7)
+    labels = rng.integers(0, 10, 600)
+    feats = torch.from_numpy(rng.normal(size=(600, 64)).astype(np.float32))
+    targets = torch.from_numpy(np.eye(10, dtype=np.float32)[labels])
+    config = ex.resolve_config("smoke")
+    head = replace(config.head, epochs=1, members=2)
+
+    def weights() -> list:
+        trained = ex.trained_method(config, "ensemble", feats, targets, labels, head=head, num_groups=10,
+                                    label="threads", device=CPU, force=True)
+        return [m.state_dict() for m in trained["modules"]]
+
+    one, two = at_one_and_two_threads(thread_count, weights)
+    assert differing(one, two) == []
+
+
+def test_active_learning_trains_its_heads_at_one_thread(thread_count, monkeypatch):
+    counts, fit_method = [], uq.fit_method
+    monkeypatch.setattr(uq, "fit_method", lambda *a, **k: counts.append(torch.get_num_threads()) or fit_method(*a, **k))
+    rng = np.random.default_rng(6)
+    labels = rng.integers(0, 10, 200)
+    feats = rng.normal(size=(200, 8)).astype(np.float32)
+    config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=1, al_epochs=2, al_pool=150)
+    thread_count(2)
+    ex.active_learning(config, "ensemble", feats[:150], labels[:150], feats[150:], labels[150:], device=CPU)
+    assert counts == [1, 1] and torch.get_num_threads() == 2
+
+
+def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_are_not(monkeypatch, thread_count):
+    """A ResNet or whole network from scratch is too costly to force to one thread: its cache entry names the
+    count (nothing at one thread), so a run at two threads never reads a one-thread entry as its own."""
+    paths = []
+
+    def capture(path, compute, force=False):
+        paths.append(path)
+        raise _Stop
+
+    monkeypatch.setattr(ex, "cached_torch", capture)
+    labels = np.arange(6) % 10
+    targets = torch.eye(10)[:6]
+    scratch, frozen = ex.resolve_config("paper", depth=8), ex.resolve_config("smoke")
+    calls = {"scratch": lambda: ex.trained_method(scratch, "evidential", torch.zeros(6, 3, 32, 32), targets, labels,
+                                                  head=scratch.head, num_groups=10, label="c", device=CPU),
+             "head": lambda: ex.trained_method(frozen, "evidential", torch.ones(6, 64), targets, labels,
+                                               head=frozen.head, num_groups=10, label="c", device=CPU),
+             "whole": lambda: ex.whole_networks(frozen, "ddu", torch.zeros(6, 3, 32, 32), labels, device=CPU)}
+    keys = {}
+    for n in (1, 2):
+        thread_count(n)
+        for name, call in calls.items():
+            with pytest.raises(_Stop):
+                call()
+            keys[name, n] = paths.pop()
+    assert keys["scratch", 1] != keys["scratch", 2] and keys["whole", 1] != keys["whole", 2]
+    assert keys["head", 1] == keys["head", 2]

@@ -25,6 +25,7 @@ from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.data.files import data_file
+from lib.device import one_thread
 from lib.params import check_choice, check_int, check_list, check_real, shown
 from lib.progress import progress as progress_bar
 
@@ -231,7 +232,8 @@ def image_folds(n_img: int, s: CaptionSettings) -> dict:
 def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, force: bool = False,
                   progress: bool = False) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
-    calibration on one sample per image, PGD on the test images. Cached by everything it depends on."""
+    calibration on one sample per image, PGD on the test images. Cached by everything it depends on, and computed
+    at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
     path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
     return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force)
@@ -244,6 +246,7 @@ def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
                                   pgd_starts=s.pgd_starts, pgd_steps=s.pgd_steps, pgd_lr=s.pgd_lr, seed=s.seed)
 
 
+@one_thread()  # cached: its numbers must not depend on the NUM_THREADS of the run that filled the cache
 def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, progress: bool) -> dict:
     emb, roles, pools, folds = data["emb"], data["roles"], data["pools"], data["folds"]
     seed = s.seed + 10 + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))

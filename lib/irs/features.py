@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from lib.cache import cache_path, cached_npz
+from lib.device import one_thread
 from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the akamaster models' (spec §2.2)
 from lib.progress import progress as progress_bar
 
@@ -84,10 +85,17 @@ def pixels() -> Extractor:
 
 def random_projection(rp_dim: int = 256, seed: int = 0) -> Extractor:
     """x (flattened, in [0, 1]) -> x W / sqrt(m), W (3072, m) standard Gaussian: distances kept up to
-    1 +- O(1/sqrt(m)) (Johnson-Lindenstrauss)."""
+    1 +- O(1/sqrt(m)) (Johnson-Lindenstrauss). The product runs at one thread (`lib.device.one_thread`):
+    OpenBLAS's threaded float32 product rounds otherwise (up to 3.8e-6 apart at 2 threads), and features are
+    cached, so they must not depend on the NUM_THREADS of the run that computed them."""
     weights = np.random.default_rng(seed).standard_normal((3072, rp_dim)).astype(np.float32) / math.sqrt(rp_dim)
-    return Extractor("randproj", rp_dim, lambda x: (x.reshape(len(x), -1).astype(np.float32) / 255.0) @ weights,
-                     {"name": "randproj", "rp_dim": rp_dim, "seed": seed, "version": 1}, batch_size=5000)
+
+    @one_thread()
+    def forward(x: np.ndarray) -> np.ndarray:
+        return (x.reshape(len(x), -1).astype(np.float32) / 255.0) @ weights
+
+    return Extractor("randproj", rp_dim, forward, {"name": "randproj", "rp_dim": rp_dim, "seed": seed, "version": 1},
+                     batch_size=5000)
 
 
 def cifar_resnet(name: str, *, pretrained: bool = True, seed: int = 0, device=None) -> Extractor:

@@ -22,6 +22,7 @@ key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +32,7 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.cifar10 import SOURCES
+from lib.device import one_thread, threads_key
 from lib.metrics import auroc
 from lib.params import (
     MemoryTerm,
@@ -341,21 +343,27 @@ def crop_flip(batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targets: torch.Tensor,
                    groups: np.ndarray, *, head: uq.HeadSettings, num_groups: int, label: str,
                    device: torch.device, force: bool = False, progress: bool = False) -> dict:
-    """{"modules", "history", "ddu_fit"}; the weights are cached (state dicts) by everything they depend on."""
+    """{"modules", "history", "ddu_fit"}; the weights are cached (state dicts) by everything they depend on.
+
+    The trained weights move with the CPU thread count (float sums split across threads). Heads on features are
+    small: they train at one thread (`lib.device.one_thread`), the bits of a NUM_THREADS=1 run whatever
+    NUM_THREADS says. A backbone from scratch is too costly for that: its key holds the thread count instead
+    (`lib.device.threads_key`; nothing at one thread, so those keys are unchanged)."""
     scratch = config.backbone == "scratch" and inputs.ndim == 4
     in_dim = 0 if scratch else inputs.shape[1]
     make = _make_module(config, method, in_dim, targets.shape[1], head)
     key = {"stage": "train", "version": 1, "method": method, "inputs": inputs.numpy(), "targets": targets.numpy(),
            "head": head, "seed": config.seed, "scratch": scratch, "depth": config.depth,
-           "epochs": config.scratch_epochs if scratch else head.epochs}
+           "epochs": config.scratch_epochs if scratch else head.epochs, **(threads_key() if scratch else {})}
     path = cache_path(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
         extra = {}
         if scratch:
             extra = {"optimiser": "sgd", "augment": crop_flip, "epochs": config.scratch_epochs}
-        fit = uq.fit_method(method, inputs, targets, settings=head, seed=config.seed, groups=groups,
-                            num_groups=num_groups, make_module=make, device=device, progress=progress, **extra)
+        with nullcontext() if scratch else one_thread():
+            fit = uq.fit_method(method, inputs, targets, settings=head, seed=config.seed, groups=groups,
+                                num_groups=num_groups, make_module=make, device=device, progress=progress, **extra)
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
@@ -433,6 +441,7 @@ def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
     return uq.estimates(method, prediction, "ce", seed=seed)["E_hat"]
 
 
+@one_thread()  # heads retrained every round: small, and at one thread the same at any NUM_THREADS
 def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
                     test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str = "epistemic",
                     device: torch.device, progress: bool = False) -> dict:
@@ -588,14 +597,17 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
     """{"nets", "histories", "seconds", "epoch_seconds", "ddu_fit"} of one method's whole network(s).
 
     Each network is cached by everything it depends on, and checkpointed after every epoch beside its cache
-    entry (an interrupted run resumes there). DDU's Gaussians are fitted on the training features.
+    entry (an interrupted run resumes there). DDU's Gaussians are fitted on the training features. The weights
+    move with the CPU thread count, and a network costs minutes to hours at one thread: the key holds the count
+    (`lib.device.threads_key`: nothing at one thread, the stored networks' and the default runs' setting).
     """
     seeds = [config.seed + i for i in range(config.whole.members)] if method == "ensemble" else [config.seed]
     labels = torch.from_numpy(train_labels.astype(np.int64))
     out = {"nets": [], "histories": [], "seconds": [], "epoch_seconds": []}
     for seed in seeds:
         key = {"stage": "whole", "version": wh.NETWORK_VERSION[method], "method": method, "settings": config.whole,
-               "seed": seed, "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps}
+               "seed": seed, "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps,
+               **threads_key()}
         path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
         checkpoint = path.with_suffix(".ckpt")
         trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(
