@@ -42,7 +42,8 @@ def describe(device: torch.device) -> str:
     """A human-readable name for `device`, used in notebook headers and benchmark reports."""
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
-    return f"cpu ({cpu_model()}, {torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"cpu ({cpu_model()}, {threads} thread{'s' if threads != 1 else ''})"
 
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")

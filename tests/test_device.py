@@ -68,3 +68,12 @@ def test_threads_key_is_empty_at_one_thread_and_names_any_other_count(thread_cou
     thread_count(2)
     assert threads_key() == {"cpu_threads": 2}
     assert cache_path("xx", "entry", {**key, **threads_key()}, ".pt") != single
+
+
+def test_the_device_line_counts_threads_in_english(thread_count):
+    from lib.device import describe
+
+    thread_count(1)
+    assert describe(torch.device("cpu")).endswith(", 1 thread)")
+    thread_count(2)
+    assert describe(torch.device("cpu")).endswith(", 2 threads)")

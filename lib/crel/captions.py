@@ -65,7 +65,7 @@ class CaptionSettings:
     unrelated_mode: str = "shared"
     pca_dim: int | None = 32
     latent_dim: int = 3  # the CVAE's; the flow's latent dimension is pca_dim (a bijection of the PCA codes)
-    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (issue 10)
+    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (a bijection: exact Coverage-Y)
     n_directions: int = 64
     hidden: tuple[int, ...] = (256, 256)
     epochs: int = 20

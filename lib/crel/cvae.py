@@ -5,7 +5,7 @@ Encoder E(y, x) -> (mu, log sigma^2) in R^r, decoder Dec(z; x) -> y. The loss is
 *mean* mu(y, x): it is a deterministic function of (x, y), so exchangeable pairs give exchangeable codes
 (spec §3.2, [derivation]). Inputs and outputs are standardised inside the model.
 
-Posterior collapse (issue 10): at kl_mult = 0.01 one of the two latent dimensions of the banana CVAE can
+Posterior collapse: at kl_mult = 0.01 one of the two latent dimensions of the banana CVAE can
 die (KL 0.001 nats, the decoder ignores it), so the decoded set is a curve and CReL's Coverage-Y is 0.
 Two remedies are settings here: a linear KL warm-up over `kl_warmup_epochs` and "free bits" (Kingma et
 al. 2016): each dimension's batch-mean KL below `free_bits` nats costs nothing, so the KL term never pushes
@@ -22,7 +22,7 @@ reported dead (healthy seeds: ratios 0.57-0.89; collapsed: 0.008-0.03).
 Whether a training collapses depends on its initialisation more than on the data: over 5 seeds x 3
 initialisations of the `cpu` preset, 3 of 15 trainings collapsed. `lib.crel.experiment.healthy_lgm` therefore
 trains a collapsed CVAE again from another initialisation (`dead_dimensions` is the guard without the warning).
-Measured alternatives that did not do better (issue 10): a smaller learning rate or batch (seed 3 still
+Measured alternatives that did not do better: a smaller learning rate or batch (seed 3 still
 collapses), batch-normalised posterior means (no collapse, but a 2-8x larger round-trip error), and the full
 ELBO with a learned decoder variance (every seed collapses).
 """

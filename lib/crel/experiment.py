@@ -40,7 +40,7 @@ CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
 # What the cached LGMs and CReL models may be built of when loaded (lib.cache.load_torch's `allow`)
 MODEL_CLASSES = tuple(dict.fromkeys((*crel.CACHE_CLASSES, *cvae_mod.CACHE_CLASSES, *flow_mod.CACHE_CLASSES)))
-LGMS = ("cvae", "flow")  # the latent generative models (issue 10)
+LGMS = ("cvae", "flow")  # the latent generative models
 RESTART_STRIDE = 10_000  # a CVAE's k-th re-training after a collapse is initialised from seed + k * RESTART_STRIDE
 PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
     ("CReL", 0.1): (0.8953, 0.8915, 232.7), ("Feldman", 0.1): (None, 0.8940, 234.5),
@@ -65,7 +65,7 @@ class CReLConfig:
     lgm: str = "flow"  # the LGM of the re-splits and the headline rows: "cvae" (the paper's) or "flow"
     table_lgms: tuple[str, ...] = ("cvae", "flow")  # the LGMs whose rows the synthetic table shows
     cvae_epochs: int = 100
-    kl_mult: float = 1e-3  # mqr: 0.01, which collapses a latent dimension on some seeds (issue 10)
+    kl_mult: float = 1e-3  # mqr: 0.01, which collapses a latent dimension on some seeds
     kl_warmup_epochs: int = 20  # the KL weight grows linearly from 0 over these epochs
     free_bits: float = 0.0  # nats per latent dimension free of KL cost (0: off)
     collapse_threshold: float = 0.05  # a latent dimension with mean KL below this (nats) is reported dead
@@ -256,7 +256,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
 
     Training k initialises from seed + k * RESTART_STRIDE; the data, its folds and the DQR's seed stay those of
     `seed`. A CVAE whose guard (on the dqr fold, never the calibration or test folds) finds a dead dimension is
-    trained again, at most `config.cvae_restarts` times (issue 10: on the cpu preset the first training of 2 of 5
+    trained again, at most `config.cvae_restarts` times (on the cpu preset the first training of 2 of 5
     seeds collapses, and another initialisation of the same seed does not); if every training collapses the first
     is kept and `fitted_models`' guard names it. A flow is trained once. Returns {"model", "key" (its cache key),
     "label", "attempt" (the training used), "dead" and "kl" (the guard's reading of it: `dead_dimensions`),
@@ -399,7 +399,7 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
     """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM (`models`:
     `fitted_models`' output; its CReL and DQR models are calibrated here).
 
-    Coverage-Y and area (issue 10; `lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
+    Coverage-Y and area (`lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
     Y-grid points whose code is in S(x)); with the CVAE, y within `decoded_tolerance` of the decoded set
     Dec(S(x)) (projected optimisation over S(x)). Feldman's row is measured the same way; the Y-space DQR is
     exact. `coverage_y_cloud` / `area_cloud` keep the earlier decoded-cloud check (h = the cloud's own

@@ -9,7 +9,7 @@ the standardisation buffers), so `lib.crel.cvae.encode_mean`, `decode`, `CReL` a
 The differences that matter for CReL:
 - the code is exact: Dec(Enc(y; x); x) = y up to float32 rounding, so "y is in the decoded set
   Dec(S(x); x)" is exactly "Enc(y; x) is in S(x)" (`bijective = True`), and Coverage-Y equals
-  Coverage-Z on the same pairs (spec 02 §2.3; issue 10);
+  Coverage-Z on the same pairs (spec 02 §2.3);
 - the latent dimension equals the output dimension (r = d); the base distribution is N(0, I), so PCP's
   samples Dec(z; x), z ~ N(0, I), are draws from the fitted conditional law.
 """
