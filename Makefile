@@ -22,8 +22,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 .PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep
 
 help:
-	@echo "make install  create $(VENV), install, and set up nbstripout as this checkout's git filter"
-	@echo "make test   create $(VENV), install, lint and run the test suite"
+	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
+	@echo "make test   create $(VENV), install, lint and run the test suite on every core (TEST_WORKERS=1: one)"
 	@echo "make lab    start JupyterLab with WORKBOOK_DATA set (extra options: LAB_ARGS='--no-browser --port 8890')"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
