@@ -30,6 +30,7 @@ import os
 import pickle
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -103,9 +104,19 @@ def config_hash(config: Any, length: int = 10) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+_CONFIGS: dict[str, Any] = {}  # the configuration of each path cache_path made, for stored layers' manifests
+
+
 def cache_path(namespace: str, label: str, config: Any, suffix: str) -> Path:
     """<cache_dir>/<namespace>/<label>-<hash(config)><suffix>."""
-    return cache_dir() / namespace / f"{label}-{config_hash(config)}{suffix}"
+    path = cache_dir() / namespace / f"{label}-{config_hash(config)}{suffix}"
+    _CONFIGS[path.name] = _jsonable(config)
+    return path
+
+
+def known_config(path: Path) -> Any:
+    """The configuration (canonical JSON types) `cache_path` hashed into `path`'s name in this process, or None."""
+    return _CONFIGS.get(Path(path).name)
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
@@ -252,32 +263,52 @@ def atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
     return _write_checked(path, lambda fh: np.savez(fh, **arrays))
 
 
-def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], force: bool = False) -> dict:
+def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], force: bool = False, *,
+               stored: bool = False) -> dict:
     """Load the arrays at `path`, or compute, store and return them (`force` recomputes).
 
-    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed."""
-    if path.exists() and not force:
-        try:
-            return load_npz(path)
-        except DamagedCacheEntry as err:
-            discard_damaged(err)
-    arrays = {k: np.asarray(v) for k, v in compute().items()}
-    atomic_savez(path, arrays)
-    return arrays
+    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed. With
+    `stored`, the entry belongs to its notebook's stored layer (`lib.store`): a cache miss reads it from
+    there when the layer holds it, and `python -m lib.store` copies it there."""
+    return _cached(path, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz, atomic_savez_to,
+                   force, stored)
 
 
 def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False, *,
-                 allow: Sequence[type | Callable] = ()) -> Any:
+                 allow: Sequence[type | Callable] = (), stored: bool = False) -> Any:
     """Load the object at `path` (torch.save format; `load_torch`, which `allow` is passed to), or compute,
     store and return it.
 
     A damaged entry (no header, checksum mismatch, truncation, unreadable, content outside what
-    `load_torch` builds) is logged, deleted and recomputed."""
+    `load_torch` builds) is logged, deleted and recomputed. `stored`: as for `cached_npz`."""
+    return _cached(path, compute, lambda p: load_torch(p, allow=allow), atomic_torch_save, force, stored)
+
+
+def atomic_savez_to(arrays: Mapping[str, np.ndarray], path: Path) -> Path:
+    """`atomic_savez` with `atomic_torch_save`'s argument order."""
+    return atomic_savez(path, arrays)
+
+
+def _cached(path: Path, compute: Callable[[], Any], load: Callable[[Path], Any], save: Callable[[Any, Path], Any],
+            force: bool, stored: bool) -> Any:
+    """The cache's one lookup order: the cache entry, else (`stored`) the stored layer, else compute and save."""
+    from lib import store
+
     if path.exists() and not force:
         try:
-            return load_torch(path, allow=allow)
+            value = load(path)
+            if stored:
+                store.record(path)
+            return value
         except DamagedCacheEntry as err:
             discard_damaged(err)
-    obj = compute()
-    atomic_torch_save(obj, path)
-    return obj
+    if stored and not force:
+        found, value = store.load_stored(path, load)
+        if found:
+            return value
+    start = time.perf_counter()
+    value = compute()
+    save(value, path)
+    if stored:
+        store.note_computed(path, time.perf_counter() - start)
+    return value

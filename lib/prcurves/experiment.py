@@ -8,7 +8,9 @@ data/cache/01/ by a hash of everything it depends on, so an interrupted run resu
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -283,16 +285,30 @@ def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points:
     return result
 
 
-def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, params: dict,
-                      device: torch.device, force: bool = False, progress: bool = True) -> np.ndarray:
-    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept); cached."""
+def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
+                      params: dict | Callable[[], dict], device: torch.device, force: bool = False,
+                      progress: bool = True) -> np.ndarray:
+    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept); cached and
+    stored (`lib.store`). `params` may be a function returning them, called only when the samples are
+    computed (a stored run trains nothing)."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "sample", "n": config.num_generated}
     label = _label(complexity, n_train, num_steps, config.num_members)
     path = cache_path(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
     compute = lambda: {"samples": ddpm.sample_ensemble(  # noqa: E731
-        params, num_samples=config.num_generated, seeds=member_seeds(config, complexity), device=device,
-        progress=progress)}
-    return cached_npz(path, compute, force=force)["samples"]
+        params() if callable(params) else params, num_samples=config.num_generated,
+        seeds=member_seeds(config, complexity), device=device, progress=progress)}
+    return cached_npz(path, compute, force=force, stored=True)["samples"]
+
+
+def training_losses(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
+                    trained: Callable[[], dict], force: bool = False) -> np.ndarray:
+    """(num_steps, M) float32 training losses of every member, from `trained()` (the cached training, called
+    only when the losses are neither cached nor stored); cached and stored apart from the weights."""
+    key = {**_train_key(config, complexity, n_train, num_steps), "stage": "losses"}
+    label = _label(complexity, n_train, num_steps, config.num_members)
+    path = cache_path(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
+    compute = lambda: {"losses": np.asarray(trained()["losses"], dtype=np.float32)}  # noqa: E731
+    return cached_npz(path, compute, force=force, stored=True)["losses"]
 
 
 def evaluation_sets(heldout: np.ndarray, fake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -353,7 +369,7 @@ def cached_curves(config: EnsemblePRConfig, *, complexity: int, n_train: int, nu
     path = cache_path(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
     compute = lambda: member_curves(config, complexity=complexity, heldout=heldout, samples=samples,  # noqa: E731
                                     resample=resample, num_draws=num_draws, progress=progress)
-    return cached_npz(path, compute, force=force)
+    return cached_npz(path, compute, force=force, stored=True)
 
 
 def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int, device: torch.device,
@@ -366,16 +382,19 @@ def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_s
     per-member `summarise` dicts}.
     """
     n_train = len(data["train"])
-    trained = trained_ensemble(config, complexity=complexity, train_points=data["train"], num_steps=num_steps,
-                               device=device, force=force, progress=progress)
+    trained = functools.cache(lambda: trained_ensemble(config, complexity=complexity, train_points=data["train"],
+                                                       num_steps=num_steps, device=device, force=force,
+                                                       progress=progress))  # trains only if a stage needs it
+    losses = training_losses(config, complexity=complexity, n_train=n_train, num_steps=num_steps, trained=trained,
+                             force=force)
     samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                                params=ddpm.sampling_params(trained), device=device, force=force,
+                                params=lambda: ddpm.sampling_params(trained()), device=device, force=force,
                                 progress=progress)
     arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
                            heldout=data["heldout"], samples=samples, force=force, progress=progress)
     curves = curve_list(arrays)
     band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
-    return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": trained["losses"],
+    return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": losses,
             "samples": samples, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
             "curves": curves, "band": band, "summary": [prcurves.summarise(c) for c in curves]}
 

@@ -1,0 +1,306 @@
+"""Stored results: a committed, read-only layer of the cache, so the default run reads what takes hours.
+
+    python -m lib.store notebooks/01_ensemble_pr_curves.ipynb [--preset cpu] [--reuse-cache] [-p NAME VALUE]
+    make store NB=01 [PRESET=cpu]
+
+The cache (`lib.cache`) names each expensive result by what it depends on plus a hash of its whole
+configuration (`<namespace>/<label>-<hash>.<ext>`). Some of those entries are the slow, compact outputs a
+notebook's figures and tables are made from (01's generated samples and member curves, 02's fitted models and
+table rows, 03's heads and whole-network predictions, 04's features and retrievals): their call sites pass
+`stored=True`. This module keeps copies of those entries, byte for byte, in `results/<namespace>/<preset>/`
+beside a `manifest.json` that says which command and commit produced them, on what machine, in how much
+wall and CPU time, and each entry's configuration (its cache key) and SHA-256.
+
+Reading (`SOURCE="stored"`, the notebooks' default): an entry missing from the cache is looked up in the
+stored layer of the notebook's preset (`use`) before it is computed. The file name is the key, so a stored
+entry is used only for exactly the configuration it was computed for; when the layer holds the same label
+under another hash, the configuration or the code (each key carries a version) changed since the layer was
+written: the notebook says so in one line, computes the entry and names the command that refreshes the layer.
+A stored file whose SHA-256 differs from its manifest's, or that does not load, is refused with a message
+naming it, and the entry is computed. `SOURCE="compute"` ignores the layer.
+
+Writing (`main`): runs the notebook from scratch with papermill (`SOURCE="compute"`, an empty temporary
+cache unless `--reuse-cache`), records every `stored=True` entry the run computed or read, and replaces the
+layer `results/<namespace>/<preset>/` with copies of exactly those entries and the manifest. The layer is
+small by construction (model weights are not stored; 01's samples are, not its networks), and every refresh
+stays in git's history, so keep it so (`results/` under 40 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lib.cache import PROJECT_ROOT, DamagedCacheEntry, cache_dir
+
+SOURCES = ("stored", "compute")
+MANIFEST = "manifest.json"
+RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by `main`: the file the notebook's kernel lists its stored entries in
+NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
+
+_active: dict[str, Any] = {"source": "compute", "namespace": None, "preset": None}
+_counts: dict[str, int] = {"loaded": 0, "computed": 0, "stale": 0, "refused": 0}
+_told: set[str] = set()
+
+
+def results_root() -> Path:
+    """$WORKBOOK_RESULTS if set (tests point it at a temporary folder), else the checkout's results/."""
+    return Path(os.environ.get("WORKBOOK_RESULTS") or PROJECT_ROOT / "results")
+
+
+def layer_dir(namespace: str, preset: str) -> Path:
+    """results/<namespace>/<preset>/: the stored layer of one notebook and preset."""
+    return results_root() / namespace / preset
+
+
+def use(source: str, namespace: str, preset: str) -> str:
+    """Make `source` ("stored" or "compute") the way this process finds the entries of notebook `namespace`
+    (e.g. "01") under `preset`; returns one line for the notebook to print. Called by each notebook's
+    configuration cell; the parameter is named SOURCE there."""
+    if source not in SOURCES:
+        raise ValueError(f"SOURCE={source!r} is not one of {SOURCES}: 'stored' reads the committed results of the "
+                         "long stages where their configuration matches, 'compute' recomputes them.")
+    _active.update(source=source, namespace=namespace, preset=preset)
+    _counts.update(dict.fromkeys(_counts, 0))
+    _told.clear()
+    layer = layer_dir(namespace, preset)
+    if source == "compute":
+        return f"SOURCE='compute': the long stages are computed (or read from the cache {cache_dir()})."
+    manifest = read_manifest(layer)
+    if manifest is None:
+        return f"SOURCE='stored': there is no stored layer for PRESET={preset!r} ({_shown(layer)}): computing."
+    return (f"SOURCE='stored': results of the long stages are read from {_shown(layer)} where their configuration "
+            f"matches ({len(manifest['entries'])} stored, commit {manifest['commit'][:10]}, "
+            f"{manifest['date']}); SOURCE='compute' recomputes them.")
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the checkout when inside it (what a reader can find), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def read_manifest(layer: Path) -> dict | None:
+    """The layer's manifest, or None when the layer has none."""
+    path = Path(layer) / MANIFEST
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def _manifest_entries(namespace: str) -> dict[str, dict]:
+    """{file name: manifest entry} of the active layer (read each time: the layer may change under a run)."""
+    if _active["source"] != "stored" or _active["namespace"] != namespace:
+        return {}
+    manifest = read_manifest(layer_dir(namespace, _active["preset"]))
+    return {} if manifest is None else manifest["entries"]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def namespace_of(path: Path) -> tuple[str, str] | None:
+    """(namespace, file name) of a cache path, or None for a path outside the cache root."""
+    try:
+        parts = Path(path).relative_to(cache_dir()).parts
+    except ValueError:
+        return None
+    return ("/".join(parts[:-1]), parts[-1]) if len(parts) >= 2 else None
+
+
+def load_stored(path: Path, load: Callable[[Path], Any]) -> tuple[bool, Any]:
+    """(True, value) when the active stored layer holds the cache entry `path` intact, loaded with `load`;
+    else (False, None), after one line to the reader when the layer's entry is stale or damaged."""
+    located = namespace_of(path)
+    if located is None:
+        return False, None
+    namespace, name = located
+    entries = _manifest_entries(namespace)
+    if not entries:
+        return False, None
+    stored = layer_dir(namespace, _active["preset"]) / name
+    if name not in entries:
+        _tell_if_stale(namespace, name, entries)
+        return False, None
+    reason = None
+    if not stored.exists():
+        reason = "listed in the manifest but missing"
+    elif sha256_file(stored) != entries[name]["sha256"]:
+        reason = f"its SHA-256 differs from the manifest's ({stored.stat().st_size} bytes; damaged or replaced)"
+    else:
+        try:
+            value = load(stored)
+        except DamagedCacheEntry as err:
+            reason = err.reason
+    if reason is not None:
+        _counts["refused"] += 1
+        print(f"stored result {_shown(stored)} refused: {reason}; computing it instead "
+              f"({refresh_command(namespace)} rewrites the layer).")
+        return False, None
+    _counts["loaded"] += 1
+    return True, value
+
+
+def _tell_if_stale(namespace: str, name: str, entries: dict) -> None:
+    """One line, once per run, when the layer holds this label under another key."""
+    match = NAME.match(name)
+    if match is None:
+        return
+    label, suffix = match["label"], match["suffix"]
+    others = [n for n in entries if (m := NAME.match(n)) and m["label"] == label and m["suffix"] == suffix]
+    if not others:
+        return
+    _counts["stale"] += 1
+    if namespace not in _told:
+        _told.add(namespace)
+        print(f"stored result {label} (and any later ones) of {_shown(layer_dir(namespace, _active['preset']))} is "
+              f"stale: its configuration or the code changed since the layer was written, so it is computed; "
+              f"{refresh_command(namespace)} refreshes the layer.")
+
+
+def refresh_command(namespace: str) -> str:
+    preset = _active["preset"] or "cpu"
+    return f"`make store NB={namespace} PRESET={preset}`"
+
+
+def note_computed(path: Path, seconds: float) -> None:
+    """Count an entry computed in this run and, under `main`, record it for the layer."""
+    _counts["computed"] += 1
+    record(path, seconds)
+
+
+def record(path: Path, seconds: float | None = None) -> None:
+    """Under `main` (RECORD_ENV set), append the cache entry `path` to the list of entries the layer keeps."""
+    target = os.environ.get(RECORD_ENV)
+    if not target:
+        return
+    from lib.cache import known_config
+
+    line = {"path": str(path), "config": known_config(path), "compute_seconds": seconds}
+    with open(target, "a") as fh:
+        fh.write(json.dumps(line, default=str) + "\n")
+
+
+def summary() -> str:
+    """One line on where this run's stored-layer entries came from (printed at a notebook's end)."""
+    if _active["source"] != "stored":
+        return "SOURCE='compute': nothing was read from a stored layer."
+    c = _counts
+    return (f"stored layer {_shown(layer_dir(_active['namespace'], _active['preset']))}: {c['loaded']} results read, "
+            f"{c['computed']} computed" + (f", {c['stale']} stale" if c["stale"] else "")
+            + (f", {c['refused']} refused" if c["refused"] else "") + ".")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Writing a layer
+# ------------------------------------------------------------------------------------------------------------
+def write_layer(namespace: str, preset: str, records: list[dict], provenance: dict) -> Path:
+    """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries and their manifest."""
+    entries: dict[str, dict] = {}
+    sources: dict[str, Path] = {}
+    for rec in records:
+        path = Path(rec["path"])
+        located = namespace_of(path)
+        if located is None or located[0] != namespace:
+            raise ValueError(f"recorded entry {path} is not in the cache namespace {namespace!r} of the cache "
+                             f"{cache_dir()}")
+        name = located[1]
+        if not path.exists():
+            raise FileNotFoundError(f"recorded entry {path} is missing from the cache: was it deleted during the run?")
+        sources[name] = path
+        previous = entries.get(name, {})
+        entries[name] = {"config": rec.get("config") or previous.get("config"), "bytes": path.stat().st_size,
+                         "sha256": sha256_file(path),
+                         "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds")}
+    target = layer_dir(namespace, preset)
+    staging = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else None, prefix=f".{preset}."))
+    try:
+        for name, src in sources.items():
+            shutil.copyfile(src, staging / name)
+        manifest = {**provenance, "namespace": namespace, "preset": preset,
+                    "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return target
+
+
+def read_records(path: Path) -> list[dict]:
+    if not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from papermill.cli import _resolve_type
+
+    from lib.device import cpu_model
+    from lib.provenance import git_commit
+    from lib.report import execute, temporary_environ
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebook", type=Path, help="e.g. notebooks/01_ensemble_pr_curves.ipynb")
+    parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu)")
+    parser.add_argument("--reuse-cache", action="store_true",
+                        help=f"read entries already in the cache ({cache_dir()}) instead of computing everything "
+                             "in an empty one; the manifest says so")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "runs" / "store",
+                        help="folder for the executed notebook of the run")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="another notebook parameter, as papermill's -p (the layer is then not the preset's)")
+    args = parser.parse_args(argv)
+    if not args.notebook.exists():
+        parser.error(f"notebook {args.notebook} does not exist")
+    namespace = args.notebook.name[:2]
+    parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False,
+                  **{name: _resolve_type(value) for name, value in args.parameter}}
+    commit = git_commit(mark_dirty=True)
+    with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
+        env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
+        if not args.reuse_cache:
+            env["WORKBOOK_CACHE"] = str(Path(tmp) / "cache")
+        start, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        with temporary_environ(env):
+            executed = execute(args.notebook, args.out / args.notebook.name, parameters)
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            provenance = {
+                "command": "python -m lib.store " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)),
+                "commit": commit, "machine": cpu_model(), "threads": os.environ.get("OMP_NUM_THREADS", "default"),
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "wall_seconds": round(time.perf_counter() - start, 1),
+                "cpu_seconds": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
+                "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
+                "parameters": parameters, "executed_notebook": _shown(executed)}
+            target = write_layer(namespace, args.preset, read_records(Path(env[RECORD_ENV])), provenance)
+    manifest = read_manifest(target)
+    print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
+          f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
