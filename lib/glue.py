@@ -8,6 +8,7 @@ readable text line). After papermill has run the notebook, `read_results("runs/0
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -126,4 +127,20 @@ def read_results(notebook: str | Path) -> dict[str, Any]:
             if MIME_TYPE in data:
                 payload = data[MIME_TYPE]
                 results.update(json.loads(payload) if isinstance(payload, str) else payload)
+    return results
+
+
+CLOCK_KEYS = re.compile(r"runtime|seconds|_s$|per_s$")  # glued timings: they differ between any two runs
+CLOCK_LAST = ("imagenet_scale",)  # lists whose last element is a timing
+
+
+def without_clocks(results: Any) -> Any:
+    """`results` (read back with `read_results`) without the timings of the run, to compare two runs of the
+    same configuration (a stored run against the run that stored it): keys matching CLOCK_KEYS are dropped,
+    the last element of the lists named in CLOCK_LAST too."""
+    if isinstance(results, dict):
+        return {k: (without_clocks(v)[:-1] if k in CLOCK_LAST else without_clocks(v))
+                for k, v in results.items() if not CLOCK_KEYS.search(str(k))}
+    if isinstance(results, list):
+        return [without_clocks(v) for v in results]
     return results

@@ -239,6 +239,7 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
         manifest = {**provenance, "namespace": namespace, "preset": preset,
                     "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
         if target.exists():
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -279,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False,
                   **{name: _resolve_type(value) for name, value in args.parameter}}
     commit = git_commit(mark_dirty=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
         env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
         if not args.reuse_cache:

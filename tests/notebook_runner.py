@@ -22,21 +22,24 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def notebook_runner(filename: str) -> Callable[..., dict]:
-    """`run(tmp_path, name, cache, cell_timeout=600, **parameters)` for notebooks/`filename`.
+    """`run(tmp_path, name, cache, cell_timeout=600, env=None, **parameters)` for notebooks/`filename`.
 
     Each run gets the cache folder `cache` (a fresh one tests what a first run computes), except for
     decoded datasets (CIFAR-10), inputs rather than results, kept in the test session's cache so they are
     decoded once (`WORKBOOK_DATASET_CACHE`).
-    Parameters default to the smoke preset without progress bars or the interactive explorer.
+    Parameters default to the smoke preset without progress bars or the interactive explorer; `env` adds
+    environment variables for the kernel.
     """
     notebook = NOTEBOOKS / filename
 
-    def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, **parameters) -> dict:
+    def run(tmp_path: Path, name: str, cache: Path, cell_timeout: int = 600, env: dict | None = None,
+            **parameters) -> dict:
         out = tmp_path / f"{name}.ipynb"
         parameters = {"PRESET": "smoke", "PROGRESS": False, "EXPLORER": False, **parameters}
         with temporary_environ({"WORKBOOK_DATASET_CACHE": os.environ["WORKBOOK_CACHE_SESSION"],
                                 "WORKBOOK_CACHE": str(cache),  # the data root absolute: the kernel's cwd moves
-                                "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())}):
+                                "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve()),
+                                **(env or {})}):
             pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
                                 execution_timeout=cell_timeout, kernel_manager_class=IPCKernelManager)
         return read_results(out)
@@ -68,15 +71,19 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Ca
 def smoke_fixture(run: Callable[..., dict]):
     """The fixture every notebook test file uses for its smoke run, run once per test session (across xdist
     workers): {"results", "seconds", "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the
-    executed copy), "number"}. Tests that write files put them in their own tmp_path, not in "tmp"."""
+    executed copy), "number", "records" (the entries of its stored layer, as `python -m lib.store` records
+    them)}. Tests that write files put them in their own tmp_path, not in "tmp"."""
 
     @pytest.fixture(scope="module")
     def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
         def compute(tmp: Path) -> dict:
+            from lib.store import RECORD_ENV
+
             start = time.perf_counter()
-            results = run(tmp, "smoke", tmp / "cache")
+            results = run(tmp, "smoke", tmp / "cache", env={RECORD_ENV: str(tmp / "records.jsonl")})
             return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
-                    "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2]}
+                    "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2],
+                    "records": tmp / "records.jsonl"}
 
         return shared_once(tmp_path_factory, f"smoke-{run.notebook.stem}", compute)
 

@@ -42,3 +42,13 @@ def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
     assert "<th style='text-align:left'>auc · C4</th>" in table._repr_html_()
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage": 0.8931234, "area": 115.0}}})
     assert deep.rows == [("table · CReL/0.1", "coverage 0.8931, area 115")]  # deeper levels inline
+
+
+def test_without_clocks_drops_the_runs_timings_and_keeps_its_results():
+    from lib.glue import without_clocks
+
+    results = {"auc": 0.9, "runtime_s": 12.0, "feature_seconds": {"pixels": 1.0}, "sentences_per_s": 300.0,
+               "imagenet_scale": [0.7, 0.73, 0.76, 0.01], "runtime": {"2": [0.1, 0.2]},
+               "rows": [{"crel_s": 1.0, "coverage": 0.9}], "steps": {"1": 8000}}
+    assert without_clocks(results) == {"auc": 0.9, "imagenet_scale": [0.7, 0.73, 0.76],
+                                       "rows": [{"coverage": 0.9}], "steps": {"1": 8000}}

@@ -14,6 +14,9 @@ from notebook_runner import (
     smoke_fixture,
 )
 
+from lib.glue import without_clocks
+from lib.report import temporary_environ
+
 run = notebook_runner("04_image_retrieval_score.ipynb")
 
 
@@ -123,3 +126,20 @@ def test_cpu_preset_findings(tmp_path):
     assert all(r["e2_fit"][f"{name}/a/irs_adj"][0] > 0 for name in r["extractors"])
     assert r["runtime_s"] < 40 * 60
     check_findings("04", r)  # the closing cells' findings (tests/findings.py, tests/reference/findings.json)
+
+
+def test_a_stored_layer_of_the_smoke_run_round_trips(smoke, tmp_path):
+    """The smoke run's stored entries, written as a layer, give the same glued results (clocks aside) in a run
+    with an empty cache that computes none of them."""
+    from lib import store
+
+    environ = {"WORKBOOK_RESULTS": str(tmp_path / "results")}
+    with temporary_environ({**environ, "WORKBOOK_CACHE": str(smoke["tmp"] / "cache")}):
+        store.write_layer("04", "smoke", store.read_records(smoke["records"]), {"command": "test", "commit": "x",
+                                                                               "date": "now"})
+    manifest = store.read_manifest(tmp_path / "results" / "04" / "smoke")
+    assert {name.split("-")[0] for name in manifest["entries"]} == {"nn", "toy"}  # retrievals and the toy table
+    stored = run(tmp_path, "stored", tmp_path / "cache", env=environ, SOURCE="stored")
+    assert without_clocks(stored) == without_clocks(smoke["results"])
+    text = (tmp_path / "stored.ipynb").read_text()
+    assert f"{len(manifest['entries'])} results read, 0 computed." in text

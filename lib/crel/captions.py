@@ -233,10 +233,11 @@ def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSe
                   progress: bool = False) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
     calibration on one sample per image, PGD on the test images. Cached by everything it depends on, and computed
-    at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it."""
+    at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it; stored
+    (`lib.store`)."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
     path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
-    return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force)
+    return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force, stored=True)
 
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:

@@ -6,6 +6,7 @@ Every trained model is cached under data/cache/02/ by a hash of what it depends 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -251,7 +252,7 @@ def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None 
 
 
 def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettings | FlowSettings, lgm_name: str, *,
-                d: int, r: int, force: bool = False) -> dict:
+                d: int, r: int, force: bool = False, stored: bool = False) -> dict:
     """The LGM of one seed, trained (or loaded) until the collapse guard finds no dead dimension.
 
     Training k initialises from seed + k * RESTART_STRIDE; the data, its folds and the DQR's seed stay those of
@@ -272,7 +273,8 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
             train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
         else:
             train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
-        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force, allow=MODEL_CLASSES)
+        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force, allow=MODEL_CLASSES,
+                             stored=stored)
         dead, kl, _ = dead_dimensions(model, folds["dqr"][1], folds["dqr"][0], threshold=config.collapse_threshold,
                                       sensitivity_threshold=config.sensitivity_threshold)
         return {"model": model, "key": key, "label": label, "attempt": attempt, "dead": dead, "kl": kl}
@@ -286,14 +288,35 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
     return {**chosen, "collapsed_attempts": [t["attempt"] for t in tried if t["dead"]]}
 
 
+GUARD_VERSION = 1  # bump when `healthy_lgm`'s choice changes
+
+
+def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, latent_dim: int | None = None,
+               epochs: int | None = None, force: bool = False) -> dict:
+    """`healthy_lgm`'s verdict for one seed without its model: {"attempt", "dead", "kl", "collapsed_attempts"};
+    cached and stored (`lib.store`), so a stored table run knows which training it measured without training."""
+    r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
+    settings = lgm_settings(config, epochs, lgm_name)
+    key = {"v": GUARD_VERSION, "folds": config.folds, "seed": seed, "d": d, "r": r, lgm_name: settings,
+           "restarts": config.cvae_restarts if lgm_name == "cvae" else 0,
+           "thresholds": [config.collapse_threshold, config.sensitivity_threshold]}
+
+    def compute() -> dict:
+        chosen = healthy_lgm(config, seed, synthetic_folds(config, seed, d), settings, lgm_name, d=d, r=r, force=force)
+        return {k: chosen[k] for k in ("attempt", "dead", "kl", "collapsed_attempts")}
+
+    return cached_torch(cache_path(CACHE_NAMESPACE, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, ".pt"), compute,
+                        force=force, stored=True)
+
+
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
                   epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None,
-                  identity: bool = True) -> dict:
+                  identity: bool = True, stored: bool = False) -> dict:
     """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
     KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
     "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
     config.lgm; cached). A CVAE whose every training collapsed raises a `CollapseWarning` naming the seed and
-    the dimension."""
+    the dimension. `stored`: the models are entries of the stored layer (`lib.store`; the figures' runs only)."""
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
@@ -301,7 +324,8 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     folds = synthetic_folds(config, seed, d)
     dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
     tau = tau_for(config, alpha)
-    chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force)
+    chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force,
+                         stored=stored)
     lgm, label = chosen["model"], chosen["label"]
     kl = None if lgm_name == "flow" else chosen["kl"]
     collapsed = chosen["dead"]
@@ -322,11 +346,12 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),
-                     fit_latent, force=force, allow=MODEL_CLASSES)["crel"]
+                     fit_latent, force=force, allow=MODEL_CLASSES, stored=stored)["crel"]
     key_identity = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": tau, "K": config.n_directions,
                     "dqr": dq}
     ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
-                                    ".pt"), fit_identity, force=force, allow=MODEL_CLASSES) if identity else None
+                                    ".pt"), fit_identity, force=force, allow=MODEL_CLASSES,
+                          stored=stored) if identity else None
     for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
         for name, value in opts.items():
             setattr(model, name, value)
@@ -369,30 +394,38 @@ def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr
 
 
 def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False, *, lgm: str | None = None,
-                         include_dqr: bool = True) -> dict:
+                         include_dqr: bool = True, with_model: bool = True) -> dict:
     """Coverage-Z, Coverage-Y and area of every method at one seed, alpha and LGM, and CReL's scores.
 
-    The measurements (rows, CReL's scores and calibration) are cached per run under data/cache/02/ (`table_key`),
-    so an interrupted table resumes at the first run it had not finished; the models come from `fitted_models`'
-    cache and the grids are rebuilt (both cheap). Returns {"rows", "cal_scores", "test_scores", "model" (the
-    calibrated CReL), "y_grid", "z_grid", "lgm"}.
+    The measurements (rows, CReL's scores and calibration) are cached per run under data/cache/02/ (`table_key`)
+    and stored (`lib.store`), so an interrupted table resumes at the first run it had not finished and a stored
+    run trains nothing; the models come from `fitted_models`' cache, only when the run is measured or
+    `with_model` asks for them (then they are stored entries too), and the grids are rebuilt (cheap). Returns
+    {"rows", "cal_scores", "test_scores", "info" (the calibration's), "lgm"} and, `with_model`, "model" (the
+    calibrated CReL), "y_grid", "z_grid".
     """
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
-    models = fitted_models(config, seed, alpha, force=force, lgm=lgm_name, identity=include_dqr)  # the guard warns
+    choice = lgm_choice(config, seed, lgm_name, force=force)  # which training the collapse guard keeps
+    models = functools.cache(lambda: fitted_models(config, seed, alpha, force=force, lgm=lgm_name,
+                                                   identity=include_dqr, stored=with_model))  # the guard warns
     path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
-                      table_key(config, seed, alpha, lgm_name, include_dqr, models["lgm_attempt"]), ".pt")
-    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, models, include_dqr), force=force)
-    m, folds = models["crel"], models["folds"]
-    guard = {"collapsed": list(models["collapsed"]), "lgm_attempt": models["lgm_attempt"],
-             "collapsed_attempts": list(models["collapsed_attempts"])}
+                      table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), ".pt")
+    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, models(), include_dqr), force=force,
+                            stored=True)
+    guard = {"collapsed": list(choice["dead"]), "lgm_attempt": choice["attempt"],
+             "collapsed_attempts": list(choice["collapsed_attempts"])}
     rows = [{**r, **guard} if r["lgm"] == lgm_name else {"lgm_attempt": 0, "collapsed_attempts": [], **r}
             for r in measured["rows"]]  # the guard's verdict at the config's thresholds
+    out = {"rows": rows, "cal_scores": measured["info"]["cal_scores"], "test_scores": measured["test_scores"],
+           "info": dict(measured["info"]), "lgm": lgm_name}
+    if not with_model:
+        return out
+    m, folds = models()["crel"], models()["folds"]
     m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
     y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
     z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
-    return {"rows": rows, "cal_scores": m.info["cal_scores"],
-            "test_scores": measured["test_scores"], "model": m, "y_grid": y_grid, "z_grid": z_grid, "lgm": lgm_name}
+    return {**out, "model": m, "y_grid": y_grid, "z_grid": z_grid}
 
 
 def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict, include_dqr: bool) -> dict:

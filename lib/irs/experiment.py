@@ -9,14 +9,16 @@ data/cache/04/ by the extractor's settings and the images' content.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from lib.cache import cache_path, cached_npz
+from lib.cache import cache_path, cached_npz, cached_torch
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
@@ -205,15 +207,25 @@ def extractor_for(config: IRSConfig, name: str, device: torch.device | str | Non
     return get_extractor(name, device=device, **options)
 
 
-def retrieve(extractor: Extractor, train_feats: np.ndarray, images: np.ndarray, *, label: str,
-             force: bool = False, progress: bool = False) -> np.ndarray:
-    """Nearest training index (n,) int64 of each image, cached by extractor, database and queries.
+RETRIEVAL_VERSION = 3  # v3: keyed by the images (not their features), so a stored retrieval needs no features
 
-    The images' features are cached under `label`, the retrieval under `label` plus the database size."""
-    feats = cached_features(extractor, images, label=label, force=force, progress=progress)
-    key = {"extractor": extractor.key, "train": train_feats, "queries": feats, "version": 2}
-    path = cache_path(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_feats)}", key, ".npz")
-    return cached_npz(path, lambda: {"idx": irs.nearest_train(train_feats, feats)}, force=force)["idx"]
+
+def retrieve(extractor: Extractor, train: Callable[[], np.ndarray] | np.ndarray, images: np.ndarray, *, label: str,
+             train_images: np.ndarray, force: bool = False, progress: bool = False) -> np.ndarray:
+    """Nearest training index (n,) int64 of each image, cached and stored (`lib.store`) by the extractor, the
+    database images and the query images.
+
+    `train`: the database features, or a function returning them (called only when the retrieval is computed,
+    so a stored retrieval reads no features). The query features are cached under `label`, the retrieval
+    under `label` plus the database size."""
+    key = {"extractor": extractor.key, "train": train_images, "queries": images, "version": RETRIEVAL_VERSION}
+    path = cache_path(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_images)}", key, ".npz")
+
+    def compute() -> dict:
+        feats = cached_features(extractor, images, label=label, force=force, progress=progress)
+        return {"idx": irs.nearest_train(train() if callable(train) else train, feats)}
+
+    return cached_npz(path, compute, force=force, stored=True)["idx"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -400,17 +412,20 @@ def simulation_table(config: IRSConfig) -> list[dict]:
 
 def extractor_run(config: IRSConfig, name: str, sets: dict, *, force: bool = False, progress: bool = False,
                   device: torch.device | str | None = None) -> dict:
-    """Features of the database and both held-out pools, and the held-out retrievals, for one extractor.
+    """The held-out retrievals of one extractor, and its features on demand.
 
-    Returns {"extractor", "train_feats", "ref_feats", "syn_feats", "ref_idx", "syn_idx"}."""
+    Returns {"extractor", "features": {"train", "ref", "syn"} -> a function returning those features (cached;
+    extracted at the first call), "ref_idx", "syn_idx"}. Under SOURCE="stored" the retrievals come from the
+    stored layer and no feature is extracted unless a later stage asks for one."""
     ex = extractor_for(config, name, device)
-    train_feats = cached_features(ex, sets["train"], label=f"train{config.train_per_class}", force=force,
-                                  progress=progress)
-    out = {"extractor": ex, "train_feats": train_feats}
+    labels = {"train": f"train{config.train_per_class}", "ref": f"ref{config.pool_per_class}",
+              "syn": f"syn{config.pool_per_class}"}
+    features = {pool: functools.cache(lambda pool=pool: cached_features(ex, sets[pool], label=labels[pool], force=force,
+                                                                        progress=progress)) for pool in labels}
+    out = {"extractor": ex, "features": features}
     for pool in ("ref", "syn"):
-        label = f"{pool}{config.pool_per_class}"
-        out[f"{pool}_feats"] = cached_features(ex, sets[pool], label=label, force=force, progress=progress)
-        out[f"{pool}_idx"] = retrieve(ex, train_feats, sets[pool], label=label)  # features: a cache hit
+        out[f"{pool}_idx"] = retrieve(ex, features["train"], sets[pool], label=labels[pool], train_images=sets["train"],
+                                      force=force, progress=progress)
     return out
 
 
@@ -433,4 +448,69 @@ def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
     """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
     return np.sort(np.random.default_rng(derive_seed(config.seed, n, 9)).permutation(
         NUM_CLASSES * config.pool_per_class)[:n])
+
+
+# ----------------------------------------------------------------------------------------------------
+# 4. Generated sets: the memoriser (E3) and the toy generators, per extractor (cached and stored)
+# ----------------------------------------------------------------------------------------------------
+GENERATED_VERSION = 1  # bump when `generated_retrievals`, `e3_rows` or `toy_rows` measure differently
+
+
+def generated_retrievals(config: IRSConfig, run: dict, sets: dict, generated: dict[str, dict], *,
+                         force: bool = False, progress: bool = False) -> dict[str, np.ndarray]:
+    """{label: nearest training index of each image of the generated set `label`} for one extractor run."""
+    return {label: retrieve(run["extractor"], run["features"]["train"], g["images"], label=label,
+                            train_images=sets["train"], force=force, progress=progress)
+            for label, g in generated.items()}
+
+
+def e3_rows(config: IRSConfig, name: str, run: dict, generated: dict[str, dict], gen_idx: dict[str, np.ndarray],
+            n_train: int) -> list[dict]:
+    """E3, the memorising generator: per g, how often a copy retrieves its own source, IRS_inf with its
+    interval (does it cover g?), and IRS_inf,a against the real reference of the same n."""
+    real = irs.retrieval_result(n_train, run["ref_idx"][reference_rows(config, config.gen_n)], config.alpha_e)
+    rows = []
+    for g in config.mem_fractions:
+        label = f"memorise-{g:g}"
+        r = irs.retrieval_result(n_train, gen_idx[label], config.alpha_e)
+        hit = float(np.mean(gen_idx[label] == generated[label]["sources"]))
+        rows.append({"extractor": name, "g": g, "source_hit": hit, "irs_alpha": r["irs_alpha"],
+                     "irs_inf": r["estimate"], "lower": r["lower"], "upper": r["upper"],
+                     "covers_g": bool(r["lower"] <= g <= r["upper"]), "irs_inf_real": real["estimate"],
+                     "irs_adj": irs.adjusted_score(r, real)["estimate"]})
+    return rows
+
+
+def toy_rows(config: IRSConfig, name: str, run: dict, sets: dict, generated: dict[str, dict],
+             gen_idx: dict[str, np.ndarray], n_train: int, *, force: bool = False,
+             progress: bool = False) -> list[dict]:
+    """The toy-generator study for one extractor: IRS, FID and precision/recall/density/coverage of real images
+    (the SYN pool), a 5-class drop of them, and every generated set, each against the REF reference of the same
+    n. Cached and stored by the extractor and every image set it reads, so a stored run extracts no feature."""
+    key = {"v": GENERATED_VERSION, "extractor": run["extractor"].key, "train": sets["train"], "ref": sets["ref"],
+           "syn": sets["syn"], "syn_labels": sets["syn_labels"],
+           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.gen_n,
+           "prdc_k": config.prdc_k, "alpha_e": config.alpha_e, "seed": config.seed}
+    path = cache_path(CACHE_NAMESPACE, f"toy-{name}-n{config.gen_n}", key, ".pt")
+    return cached_torch(path, lambda: _toy_rows(config, name, run, sets, generated, gen_idx, n_train, progress),
+                        force=force, stored=True)
+
+
+def _toy_rows(config: IRSConfig, name: str, run: dict, sets: dict, generated: dict[str, dict],
+              gen_idx: dict[str, np.ndarray], n_train: int, progress: bool) -> list[dict]:
+    rows_ref = reference_rows(config, config.gen_n)  # the same positions serve the SYN pool's "real" set
+    real_feats, real_idx = run["features"]["ref"]()[rows_ref], run["ref_idx"][rows_ref]
+    syn_feats, drop = run["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
+    candidates = {"real (SYN pool)": (syn_feats[rows_ref], run["syn_idx"][rows_ref]),
+                  "drop 5 classes (SYN)": (syn_feats[drop][: config.gen_n], run["syn_idx"][drop][: config.gen_n])}
+    for label, g in generated.items():
+        candidates[label] = (cached_features(run["extractor"], g["images"], label=label, progress=progress),
+                             gen_idx[label])
+    rows = []
+    for label, (feats, idx) in candidates.items():
+        n = min(len(idx), len(real_idx))
+        scores = generator_scores(n_train, fake_idx=idx[:n], real_idx=real_idx[:n], fake_feats=feats[:n],
+                                  real_feats=real_feats[:n], prdc_k=config.prdc_k, alpha_e=config.alpha_e)
+        rows.append({"extractor": name, "generator": label, "n": n, **{k: float(v) for k, v in scores.items()}})
+    return rows
 

@@ -1,0 +1,142 @@
+"""The stored layer (lib.store): written from a run's recorded entries, read before computing under
+SOURCE="stored", refused when damaged, ignored when stale or under SOURCE="compute"."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lib import store
+from lib.cache import cache_path, cached_npz, cached_torch
+
+
+@pytest.fixture
+def roots(tmp_path, monkeypatch):
+    """A cache and a results root of their own, and the recording of the layer's entries switched on."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv(store.RECORD_ENV, str(tmp_path / "records.jsonl"))
+    yield tmp_path
+    store.use("compute", "xx", "test")  # leave the process as the other tests expect it
+
+
+def fill(roots, seed: int = 0) -> dict:
+    """Compute two stored entries and one that is not stored, and write the layer "xx/test" from the records."""
+    store.use("compute", "xx", "test")
+    values = {"a": cached_npz(cache_path("xx", "samples", {"seed": seed}, ".npz"),
+                              lambda: {"x": np.arange(5.0) + seed}, stored=True)["x"],
+              "b": cached_torch(cache_path("xx", "rows", {"seed": seed}, ".pt"),
+                                lambda: [{"auc": 0.5 + seed}], stored=True),
+              "weights": cached_npz(cache_path("xx", "weights", {"seed": seed}, ".npz"),
+                                    lambda: {"w": np.ones(3)})["w"]}
+    store.write_layer("xx", "test", store.read_records(roots / "records.jsonl"),
+                      {"command": "test", "commit": "abc", "date": "today"})
+    return values
+
+
+def fail() -> dict:
+    raise AssertionError("computed although the stored layer holds the entry")
+
+
+def empty_cache(roots, monkeypatch, name: str = "cache2") -> None:
+    monkeypatch.setenv("WORKBOOK_CACHE", str(roots / name))
+
+
+def test_a_layer_holds_exactly_the_stored_entries_with_their_provenance(roots):
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    manifest = json.loads((layer / "manifest.json").read_text())
+    names = sorted(manifest["entries"])
+    assert [n.rsplit("-", 1)[0] for n in names] == ["rows", "samples"]  # not the weights
+    assert sorted(p.name for p in layer.iterdir()) == sorted(names + ["manifest.json"])
+    entry = manifest["entries"][names[1]]
+    assert entry["config"] == {"seed": 0} and entry["bytes"] == (layer / names[1]).stat().st_size
+    assert entry["sha256"] == store.sha256_file(layer / names[1]) and entry["compute_seconds"] >= 0
+    assert manifest["commit"] == "abc"
+    assert manifest["total_bytes"] == sum(e["bytes"] for e in manifest["entries"].values())
+
+
+def test_stored_entries_load_without_computing_and_equal_the_computed_ones(roots, monkeypatch, capsys):
+    values = fill(roots)
+    empty_cache(roots, monkeypatch)
+    assert "2 stored" in store.use("stored", "xx", "test")
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), fail, stored=True)["x"]
+    rows = cached_torch(cache_path("xx", "rows", {"seed": 0}, ".pt"), fail, stored=True)
+    assert np.array_equal(x, values["a"]) and rows == values["b"]
+    assert store.summary().endswith("2 results read, 0 computed.")
+    assert not (roots / "cache2").exists()  # read in place, not copied into the cache
+
+
+def test_compute_ignores_the_layer(roots, monkeypatch):
+    fill(roots)
+    empty_cache(roots, monkeypatch)
+    store.use("compute", "xx", "test")
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.zeros(2)}, stored=True)["x"]
+    assert np.array_equal(x, np.zeros(2))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+def test_a_damaged_stored_file_is_refused_by_name_and_computed(roots, monkeypatch, capsys, damage):
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    path = next(layer.glob("samples-*.npz"))
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    elif damage == "truncate":
+        path.write_bytes(bytes(data[:100]))
+    else:
+        path.unlink()
+    empty_cache(roots, monkeypatch)
+    store.use("stored", "xx", "test")
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(2, 7.0)}, stored=True)["x"]
+    assert np.array_equal(x, np.full(2, 7.0))
+    out = capsys.readouterr().out
+    assert f"stored result {path} refused" in out and "computing it instead" in out and "make store NB=xx" in out
+    assert "1 refused" in store.summary()
+
+
+def test_a_stale_entry_is_computed_and_the_notebook_says_so_once(roots, monkeypatch, capsys):
+    fill(roots)
+    empty_cache(roots, monkeypatch)
+    store.use("stored", "xx", "test")
+    for seed in (1, 2):  # the configuration changed: same labels, other keys
+        cached_npz(cache_path("xx", "samples", {"seed": seed}, ".npz"), lambda: {"x": np.zeros(1)}, stored=True)
+    out = capsys.readouterr().out
+    assert out.count("is stale") == 1 and "make store NB=xx PRESET=test" in out
+    assert store.summary().endswith("0 results read, 2 computed, 2 stale.")
+
+
+def test_force_recomputes_even_what_the_layer_holds(roots, monkeypatch):
+    fill(roots)
+    empty_cache(roots, monkeypatch)
+    store.use("stored", "xx", "test")
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(1)}, force=True,
+                   stored=True)["x"]
+    assert np.array_equal(x, np.ones(1))
+
+
+@pytest.mark.parametrize("namespace, preset", [("yy", "test"), ("xx", "cpu")])
+def test_another_notebooks_or_presets_layer_is_not_read(roots, monkeypatch, namespace, preset):
+    fill(roots)
+    empty_cache(roots, monkeypatch)
+    store.use("stored", namespace, preset)
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(1)}, stored=True)["x"]
+    assert np.array_equal(x, np.ones(1))
+
+
+def test_a_missing_layer_is_said_in_one_line(roots):
+    assert store.use("stored", "xx", "cpu").startswith("SOURCE='stored': there is no stored layer for PRESET='cpu'")
+
+
+def test_a_bad_source_is_refused_naming_the_parameter(roots):
+    with pytest.raises(ValueError, match=r"^SOURCE='stord' is not one of \('stored', 'compute'\)"):
+        store.use("stord", "xx", "test")
+
+
+def test_a_recorded_entry_outside_the_namespace_is_refused(roots, tmp_path):
+    with pytest.raises(ValueError, match="not in the cache namespace 'xx'"):
+        store.write_layer("xx", "test", [{"path": str(tmp_path / "elsewhere" / "a-0123456789.npz")}], {})
