@@ -19,13 +19,15 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep
+.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep store
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
 	@echo "make test   create $(VENV), install, lint and run the test suite on every core (TEST_WORKERS=1: one)"
 	@echo "make lab    start JupyterLab with WORKBOOK_DATA set (extra options: LAB_ARGS='--no-browser --port 8890')"
-	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
+	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/);"
+	@echo "           long stages come from results/NN/PRESET/ where stored (SOURCE=compute recomputes them)"
+	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
@@ -78,8 +80,17 @@ run: $(STAMP)
 		name=$$(basename $$nb .ipynb); \
 		echo "== $$name (PRESET=$(PRESET))"; \
 		$(BIN)/python -m lib.report $$nb runs -p PRESET $(PRESET) -p EXPLORER False \
-			-p FIGURES_DIR $(FIGURES) || exit 1; \
+			-p FIGURES_DIR $(FIGURES) $(if $(SOURCE),-p SOURCE $(SOURCE)) || exit 1; \
 	done
+
+# Refresh notebook NB's stored layer results/NB/PRESET/ (lib/store.py): run it from scratch in an empty cache
+# (SOURCE=compute), then keep the entries its long stages marked as stored, with a manifest of their provenance.
+# REUSE_CACHE=1 reads what the cache already holds instead of recomputing it (the manifest says so).
+NB ?=
+store: $(STAMP)
+	@test -n "$(NB)" || { echo "make store needs NB, e.g. make store NB=01 [PRESET=cpu]"; exit 2; }
+	$(BIN)/python -m lib.store $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
+		--preset $(PRESET) $(if $(REUSE_CACHE),--reuse-cache)
 
 results: $(STAMP)
 	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md

@@ -165,7 +165,8 @@ def config_cell_fixture(run: Callable[..., dict]):
     return config_cell
 
 
-COMMON_PARAMETERS = {"PRESET", "DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR"}
+COMMON_PARAMETERS = {"PRESET", "DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR",
+                     "SOURCE"}
 
 
 def declared_parameters(notebook: Path) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SHARED = ("DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR")
+SHARED = ("DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR", "SOURCE")
 
 
 def cells(path: Path, kind: str) -> list[dict]:

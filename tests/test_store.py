@@ -140,3 +140,23 @@ def test_a_bad_source_is_refused_naming_the_parameter(roots):
 def test_a_recorded_entry_outside_the_namespace_is_refused(roots, tmp_path):
     with pytest.raises(ValueError, match="not in the cache namespace 'xx'"):
         store.write_layer("xx", "test", [{"path": str(tmp_path / "elsewhere" / "a-0123456789.npz")}], {})
+
+
+FULL_NOTEBOOKS = ("01_ensemble_pr_curves.ipynb", "02_crel_conformal_reliability.ipynb",
+                  "03_epistemic_regret_cifar10h.ipynb", "04_image_retrieval_score.ipynb")
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("filename", FULL_NOTEBOOKS)
+def test_the_default_runs_glue_equals_the_from_scratch_runs(filename, tmp_path):
+    """The committed `cpu` layer gives the glued results of a from-scratch `cpu` run (clocks aside).
+    Skipped unless `pytest --run-full`: the from-scratch run takes up to 90 minutes on 2 cores."""
+    from notebook_runner import notebook_runner
+
+    from lib.glue import without_clocks
+
+    run = notebook_runner(filename)
+    stored = run(tmp_path, "stored", tmp_path / "cache-stored", PRESET="cpu", SOURCE="stored")
+    computed = run(tmp_path, "computed", tmp_path / "cache-computed", cell_timeout=6000, PRESET="cpu",
+                   SOURCE="compute")
+    assert without_clocks(stored) == without_clocks(computed)
