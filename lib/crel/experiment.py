@@ -303,7 +303,9 @@ def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, late
 
     def compute() -> dict:
         chosen = healthy_lgm(config, seed, synthetic_folds(config, seed, d), settings, lgm_name, d=d, r=r, force=force)
-        return {k: chosen[k] for k in ("attempt", "dead", "kl", "collapsed_attempts")}
+        kl = None if chosen["kl"] is None else [float(v) for v in np.ravel(chosen["kl"])]
+        return {"attempt": int(chosen["attempt"]), "dead": [int(i) for i in chosen["dead"]], "kl": kl,
+                "collapsed_attempts": [int(a) for a in chosen["collapsed_attempts"]]}  # plain data: loads as such
 
     return cached_torch(cache_path(CACHE_NAMESPACE, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, ".pt"), compute,
                         force=force, stored=True)
