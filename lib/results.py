@@ -40,8 +40,25 @@ def run_info(notebook: Path) -> dict[str, Any]:
     meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
     params = meta.get("parameters", {})
     end = meta.get("end_time") or ""
-    return {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
-            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True)}
+    info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
+    if params.get("SOURCE", "stored") == "stored":  # the notebooks' default: the layer of its preset, if any
+        from lib.store import layer_dir, read_manifest
+
+        manifest = read_manifest(layer_dir(Path(notebook).name[:2], info["preset"]))
+        if manifest is not None:
+            scratch = manifest.get("from_scratch") or manifest
+            info["stored"] = {"commit": manifest["commit"][:7], "date": manifest["date"][:10],
+                              "entries": len(manifest["entries"]), "from_scratch_s": scratch["wall_seconds"]}
+    return info
+
+
+def wall_time(run: Mapping[str, Any]) -> str:
+    """The recorded run's wall time and preset, and, when it read a stored layer, what computing it took."""
+    text = f"{minutes(run['duration_s'])} (`{run['preset']}`"
+    if run.get("stored"):
+        text += f", stored results; from scratch {minutes(run['stored']['from_scratch_s'])}"
+    return text + ")"
 
 
 def minutes(seconds: float | None) -> str:
@@ -104,8 +121,8 @@ def value_tables(results: Mapping[str, Any]) -> str:
 
 def render(template: str, namespace: Mapping[str, Any]) -> str:
     """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
-    env = {"mean": statistics.fmean, "minutes": minutes, "round": round, "abs": abs, "len": len, "max": max,
-           "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
+    env = {"mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs,
+           "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
            "mean_sd": mean_sd, "rows_table": rows_table, **namespace}
 
     def fill(match: re.Match) -> str:

@@ -250,6 +250,15 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
     return target
 
 
+def scratch_run_info(executed: Path) -> dict:
+    """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
+    meta = json.loads(Path(executed).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
+    if meta.get("duration") is None:
+        raise ValueError(f"--scratch-run {executed}: not a notebook executed by papermill (no duration recorded)")
+    return {"executed_notebook": Path(executed).name, "wall_seconds": round(meta["duration"], 1),
+            "date": (meta.get("end_time") or "")[:16].replace("T", " ") + " UTC", "parameters": meta.get("parameters")}
+
+
 def read_records(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
@@ -269,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-cache", action="store_true",
                         help=f"read entries already in the cache ({cache_dir()}) instead of computing everything "
                              "in an empty one; the manifest says so")
+    parser.add_argument("--scratch-run", type=Path, default=None,
+                        help="with --reuse-cache: the executed notebook of the from-scratch run that filled the cache; "
+                             "the manifest records its wall time and date as the cost of the stored entries")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "runs" / "store",
                         help="folder for the executed notebook of the run")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
@@ -297,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                 "cpu_seconds": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
                 "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
                 "parameters": parameters, "executed_notebook": _shown(executed)}
+            if args.scratch_run is not None:
+                provenance["from_scratch"] = scratch_run_info(args.scratch_run)
             target = write_layer(namespace, args.preset, read_records(Path(env[RECORD_ENV])), provenance)
     manifest = read_manifest(target)
     print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "

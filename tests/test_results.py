@@ -63,3 +63,23 @@ def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
             {"method": "a", "seed": 2}]
     assert rows_table(rows, ("method", "seed", "cov"), ".2f").splitlines() == [
         "| method | seed | cov |", "|---|---|---|", "| a | 2 | — |", "| a | 10 | 0.25 |", "| b | 1 | 0.50 |"]
+
+
+def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, monkeypatch):
+    import json
+
+    from lib.results import run_info, wall_time
+
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
+    executed = tmp_path / "04_image_retrieval_score.ipynb"
+    executed.write_text(json.dumps({"cells": [], "metadata": {"papermill": {
+        "parameters": {"PRESET": "cpu"}, "duration": 125.0, "end_time": "2026-12-02T09:00:00"}}}))
+    assert run_info(executed)["stored"] is None and wall_time(run_info(executed)) == "2 min 5 s (`cpu`)"
+    layer = tmp_path / "results" / "04" / "cpu"
+    layer.mkdir(parents=True)
+    (layer / "manifest.json").write_text(json.dumps({"commit": "abcdef123", "date": "2026-12-02 08:00 UTC",
+                                                     "wall_seconds": 30.0, "entries": {"a": {}},
+                                                     "from_scratch": {"wall_seconds": 2400.0}}))
+    assert wall_time(run_info(executed)) == "2 min 5 s (`cpu`, stored results; from scratch 40 min 0 s)"
+    executed.write_text(executed.read_text().replace('"PRESET": "cpu"', '"PRESET": "cpu", "SOURCE": "compute"'))
+    assert run_info(executed)["stored"] is None
