@@ -232,10 +232,17 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
                          "sha256": sha256_file(path),
                          "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds")}
     target = layer_dir(namespace, preset)
+    previous = (read_manifest(target) or {}).get("entries", {})
+    for name, entry in entries.items():  # an entry stored again unchanged keeps what was recorded about its making
+        before = previous.get(name, {})
+        if before.get("sha256") == entry["sha256"]:
+            entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
     staging = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else None, prefix=f".{preset}."))
     try:
         for name, src in sources.items():
             shutil.copyfile(src, staging / name)
+        if (target / "README.md").exists():  # the layer's own notes (how its entries were made) stay
+            shutil.copyfile(target / "README.md", staging / "README.md")
         manifest = {**provenance, "namespace": namespace, "preset": preset,
                     "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")

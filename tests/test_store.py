@@ -160,3 +160,19 @@ def test_the_default_runs_glue_equals_the_from_scratch_runs(filename, tmp_path):
     computed = run(tmp_path, "computed", tmp_path / "cache-computed", cell_timeout=6000, PRESET="cpu",
                    SOURCE="compute")
     assert without_clocks(stored) == without_clocks(computed)
+
+
+def test_rewriting_a_layer_keeps_its_readme_and_what_it_recorded_about_unchanged_entries(roots):
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    (layer / "README.md").write_text("how these were made")
+    manifest = json.loads((layer / "manifest.json").read_text())
+    name = next(n for n in manifest["entries"] if n.startswith("rows"))
+    manifest["entries"][name]["provenance"] = "trained elsewhere"
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    records = [{"path": str(roots / "cache" / "xx" / n), "config": None} for n in manifest["entries"]]
+    store.write_layer("xx", "test", records, {"command": "again", "commit": "def", "date": "later"})
+    again = json.loads((layer / "manifest.json").read_text())
+    assert (layer / "README.md").read_text() == "how these were made" and again["commit"] == "def"
+    assert again["entries"][name]["provenance"] == "trained elsewhere"
+    assert again["entries"][name]["config"] == {"seed": 0}  # kept: this run did not know it
