@@ -23,8 +23,9 @@ from scipy.optimize import linprog, nnls
 from torch import nn
 
 from lib.crel import cvae as cvae_mod
-from lib.nn import mlp, shuffled_batches
+from lib.nn import mlp
 from lib.params import check_choice, check_int, check_probability
+from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 INFLATIONS = ("ball", "halfspace_shift")
 CALIBRATION_SCORES = ("nonneg", "signed")
@@ -209,26 +210,24 @@ def pinball_loss(residual: torch.Tensor, tau: float) -> torch.Tensor:
 
 def train_dqr(x: np.ndarray, z: np.ndarray, U: np.ndarray, *, tau: float, settings: DQRSettings, seed: int,
               device: torch.device | str = "cpu") -> DQRNet:
-    """Fit q_u(x) by the pinball loss at level tau on u^T z - q_u(x), over the directions U (§3.1)."""
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(x), -1))
-    zt = torch.as_tensor(np.asarray(z, np.float32))
-    Ut = torch.as_tensor(np.asarray(U, np.float32))
+    """Fit q_u(x) by the pinball loss at level tau on u^T z - q_u(x), over the directions U (§3.1); each batch
+    draws `directions_per_batch` of them."""
+    gen = seeded(seed)
+    xt, zt, Ut = float_rows(x, z, U)
     net = DQRNet(xt.shape[1], zt.shape[1], settings.hidden)
     net.x_mean, net.x_std = xt.mean(0), xt.std(0).clamp_min(1e-8) if len(xt) > 1 else torch.ones(xt.shape[1])
     net.scale = zt.std(0).mean().clamp_min(1e-8)
     net.to(device)
     xt, zt, Ut = xt.to(device), zt.to(device), Ut.to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     per_batch = min(settings.directions_per_batch, len(Ut))
-    for _ in range(settings.epochs):
-        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
-            u = Ut[torch.randperm(len(Ut), generator=gen)[:per_batch].to(device)]
-            opt.zero_grad()
-            pinball_loss(zt[idx] @ u.T - net(xt[idx], u), tau).backward()
-            opt.step()
-    return net.cpu().eval()
+
+    def batch_loss(idx: torch.Tensor, _epoch: int) -> torch.Tensor:
+        u = Ut[torch.randperm(len(Ut), generator=gen)[:per_batch].to(device)]
+        return pinball_loss(zt[idx] @ u.T - net(xt[idx], u), tau)
+
+    train_epochs(net, batch_loss, make_optimiser(net, lr=settings.lr), num_items=len(xt),
+                 plan=Epochs(settings.epochs, settings.batch_size), generator=gen, index_device=device)
+    return net.cpu()
 
 
 # ----------------------------------------------------------------------------------------------------
