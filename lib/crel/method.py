@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -265,13 +265,17 @@ class CReL:
         z = np.asarray(z, np.float64)
         return z.copy() if self.lgm is None else cvae_mod.decode(self.lgm, z, _as2d(x, len(z)))
 
-    @torch.no_grad()
     def quantiles(self, x: np.ndarray) -> np.ndarray:
         """q(x): (n, K) float64, shifted by the Chebyshev radius where the region is empty (§3.3)."""
-        x = _as2d(x)
-        q = self.dqr(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(self.U, dtype=torch.float32))
-        q = q.double().numpy()
-        return self._fix_empty(q)
+        return self._fix_empty(self.directional_quantiles(x))
+
+    @torch.no_grad()
+    def directional_quantiles(self, x: np.ndarray, U: np.ndarray | None = None) -> np.ndarray:
+        """The DQR's quantiles of x: (n, p) along the rows of U: (K, r) (default: the fitted directions), (n, K)
+        float64, as fitted (empty regions not shifted)."""
+        U = self.U if U is None else U
+        return self.dqr(torch.as_tensor(_as2d(x), dtype=torch.float32),
+                        torch.as_tensor(U, dtype=torch.float32)).double().numpy()
 
     def _fix_empty(self, q: np.ndarray) -> np.ndarray:
         # A region is non-empty iff its Chebyshev radius is >= 0; only rows whose LDP fails need the LP.
@@ -355,35 +359,47 @@ class CReL:
         z0 = (np.asarray(z_init, np.float64)[:, None, :] + rng.standard_normal((n, starts, r))).reshape(-1, r)
         q_rep, x_rep = np.repeat(q, starts, 0), np.repeat(x, starts, 0)
         gt_rep = np.repeat(np.asarray(gt, np.float64).reshape(n, -1), starts, 0)
-        z = self.project(z0, q_rep)
-        best_z, best_val = self._pgd(z, q_rep, x_rep, gt_rep, metric, steps, lr)
+        xt, gtt = torch.as_tensor(x_rep, dtype=torch.float32), torch.as_tensor(gt_rep, dtype=torch.float32)
+        best_z, best_val = projected_descent(lambda zt: metric(self._decode_t(zt, xt), gtt), self.project(z0, q_rep),
+                                             lambda z: self.project(z, q_rep), [lr] * steps)
         vals = best_val.reshape(n, starts)
         pick = vals.argmin(1)
         z_star = best_z.reshape(n, starts, r)[np.arange(n), pick]
         return {"score": vals.min(1), "z": z_star, "y": self.decode(z_star, x), "start_scores": vals,
                 "spread": vals.std(1)}
 
-    def _metric_np(self, z: np.ndarray, x: np.ndarray, gt: np.ndarray, metric: Metric) -> np.ndarray:
-        with torch.no_grad():
-            zt, xt, gtt = (torch.as_tensor(a, dtype=torch.float32) for a in (z, x, gt))
-            return metric(self._decode_t(zt, xt), gtt).double().numpy()
-
     def _decode_t(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return z if self.lgm is None else self.lgm.decode(z, x)
 
-    def _pgd(self, z: np.ndarray, q: np.ndarray, x: np.ndarray, gt: np.ndarray, metric: Metric, steps: int,
-             lr: float) -> tuple[np.ndarray, np.ndarray]:
-        xt, gtt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(gt, dtype=torch.float32)
-        best_z, best_val = z.copy(), self._metric_np(z, x, gt, metric)
-        for _ in range(steps):
-            zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(True)
-            (grad,) = torch.autograd.grad(metric(self._decode_t(zt, xt), gtt).sum(), zt)
-            g = grad.double().numpy()
-            z = self.project(z - lr * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12), q)
-            val = self._metric_np(z, x, gt, metric)
+
+def projected_descent(value: Callable[[torch.Tensor], torch.Tensor], z: np.ndarray,
+                      project: Callable[[np.ndarray], np.ndarray],
+                      lrs: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """min over a set of value(z) by projected gradient descent, every row at once (§3.6).
+
+    value: float32 codes (B, r) -> (B,) differentiable; z: (B, r) starts, already in the set; project: (B, r) ->
+    their projections onto it. Step k moves each row by lrs[k] along its normalised gradient and projects it
+    back. Every iterate is evaluated (the last without a step after it), and each row keeps its best one, so the
+    answer lies in the set. Returns (best z (B, r), its value (B,)), float64.
+    """
+    best_z, best_val = np.array(z, np.float64, copy=True), None
+    for k in range(len(lrs) + 1):
+        step = k < len(lrs)
+        zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(step)
+        with torch.set_grad_enabled(step):
+            val_t = value(zt)
+        val = val_t.detach().double().numpy()
+        if best_val is None:
+            best_val = val.copy()
+        else:
             better = val < best_val
             best_val[better], best_z[better] = val[better], z[better]
-        return best_z, best_val
+        if not step:
+            break
+        (g,) = torch.autograd.grad(val_t.sum(), zt)
+        g = g.double().numpy()
+        z = project(z - lrs[k] * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
+    return best_z, best_val
 
 
 # The classes a stored CReL is made of, its LGM's aside (lib.crel.cvae's and lib.crel.flow's CACHE_CLASSES): what
