@@ -169,8 +169,8 @@ def test_flow_exact_coverage_y_is_within_sampling_error_over_resplits():
     alpha = 0.1
     x, y = banana(2600, 3)
     flow = train_flow(x[:600], y[:600], settings=FlowSettings(epochs=4, transforms=2, hidden=(32, 32)), seed=0)
-    m = crel.fit(x[:600], y[:600], x_dqr=x[600:1200], y_dqr=y[600:1200], lgm=flow, tau_dir=alpha, n_directions=16,
-                 dqr_settings=crel.DQRSettings(epochs=4, lr=3e-3), seed=0)
+    fit = crel.FitSettings(n_directions=16, tau_dir=alpha, dqr=crel.DQRSettings(epochs=4, lr=3e-3))
+    m = crel.fit(x[:600], y[:600], fit, x_dqr=x[600:1200], y_dqr=y[600:1200], lgm=flow, seed=0)
     xp, yp = x[1200:], y[1200:]
     scores = m.scores(xp, yp)
     rng = np.random.default_rng(1)
@@ -301,9 +301,9 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
 
     real, transforms = ex.crel.fit, []
 
-    def fit(*args, **kwargs):
-        transforms.append(kwargs.get("transform", "lgm"))
-        return real(*args, **kwargs)
+    def fit(x, y, settings, **kwargs):
+        transforms.append(settings.transform)
+        return real(x, y, settings, **kwargs)
 
     monkeypatch.setattr(ex.crel, "fit", fit)
     config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, flow_epochs=2,
@@ -313,7 +313,7 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
         flow = ex.fitted_models(config, 14, 0.1, lgm="flow")
         cvae = ex.fitted_models(config, 14, 0.1, lgm="cvae")
         bare = ex.fitted_models(config, 14, 0.02, lgm="flow", identity=False)
-    assert transforms == ["lgm", "identity", "lgm", "lgm"]  # the Y-space DQR once, shared by both LGMs
+    assert transforms == ["cvae", "identity", "cvae", "cvae"]  # the Y-space DQR once, shared by both LGMs
     assert flow["dqr"] is not cvae["dqr"] and bare["dqr"] is None
     for a, b in zip(flow["dqr"].dqr.state_dict().values(), cvae["dqr"].dqr.state_dict().values()):
         assert torch.equal(a, b)

@@ -255,3 +255,26 @@ def test_projected_descent_reaches_the_nearest_point_of_a_disc_and_never_leaves_
     np.testing.assert_array_equal(z0, start)
     np.testing.assert_allclose(val0, value(torch.as_tensor(start, dtype=torch.float32)).numpy(), rtol=1e-6)
 
+
+@pytest.mark.parametrize("field, value", [("transform", "pca"), ("inflation", "box"), ("tau_dir", 1.5),
+                                          ("empty_region", "ignore"), ("latent_dim", 0)])
+def test_fit_settings_are_checked_before_any_training(field, value):
+    from dataclasses import replace
+
+    x = np.zeros((10, 1))
+    with pytest.raises(ValueError, match=field):
+        crel.fit(x, np.zeros((10, 2)), replace(crel.FitSettings(), **{field: value}))
+
+
+def test_fit_cuts_the_training_rows_at_lgm_fraction_and_trains_the_dqr_on_the_rest():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1, 1, (40, 1)), rng.standard_normal((40, 2))
+    settings = crel.FitSettings(transform="identity", n_directions=8, lgm_fraction=0.75,
+                                dqr=crel.DQRSettings(hidden=(8,), epochs=1))
+    m = crel.fit(x, y, settings, seed=3)
+    alone = crel.train_dqr(x[30:], y[30:], m.U, tau=settings.tau_dir, settings=settings.dqr,
+                           seed=3 + crel.DQR_STREAM)
+    assert m.lgm is None and m.U.shape == (8, 2)
+    assert all(torch.equal(a, b) for a, b in zip(m.dqr.state_dict().values(), alone.state_dict().values()))
+    with pytest.raises(ValueError, match="DQR fold has 1 points"):
+        crel.fit(x[:4], y[:4], settings)

@@ -13,12 +13,14 @@ functions are re-exported here, so `lib.crel.<name>` keeps working.
 
 from lib.crel.method import (  # noqa: F401
     CALIBRATION_SCORES,
+    DQR_STREAM,
     EMPTY_REGION,
     INFLATIONS,
     TRANSFORMS,
     CReL,
     DQRNet,
     DQRSettings,
+    FitSettings,
     chebyshev_center,
     conformal_radius,
     conformal_rank,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -312,13 +312,15 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
 
+    fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau, dqr=dq, **opts)
+
     def fit_latent() -> dict:
-        return {"crel": crel.fit(*folds["lgm"], x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm, tau_dir=tau,
-                                 n_directions=config.n_directions, dqr_settings=dq, seed=seed, **opts)}
+        return {"crel": crel.fit(*folds["lgm"], fit, x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm,
+                                 seed=seed)}
 
     def fit_identity() -> crel.CReL:  # the Y-space DQR does not depend on the LGM: one entry for both
-        return crel.fit(*folds["dqr"], transform="identity", tau_dir=tau, n_directions=config.n_directions,
-                        x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
+        return crel.fit(*folds["dqr"], replace(fit, transform="identity"), x_dqr=folds["dqr"][0],
+                        y_dqr=folds["dqr"][1], seed=seed)
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),

@@ -423,49 +423,75 @@ def _as2d(x: np.ndarray, n: int | None = None) -> np.ndarray:
     return x
 
 
-def fit(x_train: np.ndarray, y_train: np.ndarray, *, latent_dim: int = 2, n_directions: int = 64,
-        tau_dir: float = 0.1, transform: str = "cvae", lgm_fraction: float = 0.5,
-        x_dqr: np.ndarray | None = None, y_dqr: np.ndarray | None = None,
-        cvae_settings: cvae_mod.CVAESettings | None = None, dqr_settings: DQRSettings | None = None,
-        inflation: str = "ball", calibration_score: str = "nonneg", empty_region: str = "shift", seed: int = 0,
-        lgm: cvae_mod.CVAE | None = None, device: torch.device | str = "cpu") -> CReL:
+@dataclass(frozen=True)
+class FitSettings:
+    """How `fit` builds a CReL (spec §2.1 steps 1-3): the latent space, the DQR region and the set's options."""
+
+    latent_dim: int = 2  # r of a CVAE trained by `fit` (a given LGM, or transform="identity", sets r itself)
+    n_directions: int = 64  # K
+    tau_dir: float = 0.1  # the per-direction quantile level ([interp.])
+    transform: str = "cvae"  # "identity": no LGM, the DQR in the output space (the DQR baseline of §3.8)
+    lgm_fraction: float = 0.5  # without a given DQR fold: the share of the training rows the CVAE trains on
+    cvae: cvae_mod.CVAESettings = cvae_mod.CVAESettings()
+    dqr: DQRSettings = DQRSettings()
+    inflation: str = "ball"  # §3.5
+    calibration_score: str = "nonneg"  # §3.4
+    empty_region: str = "shift"  # §3.3
+
+    def check(self) -> None:
+        """Raise ValueError naming the field, the value and what is allowed."""
+        check_choice("transform", self.transform, TRANSFORMS)
+        check_choice("inflation", self.inflation, INFLATIONS)
+        check_choice("calibration_score", self.calibration_score, CALIBRATION_SCORES)
+        check_choice("empty_region", self.empty_region, EMPTY_REGION)
+        check_probability("tau_dir", self.tau_dir)
+        check_int("latent_dim", self.latent_dim, minimum=1)
+
+
+# The random streams of `fit`, offsets of its seed: the CVAE and the directions draw from seed itself
+DQR_STREAM = 1  # the DQR's initialisation, batch order and directions per batch
+
+
+def fit(x_train: np.ndarray, y_train: np.ndarray, settings: FitSettings = FitSettings(), *,
+        x_dqr: np.ndarray | None = None, y_dqr: np.ndarray | None = None, lgm: cvae_mod.CVAE | None = None,
+        seed: int = 0, device: torch.device | str = "cpu") -> CReL:
     """Fit CReL's LGM (on I_lgm) and DQR (on I_dqr) (spec §2.1 steps 1-3); calibrate with `.calibrate`.
 
-    x_train: (n, p), y_train: (n, d). Unless (x_dqr, y_dqr) are given, the first `lgm_fraction` of the
-    rows train the CVAE and the rest the DQR. transform="identity" skips the LGM (DQR in output space, the
-    DQR baseline of §3.8; latent_dim is then d). tau_dir is the per-direction quantile level ([interp.]).
-    A trained `lgm` is reused as is (then all of x_train, y_train are ignored unless x_dqr is None).
+    x_train: (n, p), y_train: (n, d). Unless (x_dqr, y_dqr) are given, the first `settings.lgm_fraction` of the
+    rows train the CVAE and the rest the DQR. A trained `lgm` (a CVAE or a flow) is used as is (then x_train,
+    y_train are not read unless x_dqr is None).
     """
-    check_choice("transform", transform, TRANSFORMS)
-    check_choice("inflation", inflation, INFLATIONS)
-    check_choice("calibration_score", calibration_score, CALIBRATION_SCORES)
-    check_choice("empty_region", empty_region, EMPTY_REGION)
-    check_probability("tau_dir", tau_dir)
-    check_int("latent_dim", latent_dim, minimum=1)
+    settings.check()
+    (x_lgm, y_lgm), (x_dqr, y_dqr) = _fit_folds(x_train, y_train, x_dqr, y_dqr, settings.lgm_fraction)
+    if settings.transform == "identity":
+        lgm = None
+    elif lgm is None:
+        lgm = cvae_mod.train_cvae(x_lgm, y_lgm, latent_dim=settings.latent_dim, settings=settings.cvae, seed=seed,
+                                  device=device)
+    U = directions(settings.n_directions, y_dqr.shape[1] if lgm is None else lgm.latent_dim, seed)
+    z_dqr = y_dqr.copy() if lgm is None else cvae_mod.encode_mean(lgm, y_dqr, x_dqr)
+    dqr = train_dqr(x_dqr, z_dqr, U, tau=settings.tau_dir, settings=settings.dqr, seed=seed + DQR_STREAM,
+                    device=device)
+    return CReL(U=U, dqr=dqr, lgm=lgm, tau_dir=settings.tau_dir, inflation=settings.inflation,
+                calibration_score=settings.calibration_score, empty_region=settings.empty_region)
+
+
+def _fit_folds(x_train: np.ndarray, y_train: np.ndarray, x_dqr: np.ndarray | None, y_dqr: np.ndarray | None,
+               lgm_fraction: float) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """((x, y) of the LGM's fold, (x, y) of the DQR's), 2-D float64: the given DQR fold, else a cut of the
+    training rows at lgm_fraction."""
     x_train = _as2d(x_train)
     y_train = np.asarray(y_train, np.float64).reshape(len(y_train), -1)
     if x_dqr is None:
         cut = int(round(lgm_fraction * len(x_train)))
-        x_lgm, y_lgm, x_dqr, y_dqr = x_train[:cut], y_train[:cut], x_train[cut:], y_train[cut:]
+        lgm_fold, dqr_fold = (x_train[:cut], y_train[:cut]), (x_train[cut:], y_train[cut:])
     else:
-        x_lgm, y_lgm = x_train, y_train
-        x_dqr, y_dqr = _as2d(x_dqr), np.asarray(y_dqr, np.float64).reshape(len(y_dqr), -1)
-    if len(x_dqr) < 2:
-        raise ValueError(f"the DQR fold has {len(x_dqr)} points; give more training data or change lgm_fraction.")
-    if transform == "identity":
-        lgm, r = None, y_train.shape[1]
-    elif lgm is not None:
-        r = lgm.latent_dim
-    else:
-        lgm = cvae_mod.train_cvae(x_lgm, y_lgm, latent_dim=latent_dim, settings=cvae_settings or
-                                  cvae_mod.CVAESettings(), seed=seed, device=device)
-        r = latent_dim
-    U = directions(n_directions, r, seed)
-    z_dqr = y_dqr.copy() if lgm is None else cvae_mod.encode_mean(lgm, y_dqr, x_dqr)
-    dqr = train_dqr(x_dqr, z_dqr, U, tau=tau_dir, settings=dqr_settings or DQRSettings(), seed=seed + 1,
-                    device=device)
-    return CReL(U=U, dqr=dqr, lgm=lgm, tau_dir=tau_dir, inflation=inflation, calibration_score=calibration_score,
-                empty_region=empty_region)
+        lgm_fold = (x_train, y_train)
+        dqr_fold = (_as2d(x_dqr), np.asarray(y_dqr, np.float64).reshape(len(y_dqr), -1))
+    if len(dqr_fold[0]) < 2:
+        raise ValueError(f"the DQR fold has {len(dqr_fold[0])} points; give more training data or change "
+                         "lgm_fraction.")
+    return lgm_fold, dqr_fold
 
 
 # ----------------------------------------------------------------------------------------------------
