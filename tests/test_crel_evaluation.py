@@ -439,3 +439,21 @@ def test_the_runtime_study_times_the_feldman_region_the_table_measures(monkeypat
     rows = ex.runtime_rows(config)
     assert [r["d"] for r in rows] == [2, 3] and all(r["feldman_s"] > 0 and r["crel_s"] > 0 for r in rows)
     assert timed == [((config.feldman_directions, 2), 2), ((config.feldman_directions, 3), 2)]
+
+
+def test_the_condition_figure_draws_the_decoded_grid_points_of_the_set_at_most_max_points():
+    import matplotlib.pyplot as plt
+
+    from lib.crel import plots
+
+    m = box_model()
+    m.gamma = 0.25
+    z_grid = Grid(np.array([-2.0, -2.0]), np.array([2.0, 2.0]), 41).points  # spacing 0.1
+    inside = ev.in_set_mask(z_grid, AXES, -np.ones(4), 0.25)
+    for cap_points, drawn in ((10_000, int(inside.sum())), (50, 50)):
+        fig, (ax_z, ax_y) = plt.subplots(1, 2)
+        plots.plot_condition({"model": m, "z_grid": z_grid}, 0.5, ax_z, ax_y, max_points=cap_points)
+        decoded = next(c for c in ax_y.collections if c.get_label() == "Dec(S^γ grid points)").get_offsets()
+        plt.close(fig)
+        assert len(decoded) == drawn
+        assert np.isin(np.round(np.arcsinh(np.asarray(decoded)), 6), np.round(z_grid[inside], 6)).all()
