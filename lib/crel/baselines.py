@@ -63,6 +63,11 @@ def convex_output_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, y_g
 # ----------------------------------------------------------------------------------------------------
 # PCP
 # ----------------------------------------------------------------------------------------------------
+# PCP's random streams, offsets of its seed (its calibration samples draw from the seed itself)
+PCP_AREA_STREAM = 1  # the samples whose balls make the area (`PCP.evaluate`)
+PCP_COVERAGE_STREAM = 2  # the samples that decide Coverage-Y on a whole test fold (notebook 02's PCP row)
+
+
 def generator_samples(lgm: cvae_mod.CVAE, x: np.ndarray, num: int, seed: int) -> np.ndarray:
     """(n, num, d) CVAE samples Dec(z; x), z ~ N(0, I): the conditional generator PCP uses."""
     rng = np.random.default_rng(seed)
@@ -88,7 +93,7 @@ class PCP:
         return self
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, y_grid: Grid) -> dict:
-        samples = generator_samples(self.lgm, x, self.num_samples, self.seed + 1)
+        samples = generator_samples(self.lgm, x, self.num_samples, self.seed + PCP_AREA_STREAM)
         covered = np.linalg.norm(samples - y[:, None, :], axis=2).min(1) <= self.radius
         pts = y_grid.points
         area = np.array([np.sum(cKDTree(s).query(pts)[0] <= self.radius) for s in samples])

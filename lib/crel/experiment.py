@@ -499,11 +499,10 @@ def _dqr_row(ident: crel.CReL, alpha: float, run: _TableRun) -> dict:
 
 
 def _pcp_row(m: crel.CReL, seed: int, alpha: float, run: _TableRun) -> dict:
-    """PCP with the LGM as its generator: calibrated on samples of stream `seed`, its area on stream seed + 1
-    (`cb.PCP`) and its Coverage-Y on the whole test fold with stream seed + 2."""
+    """PCP with the LGM as its generator (`cb.PCP`, seeded `seed`), its Coverage-Y on the whole test fold."""
     pcp = cb.PCP(m.lgm, seed=seed).calibrate(*run.cal, alpha)
     po = pcp.evaluate(*run.evaluated, run.y_grid)
-    full = pcp.scores(*run.test, seed + 2) <= pcp.radius
+    full = pcp.scores(*run.test, seed + cb.PCP_COVERAGE_STREAM) <= pcp.radius
     return dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=float(po["area"].mean()),
                 latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan,
                 **{**run.common, "measure": "exact"})

@@ -99,7 +99,7 @@ def schedule_runs(variant: str, budgets: tuple[int, ...]) -> list[tuple[int, tup
 def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snapshots: tuple[int, ...],
            train_points: np.ndarray) -> dict:
     settings = settings_of(variant)
-    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    seeds = ddpm.member_seeds(spec.base_seed, complexity, spec.num_members)
     key = {"stage": "budget-train", "version": 1, "C": complexity, "seeds": seeds, "n": spec.n_train,
            "steps": num_steps, "snapshots": snapshots, "train": settings}
     path = cache_path(NAMESPACE, f"train-{variant}-C{complexity}-{num_steps}", key, ".pt")
@@ -124,7 +124,7 @@ def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snaps
 def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray) -> dict:
     """Sample every member, then its kNN PR curve (the notebook's estimator and splits): AUC_raw per member
     and the mean 10-90 % band width on the 1000-point recall grid."""
-    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    seeds = ddpm.member_seeds(spec.base_seed, complexity, spec.num_members)
     samples = ddpm.sample_ensemble(params, num_samples=spec.num_generated, seeds=seeds, progress=False)
     curves = []
     for i, fake in enumerate(samples):

@@ -37,6 +37,11 @@ HIDDEN, BLOCK_HIDDEN, EMB_DIM, DATA_DIM = 128, 256, 16, 2
 SAMPLING_STREAM = 1  # derive_seed(member_seed, SAMPLING_STREAM) seeds a member's sampling noise
 
 
+def member_seeds(base_seed: int, complexity: int, num_members: int) -> list[int]:
+    """The seed of member i of an ensemble of complexity C: base_seed + 1000 C + i (spec A4)."""
+    return [base_seed + 1000 * complexity + i for i in range(num_members)]
+
+
 # ----------------------------------------------------------------------------------------------------
 # Noise schedule (spec §2.2)
 # ----------------------------------------------------------------------------------------------------
