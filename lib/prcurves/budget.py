@@ -16,7 +16,6 @@ Usage (CPU, in the background; the figures are wall-clock under whatever load th
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import time
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from lib.cache import PROJECT_ROOT, atomic_write, cache_path, cached_torch
+from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
@@ -288,8 +288,8 @@ def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], pa
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = command_parser("lib.prcurves.budget", __doc__)
     parser.add_argument("--complexities", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--members", type=int, default=StudySpec.num_members)
     parser.add_argument("--num-generated", type=int, default=StudySpec.num_generated)
@@ -298,7 +298,7 @@ def main() -> None:
     parser.add_argument("--authors-recipe", type=int, nargs="*", default=None, metavar="STEPS",
                         help="the frontier study instead: the authors' settings only, evaluated at these budgets "
                              f"(default {' '.join(map(str, AUTHORS_RECIPE_BUDGETS))})")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.authors_recipe is not None:
         spec = replace(authors_recipe_spec(tuple(args.complexities), args.members,
@@ -309,7 +309,8 @@ def main() -> None:
                          num_generated=args.num_generated)
     run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
               cached_only=args.cached_only)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -19,14 +19,12 @@ stores the predictions (its README gives that run's wall time and each network's
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 
+from lib.cli import command_line, command_parser
 from lib.data.cifar10 import ARCHIVES, SOURCES
 from lib.device import describe, pick_device, set_threads
 from lib.provenance import git_commit
@@ -35,7 +33,7 @@ from lib.regret import whole as wh
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = command_parser("lib.regret.store_whole", __doc__)
     parser.add_argument("--preset", choices=("whole", "whole-cpu"), default="whole",
                         help="the recipe (whole) or its CPU size (whole-cpu: widths 16 32 32, batch 256)")
     parser.add_argument("--widths", type=int, nargs=3, default=None, help="conv-group widths (recipe: 64 256 256)")
@@ -65,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     cifar = ex.cifar_data(config)
     preds = ex.whole_predictions(config, cifar, device=device, progress=True)
     seconds = time.perf_counter() - start
-    command = "python -m lib.regret.store_whole " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    command = command_line("lib.regret.store_whole", argv)
     common = {"command": command, "commit": commit, "device": describe(device), "host": platform.node(),
               "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     copy = {"jpeg": "the CIFAR-10 JPEG copy", "python": "the official lossless CIFAR-10 archive"}[config.data_source]
