@@ -361,12 +361,12 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     path = cache_path(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
-        extra = {}
-        if scratch:
-            extra = {"optimiser": "sgd", "augment": crop_flip, "epochs": config.scratch_epochs}
+        scratch_recipe = {"optimiser": "sgd", "augment": crop_flip} if scratch else {}
+        settings = replace(head, epochs=config.scratch_epochs) if scratch else head
         with nullcontext() if scratch else one_thread():
-            fit = uq.fit_method(method, inputs, targets, settings=head, seed=config.seed, groups=groups,
-                                num_groups=num_groups, make_module=make, device=device, progress=progress, **extra)
+            fit = uq.fit_method(method, inputs, targets, settings=settings, seed=config.seed, groups=groups,
+                                num_groups=num_groups, make_module=make, device=device, progress=progress,
+                                **scratch_recipe)
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
@@ -463,8 +463,8 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
     for r in range(config.al_rounds + 1):
         x, y = torch.from_numpy(pool_feats[labelled]), pool_labels[labelled]
         make = _make_module(config, method, pool_feats.shape[1], 10, head)
-        fit = uq.fit_method(method, x, torch.from_numpy(eye[y]), settings=head, seed=config.seed + r,  # round r
-                            groups=y, num_groups=10, make_module=make, device=device, batch_size=len(y))
+        fit = uq.fit_method(method, x, torch.from_numpy(eye[y]), settings=replace(head, batch_size=len(y)),
+                            seed=config.seed + r, groups=y, num_groups=10, make_module=make, device=device)  # round r
         test_pred = uq.predict(method, fit["modules"], torch.from_numpy(test_feats), settings=head,
                                seed=config.seed, ddu_fit=fit["ddu_fit"], device=device)
         q = uq.estimates(method, test_pred, "ce", seed=config.seed)["q"]

@@ -236,22 +236,19 @@ def predict(method: str, modules: list[nn.Module], inputs: torch.Tensor, *, sett
 def fit_method(method: str, inputs: torch.Tensor, targets: torch.Tensor, *, settings: HeadSettings, seed: int,
                groups: np.ndarray, num_groups: int, make_module: Callable[[int], nn.Module],
                device: torch.device | None = None, progress: bool = False, optimiser: str = "adam",
-               augment: Callable | None = None, epochs: int | None = None, batch_size: int | None = None) -> dict:
+               augment: Callable | None = None) -> dict:
     """Train `method` ({"modules", "history", "ddu_fit"}); `make_module(seed)` builds one network.
 
     groups: (N,) int, the GDA classes of DDU (the hard labels, or age decades for regression).
     Members of the ensemble use seeds seed, seed + 1, ...; the other methods one network with `seed`.
-    Each network trains by `lib.train.train_epochs` with `settings`' lr and weight decay, its seed ordering the
-    data (and drawing `augment(batch, generator)`, for image batches) and the dropout masks. optimiser="adam"
-    (heads) or "sgd" (a cosine schedule over the steps; the `paper` preset's backbones); epochs and batch_size
-    default to `settings`'.
+    Each network trains by `lib.train.train_epochs` with `settings`' epochs, batch size, lr and weight decay, its
+    seed ordering the data (and drawing `augment(batch, generator)`, for image batches) and the dropout masks.
+    optimiser="adam" (heads) or "sgd" (a cosine schedule over the steps; the `paper` preset's backbones).
     """
     check_choice("method", method, METHODS)
     device = device or torch.device("cpu")
     seeds = [seed + i for i in range(settings.members)] if method == "ensemble" else [seed]
-    plan = Epochs(settings.epochs if epochs is None else epochs,
-                  settings.batch_size if batch_size is None else batch_size,
-                  schedule="cosine_steps" if optimiser == "sgd" else "constant")
+    plan = Epochs(settings.epochs, settings.batch_size, schedule="cosine_steps" if optimiser == "sgd" else "constant")
     loss_fn = loss_for(method, settings)
     modules, history = [], []
     for s in seeds:
