@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -26,23 +27,28 @@ def _names_a_seed(node: ast.AST) -> bool:
     return "seed" in name.lower()
 
 
-def _bare_streams(path: Path) -> list[str]:
+def _bare_streams(source: str, where: str) -> list[str]:
     """`seed + <number>` and `derive_seed(..., <number>, ...)`: streams chosen by a number that says nothing."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _names_a_seed(node.left)
                 and isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)):
-            found.append(f"{path.relative_to(LIB.parent)}:{node.lineno} {ast.unparse(node)}")
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "derive_seed"
                 and any(isinstance(a, ast.Constant) for a in node.args)):
-            found.append(f"{path.relative_to(LIB.parent)}:{node.lineno} {ast.unparse(node)}")
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
     return found
 
 
-def test_every_random_stream_in_lib_is_named():
+def test_every_random_stream_in_lib_and_the_notebooks_is_named():
     """A stream is `seed + X_STREAM` (notebooks 02, 03) or `derive_seed(seed, ..., X_STREAM)` (01, 04), with the
     constant named and explained beside its use (lib/seeds.py), never a bare number such as `seed + 2`."""
-    bare = [hit for path in sorted(LIB.rglob("*.py")) if path.name != "seeds.py" for hit in _bare_streams(path)]
+    bare = [hit for path in sorted(LIB.rglob("*.py")) if path.name != "seeds.py"
+            for hit in _bare_streams(path.read_text(), str(path.relative_to(LIB.parent)))]
+    for notebook in sorted((LIB.parent / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        bare += [hit for i, cell in enumerate(cells) if cell["cell_type"] == "code"
+                 for hit in _bare_streams("".join(cell["source"]), f"{notebook.name} cell {i}")]
     assert not bare, f"random streams chosen by a bare number: {bare}"
 
 
@@ -59,7 +65,7 @@ def test_the_named_streams_keep_the_numbers_the_stored_results_were_drawn_with()
     assert (crel.DQR_STREAM, baselines.PCP_AREA_STREAM, baselines.PCP_COVERAGE_STREAM) == (1, 1, 2)
     assert (captions.POOLS_STREAM, captions.FOLDS_STREAM, captions.CAPTIONER_STREAM,
             captions.REFERENCE_STREAM) == (1, 2, 10, 99)
-    assert (whole.DROPOUT_STREAM, regret.PREDICTION_STREAM) == (1, 10_000)
+    assert (whole.DROPOUT_STREAM, regret.PREDICTION_STREAM, regret.AL_POOL_STREAM) == (1, 10_000, 1)
     assert (irs.GAP_STREAM, irs.MEMORISER_STREAM, irs.PCA_SAMPLES_STREAM, irs.ADJUSTED_STREAM, irs.REFERENCE_STREAM,
             irs.KEPT_CLASSES_STREAM) == (1, 3, 5, 7, 9, 55)
     assert ddpm.member_seeds(0, 4, 3) == [4000, 4001, 4002]

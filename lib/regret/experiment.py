@@ -53,6 +53,7 @@ CACHE_NAMESPACE = "03"
 # A prediction's random draws (MC-Dropout's masks) come from seed + PREDICTION_STREAM, far from the networks' own
 # seeds (seed, and seed + 1, ... for the ensemble's members and the active-learning rounds)
 PREDICTION_STREAM = 10_000
+AL_POOL_STREAM = 1  # the active-learning pool: a stratified subset of the training set drawn from seed + AL_POOL_STREAM
 BACKBONES = ("frozen", "scratch")
 WHOLE_SOURCES = ("stored", "train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
