@@ -27,7 +27,7 @@ from lib.device import cpu_model
 def calibration_scaling(repeats: int) -> list[dict]:
     config = replace(ex.PRESETS["smoke"], runtime_dims=(2, 3, 4), runtime_y_grid=(3_000, 100_000, 200_000),
                      runtime_z_grid=(10_000, 40_000, 100_000), runtime_n_points=200, runtime_n_feldman=3,
-                     runtime_epochs=5, max_cloud_points=20_000)
+                     runtime_epochs=5)
     runs = [ex.runtime_rows(config) for _ in range(repeats)]
     rows = []
     for j, d in enumerate(config.runtime_dims):

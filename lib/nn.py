@@ -1,10 +1,9 @@
-"""The small torch pieces that notebooks 02 and 03 share: an MLP builder and the shuffled minibatch order."""
+"""The small MLPs of notebooks 02 and 03 (their training loop is `lib.train`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import torch
 from torch import nn
 
 
@@ -17,14 +16,3 @@ def mlp(sizes: Sequence[int], activation: type[nn.Module] = nn.LeakyReLU, **acti
         if i < len(sizes) - 2:
             layers.append(activation(**activation_kwargs))
     return nn.Sequential(*layers)
-
-
-def shuffled_batches(n: int, batch_size: int, generator: torch.Generator,
-                     device: torch.device | str | None = None) -> Iterator[torch.Tensor]:
-    """One epoch's minibatch indices: a permutation of range(n) drawn from `generator`, cut into batches of
-    `batch_size` (the last may be smaller). Lazy, so draws made between batches keep their order."""
-    order = torch.randperm(n, generator=generator)
-    if device is not None:
-        order = order.to(device)
-    for start in range(0, n, batch_size):
-        yield order[start:start + batch_size]

@@ -147,7 +147,7 @@ def test_feldman_calibration_accepts_empty_regions():
     m = box_model()
     grid = Grid(np.array([-2.0, -2.0]), np.array([2.0, 2.0]), 21)
     z_grid = np.stack(np.meshgrid(*[np.linspace(-1.5, 1.5, 13)] * 2), -1).reshape(-1, 2)
-    feld = ev.FeldmanDecoded(m, AXES, z_grid, grid)
+    feld = ev.FeldmanRegion(m, AXES, z_grid, grid)
     x = np.r_[np.ones(18), -np.ones(2)][:, None]  # the last two conditions have no region
     y = np.r_[np.linspace(-1, 2.5, 18)[:, None].repeat(2, 1), np.zeros((2, 2))]
     s = feld.scores(x, y)
@@ -160,7 +160,7 @@ def test_feldman_calibration_accepts_empty_regions():
     assert out["covered"].all() and np.all(out["area"] == 21 ** 2)
     # the decoded-set path (a non-bijective LGM: membership by optimisation, tol 1e-3) gives the same scores
     m_nb = box_model(NonBijectiveSinh())
-    s_nb = ev.FeldmanDecoded(m_nb, AXES, z_grid, grid, tol=1e-3).scores(x, y)
+    s_nb = ev.FeldmanRegion(m_nb, AXES, z_grid, grid, tol=1e-3).scores(x, y)
     assert np.isposinf(s_nb[-2:]).all()
     assert np.allclose(s_nb[:-2], s[:-2], atol=2e-3)
 
@@ -169,8 +169,8 @@ def test_flow_exact_coverage_y_is_within_sampling_error_over_resplits():
     alpha = 0.1
     x, y = banana(2600, 3)
     flow = train_flow(x[:600], y[:600], settings=FlowSettings(epochs=4, transforms=2, hidden=(32, 32)), seed=0)
-    m = crel.fit(x[:600], y[:600], x_dqr=x[600:1200], y_dqr=y[600:1200], lgm=flow, tau_dir=alpha, n_directions=16,
-                 dqr_settings=crel.DQRSettings(epochs=4, lr=3e-3), seed=0)
+    fit = crel.FitSettings(n_directions=16, tau_dir=alpha, dqr=crel.DQRSettings(epochs=4, lr=3e-3))
+    m = crel.fit(x[:600], y[:600], fit, x_dqr=x[600:1200], y_dqr=y[600:1200], lgm=flow, seed=0)
     xp, yp = x[1200:], y[1200:]
     scores = m.scores(xp, yp)
     rng = np.random.default_rng(1)
@@ -301,9 +301,9 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
 
     real, transforms = ex.crel.fit, []
 
-    def fit(*args, **kwargs):
-        transforms.append(kwargs.get("transform", "lgm"))
-        return real(*args, **kwargs)
+    def fit(x, y, settings, **kwargs):
+        transforms.append(settings.transform)
+        return real(x, y, settings, **kwargs)
 
     monkeypatch.setattr(ex.crel, "fit", fit)
     config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, flow_epochs=2,
@@ -313,7 +313,7 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
         flow = ex.fitted_models(config, 14, 0.1, lgm="flow")
         cvae = ex.fitted_models(config, 14, 0.1, lgm="cvae")
         bare = ex.fitted_models(config, 14, 0.02, lgm="flow", identity=False)
-    assert transforms == ["lgm", "identity", "lgm", "lgm"]  # the Y-space DQR once, shared by both LGMs
+    assert transforms == ["cvae", "identity", "cvae", "cvae"]  # the Y-space DQR once, shared by both LGMs
     assert flow["dqr"] is not cvae["dqr"] and bare["dqr"] is None
     for a, b in zip(flow["dqr"].dqr.state_dict().values(), cvae["dqr"].dqr.state_dict().values()):
         assert torch.equal(a, b)
@@ -400,3 +400,60 @@ def test_the_synthetic_tables_lgm_trains_to_the_same_bits_at_one_and_two_threads
         train = lambda: cvae_mod.train_cvae(x, y, latent_dim=2, settings=cvae_mod.CVAESettings(epochs=2), seed=0)  # noqa: E731
     one, two = at_one_and_two_threads(thread_count, train)
     assert differing(one, two) == []
+
+
+def test_the_table_measures_coverage_y_once_and_drops_the_retired_cloud_columns_of_stored_runs(monkeypatch):
+    """Coverage-Y and area are measured one way (exact for the flow, decoded-set distance for the CVAE); a table
+    run stored while the decoded-cloud check was still computed keeps its key, and its cloud columns are dropped
+    when it is read."""
+    from lib.crel import experiment as ex
+
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), flow_epochs=2, dqr_epochs=2, z_grid_size=100,
+                               y_grid_size=200, area_eval_n_x=5, include_pcp=False, seed=14)
+    measure = ex._measure_table_run
+
+    def stored_by_the_old_code(*args, **kwargs):
+        out = measure(*args, **kwargs)
+        out["rows"][0] = {**out["rows"][0], "coverage_y_cloud": 1.0, "area_cloud": 60.0}
+        return out
+
+    monkeypatch.setattr(ex, "_measure_table_run", stored_by_the_old_code)
+    rows = ex.synthetic_table_rows(config, 14, 0.1, lgm="flow")["rows"]
+    assert [r["method"] for r in rows] == ["CReL", "DQR (latent, uncalibrated)", "Feldman", "DQR (Y-space)"]
+    assert not any(k.endswith("_cloud") for r in rows for k in r)
+    assert {"coverage_y", "area"} <= set(rows[0]) and rows[0]["measure"] == "exact"
+
+
+def test_the_runtime_study_times_the_feldman_region_the_table_measures(monkeypatch):
+    from lib.crel import experiment as ex
+
+    config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), runtime_dims=(2, 3), runtime_y_grid=(100, 300),
+                               runtime_z_grid=(100, 300), runtime_n_points=5, runtime_n_feldman=2, runtime_epochs=1)
+    timed, scores = [], ev.FeldmanRegion.scores
+
+    def counted(self, x, y):
+        timed.append((self.U.shape, len(x)))
+        return scores(self, x, y)
+
+    monkeypatch.setattr(ev.FeldmanRegion, "scores", counted)
+    rows = ex.runtime_rows(config)
+    assert [r["d"] for r in rows] == [2, 3] and all(r["feldman_s"] > 0 and r["crel_s"] > 0 for r in rows)
+    assert timed == [((config.feldman_directions, 2), 2), ((config.feldman_directions, 3), 2)]
+
+
+def test_the_condition_figure_draws_the_decoded_grid_points_of_the_set_at_most_max_points():
+    import matplotlib.pyplot as plt
+
+    from lib.crel import plots
+
+    m = box_model()
+    m.gamma = 0.25
+    z_grid = Grid(np.array([-2.0, -2.0]), np.array([2.0, 2.0]), 41).points  # spacing 0.1
+    inside = ev.in_set_mask(z_grid, AXES, -np.ones(4), 0.25)
+    for cap_points, drawn in ((10_000, int(inside.sum())), (50, 50)):
+        fig, (ax_z, ax_y) = plt.subplots(1, 2)
+        plots.plot_condition({"model": m, "z_grid": z_grid}, 0.5, ax_z, ax_y, max_points=cap_points)
+        decoded = next(c for c in ax_y.collections if c.get_label() == "Dec(S^γ grid points)").get_offsets()
+        plt.close(fig)
+        assert len(decoded) == drawn
+        assert np.isin(np.round(np.arcsinh(np.asarray(decoded)), 6), np.round(z_grid[inside], 6)).all()

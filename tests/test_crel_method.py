@@ -231,3 +231,50 @@ def test_dqr_recovers_known_directional_quantiles():
         q = net(torch.as_tensor(xs, dtype=torch.float32), torch.as_tensor(U, dtype=torch.float32)).numpy()
     true = np.hstack([xs, -xs]) @ U.T + 0.5 * norm.ppf(tau)
     assert np.abs(q - true).max() < 0.2  # quantile se at n = 3000 is ~0.02; fit error dominates
+
+
+def test_projected_descent_reaches_the_nearest_point_of_a_disc_and_never_leaves_it():
+    """min over the unit disc of ||z - t|| is |t| - 1, at t / |t|; every iterate is projected, so the answer
+    lies in the disc; each row keeps its best iterate, so more steps never do worse."""
+    targets = torch.tensor([[3.0, 0.0], [0.0, -2.0], [0.2, 0.1]])  # the last one inside: distance 0
+
+    def project(z: np.ndarray) -> np.ndarray:
+        return z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1.0)
+
+    def value(z: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(z - targets, dim=1)
+
+    start = np.array([[-0.5, 0.5], [0.3, 0.6], [-0.9, 0.0]])
+    z, val = crel.projected_descent(value, start, project, [0.5 * 0.9 ** k for k in range(100)])
+    np.testing.assert_allclose(val, [2.0, 1.0, 0.0], atol=1e-3)
+    np.testing.assert_allclose(z[:2], [[1.0, 0.0], [0.0, -1.0]], atol=3e-3)
+    assert (np.linalg.norm(z, axis=1) <= 1 + 1e-12).all()
+    _, fewer = crel.projected_descent(value, start, project, [0.5 * 0.9 ** k for k in range(5)])
+    assert (val <= fewer).all()
+    z0, val0 = crel.projected_descent(value, start, project, [])  # no step: the starts themselves
+    np.testing.assert_array_equal(z0, start)
+    np.testing.assert_allclose(val0, value(torch.as_tensor(start, dtype=torch.float32)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("field, value", [("transform", "pca"), ("inflation", "box"), ("tau_dir", 1.5),
+                                          ("empty_region", "ignore"), ("latent_dim", 0)])
+def test_fit_settings_are_checked_before_any_training(field, value):
+    from dataclasses import replace
+
+    x = np.zeros((10, 1))
+    with pytest.raises(ValueError, match=field):
+        crel.fit(x, np.zeros((10, 2)), replace(crel.FitSettings(), **{field: value}))
+
+
+def test_fit_cuts_the_training_rows_at_lgm_fraction_and_trains_the_dqr_on_the_rest():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1, 1, (40, 1)), rng.standard_normal((40, 2))
+    settings = crel.FitSettings(transform="identity", n_directions=8, lgm_fraction=0.75,
+                                dqr=crel.DQRSettings(hidden=(8,), epochs=1))
+    m = crel.fit(x, y, settings, seed=3)
+    alone = crel.train_dqr(x[30:], y[30:], m.U, tau=settings.tau_dir, settings=settings.dqr,
+                           seed=3 + crel.DQR_STREAM)
+    assert m.lgm is None and m.U.shape == (8, 2)
+    assert all(torch.equal(a, b) for a, b in zip(m.dqr.state_dict().values(), alone.state_dict().values()))
+    with pytest.raises(ValueError, match="DQR fold has 1 points"):
+        crel.fit(x[:4], y[:4], settings)

@@ -180,9 +180,16 @@ def neighbour_ranks(emb: np.ndarray, roles: dict) -> np.ndarray:
     return np.argsort(-sims, axis=1, kind="stable")
 
 
+# The captions' random streams, offsets of CaptionSettings.seed
+POOLS_STREAM = 1  # which far image gives each image's UNREL pool (`build_pools`)
+FOLDS_STREAM = 2  # the images' lgm / dqr / cal / test folds (`image_folds`)
+CAPTIONER_STREAM = 10  # a captioner's samples: fold j draws from seed + CAPTIONER_STREAM + (its weights' code) + j
+REFERENCE_STREAM = 99  # a captioner's reference samples: its sampling seed + REFERENCE_STREAM
+
+
 def build_pools(texts: list[str], roles: dict, ranks: np.ndarray, s: CaptionSettings) -> dict:
     """Caption-index pools OWN, NEAR, MID, UNREL per image (§2.4); copies of c_gt are removed."""
-    rng = np.random.default_rng(s.seed + 1)
+    rng = np.random.default_rng(s.seed + POOLS_STREAM)
     n_img = len(roles["cx"])
     shared = int(rng.integers(n_img))
 
@@ -224,7 +231,7 @@ def sample_captions(weights: dict[str, float], pools: dict, images: np.ndarray, 
 # The CReL-BERT pipeline per captioner (lib.crel.embeddings)
 # ----------------------------------------------------------------------------------------------------
 def image_folds(n_img: int, s: CaptionSettings) -> dict:
-    perm = np.random.default_rng(s.seed + 2).permutation(n_img)
+    perm = np.random.default_rng(s.seed + FOLDS_STREAM).permutation(n_img)
     cuts = np.cumsum((0, *s.folds))
     return {n: perm[a:b] for n, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}
 
@@ -250,7 +257,7 @@ def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
 @one_thread()  # cached: its numbers must not depend on the NUM_THREADS of the run that filled the cache
 def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, progress: bool) -> dict:
     emb, roles, pools, folds = data["emb"], data["roles"], data["pools"], data["folds"]
-    seed = s.seed + 10 + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))
+    seed = s.seed + CAPTIONER_STREAM + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))
     drawn = np.zeros((len(roles["cx"]), s.samples_per_image), int)  # caption indices per image, fold by fold
     for j, f in enumerate(("lgm", "dqr", "cal", "test")):
         drawn[folds[f]] = sample_captions(weights, pools, folds[f], s.samples_per_image, seed + j)
@@ -258,7 +265,7 @@ def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, pr
     gt = emb[roles["gt"]]
     res = crel_on_embeddings(emb[roles["cx"]], emb[drawn], gt, {**folds, "test": test_imgs}, model_settings(s))
     rho = np.einsum("imd,id->im", emb[drawn[test_imgs]], gt[test_imgs])  # unit embeddings: rho = dot product
-    ref = sample_captions(weights, pools, test_imgs, s.reference_samples, seed + 99)
+    ref = sample_captions(weights, pools, test_imgs, s.reference_samples, seed + REFERENCE_STREAM)
     q_alpha = np.quantile(np.einsum("imd,id->im", emb[ref], gt[test_imgs]), s.alpha, axis=1, method="inverted_cdf")
     worst = res["worst_y"] / np.linalg.norm(res["worst_y"], axis=1, keepdims=True)
     model = res["model"]

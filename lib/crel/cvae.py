@@ -36,7 +36,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.nn import mlp, shuffled_batches
+from lib.nn import mlp
+from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 SMALL_X_HIDDEN = (32, 64, 128, 256, 128, 64, 32)  # mqr's layers for x_dim <= 5 (spec §3.2)
 
@@ -106,23 +107,20 @@ CACHE_CLASSES = (CVAE, nn.Sequential, nn.Linear, nn.LeakyReLU)
 def train_cvae(x: np.ndarray, y: np.ndarray, *, latent_dim: int, settings: CVAESettings, seed: int,
                device: torch.device | str = "cpu") -> CVAE:
     """Fit a CVAE on (x: (n, p), y: (n, d)) float arrays with Adam; returns the model in eval mode on CPU."""
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(x), -1))
-    yt = torch.as_tensor(np.asarray(y, np.float32).reshape(len(y), -1))
+    gen = seeded(seed)
+    xt, yt = float_rows(x, y)
     model = CVAE(yt.shape[1], xt.shape[1], latent_dim, settings.hidden)
     model.set_scaling(xt, yt)
     model.to(device)
     xt, yt = xt.to(device), yt.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    model.train()
-    for epoch in range(settings.epochs):
+
+    def batch_loss(idx: torch.Tensor, epoch: int) -> torch.Tensor:
         warm = min(1.0, (epoch + 1) / settings.kl_warmup_epochs) if settings.kl_warmup_epochs > 0 else 1.0
-        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
-            opt.zero_grad()
-            model.loss(yt[idx], xt[idx], settings.kl_mult * warm, settings.free_bits).backward()
-            opt.step()
-    return model.cpu().eval()
+        return model.loss(yt[idx], xt[idx], settings.kl_mult * warm, settings.free_bits)
+
+    train_epochs(model, batch_loss, make_optimiser(model, lr=settings.lr), num_items=len(xt),
+                 plan=Epochs(settings.epochs, settings.batch_size), generator=gen, index_device=device)
+    return model.cpu()
 
 
 @torch.no_grad()

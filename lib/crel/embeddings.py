@@ -86,8 +86,9 @@ def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray
 
     lgm, n_directions = _train_lgm(*pairs(lgm_i), s)
     xd, yd = pairs(dqr_i)
-    model = crel.fit(xd, yd, x_dqr=xd, y_dqr=yd, lgm=lgm, tau_dir=s.alpha, n_directions=n_directions,
-                     dqr_settings=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden), seed=s.seed)
+    fit = crel.FitSettings(n_directions=n_directions, tau_dir=s.alpha,
+                           dqr=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden))
+    model = crel.fit(xd, yd, fit, x_dqr=xd, y_dqr=yd, lgm=lgm, seed=s.seed)
     model.calibrate(*pairs(cal_i, 1), s.alpha)
     x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])
     rel = model.reliability(x_te, ref, cosine_metric(pca_y), z_init=model.latent(x_te, first), starts=s.pgd_starts,

@@ -1,19 +1,19 @@
-"""Coverage-Y and area measured without the decoded cloud's own spacing (spec 02 §2.3, §3.7).
+"""Coverage-Y and area of a decoded set, and Feldman et al.'s region measured the same way (spec 02 §2.3, §3.7).
 
-The cloud check of `lib.crel.baselines` (y covered iff its distance to the decoded latent-grid points is
-<= h, h the 0.9-quantile of the cloud's nearest-neighbour distances) is biased even for a perfect LGM: h
-shrinks with the cloud, so the check depends on how densely the grid samples the set. Here:
+Membership is decided by the set itself, not by the spacing of the latent grid that samples it (a threshold
+on the decoded grid points' own nearest-neighbour gaps shrinks with the grid, so it is biased even for a
+perfect LGM):
 
 - **Bijective LGM (the flow), exact.** y is in the decoded set Dec(S(x); x) iff Enc(y; x) is in S(x), so
   Coverage-Y = share of test y with score(Enc(y)) <= gamma, and area = the number of Y-grid points whose
   code lies in S(x) (the paper's "Area" as a grid-point count).
 - **Any LGM (the CVAE), decoded-set distance.** dist(y, Dec(S(x); x)) = min over z in S(x) of
   ||Dec(z; x) - y||, found by projected gradient descent over S(x) started from the latent grid point whose
-  decoding is nearest to y; y is covered iff that distance is <= `tol` (Y units). Only points whose cloud
-  distance leaves the answer open are optimised: the cloud distance is an upper bound of the set distance,
-  so cloud distance <= thr decides "within"; cloud distance > thr + 1.5 rho (rho = the largest
-  nearest-neighbour gap of the decoded cloud, the scale at which the cloud can miss part of the set)
-  decides "outside" ([interpretation]: a margin, not a proof).
+  decoding is nearest to y; y is covered iff that distance is <= `tol` (Y units). Only points whose distance
+  to the decoded grid points (the "cloud") leaves the answer open are optimised: it is an upper bound of the
+  set distance, so cloud distance <= thr decides "within"; cloud distance > thr + 1.5 rho (rho = the largest
+  nearest-neighbour gap of the cloud, the scale at which it can miss part of the set) decides "outside"
+  ([interpretation]: a margin, not a proof).
 - **Feldman et al.** with either LGM: the region Dec(R(x)) of the 256-direction DQR (no inflation), and
   the signed score of y: outside, its distance to the decoded region (the same optimisation); inside,
   minus the distance to the nearest Y-grid point outside the region (membership decided the same way as
@@ -163,8 +163,9 @@ class DecodedSet:
 
 def _pgd(lgm: torch.nn.Module, z0: np.ndarray, x: np.ndarray, Y: np.ndarray, groups: list, step: float,
          pgd: PGDSettings) -> np.ndarray:
-    """min over z in S of ||Dec(z; x) - y|| for each row by normalised projected gradient steps with a geometric
-    step decay (best iterate kept). groups: [(row indices, projector onto that rows' set)]."""
+    """min over z in S of ||Dec(z; x) - y|| for each row (`lib.crel.method.projected_descent`) with a geometric
+    step decay from pgd.lr_start to pgd.lr_end latent-grid spacings `step`. groups: [(row indices, projector onto
+    that rows' set)]."""
     xt = torch.as_tensor(x, dtype=torch.float32)
     yt = torch.as_tensor(Y, dtype=torch.float32)
 
@@ -174,20 +175,9 @@ def _pgd(lgm: torch.nn.Module, z0: np.ndarray, x: np.ndarray, Y: np.ndarray, gro
             out[rows] = proj(Z[rows])
         return out
 
-    z = project(z0)
-    lrs = step * np.geomspace(pgd.lr_start, pgd.lr_end, max(1, pgd.steps))
-    best = np.full(len(z), math.inf)
-    for lr in (*(float(v) for v in lrs), 0.0):
-        zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(lr > 0)
-        with torch.set_grad_enabled(lr > 0):
-            dist = torch.linalg.vector_norm(lgm.decode(zt, xt) - yt, dim=1)
-        best = np.minimum(best, dist.detach().double().numpy())
-        if lr == 0.0:
-            break
-        (g,) = torch.autograd.grad(dist.sum(), zt)
-        g = g.double().numpy()
-        z = project(z - lr * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
-    return best
+    lrs = [float(v) for v in step * np.geomspace(pgd.lr_start, pgd.lr_end, max(1, pgd.steps))]
+    return crel.projected_descent(lambda zt: torch.linalg.vector_norm(lgm.decode(zt, xt) - yt, dim=1), project(z0),
+                                  project, lrs)[1]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -225,9 +215,10 @@ def decoded_set_evaluation(model: crel.CReL, x: np.ndarray, y: np.ndarray, z_gri
 # Feldman et al. measured the same way
 # ----------------------------------------------------------------------------------------------------
 @dataclass
-class FeldmanDecoded:
-    """Feldman et al.'s region Dec(R(x)) (256-direction DQR on the shared LGM, no inflation) with the signed
-    Y-space score; membership exact for a bijective LGM, else dist <= tol to the decoded region."""
+class FeldmanRegion:
+    """Feldman et al.'s region Dec(R(x)) (the DQR network of a fitted CReL along the directions U, e.g. 256, on
+    its LGM; no inflation) with the signed Y-space score; membership exact for a bijective LGM, else
+    dist <= tol to the decoded region. The synthetic table and the runtime study use it."""
 
     model: crel.CReL
     U: np.ndarray
@@ -236,11 +227,6 @@ class FeldmanDecoded:
     tol: float = 0.0
     pgd: PGDSettings = PGDSettings()
     radius: float | None = None
-
-    def _quantiles(self, x: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            q = self.model.dqr(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(self.U, dtype=torch.float32))
-        return q.double().numpy()
 
     def _member(self, dec: DecodedSet, xi: np.ndarray, qi: np.ndarray, Y: np.ndarray) -> np.ndarray:
         if getattr(self.model.lgm, "bijective", False):
@@ -276,7 +262,7 @@ class FeldmanDecoded:
         pts, out = self.y_grid.points, np.empty(len(x))
         x2 = np.atleast_2d(x)
         outside = []  # (row, decoded set): their distances are optimised together, one batch
-        for i, (xi, qi, yi) in enumerate(zip(x2, self._quantiles(x), y)):
+        for i, (xi, qi, yi) in enumerate(zip(x2, self.model.directional_quantiles(x, self.U), y)):
             dec = self._region(xi, qi)
             if dec.empty:
                 out[i] = math.inf
@@ -296,7 +282,7 @@ class FeldmanDecoded:
             out[rows] = np.minimum(cloud, _pgd(self.model.lgm, z0, x2[rows], Y, groups, step, self.pgd))
         return out
 
-    def calibrate(self, x_cal: np.ndarray, y_cal: np.ndarray, alpha: float) -> FeldmanDecoded:
+    def calibrate(self, x_cal: np.ndarray, y_cal: np.ndarray, alpha: float) -> FeldmanRegion:
         self.radius = crel.conformal_radius(self.scores(x_cal, y_cal), alpha)
         return self
 
@@ -306,7 +292,7 @@ class FeldmanDecoded:
             raise RuntimeError("call .calibrate(x_cal, y_cal, alpha) first.")
         pts, r = self.y_grid.points, self.radius
         covered, area = np.zeros(len(x), bool), np.zeros(len(x))
-        for i, (xi, qi, yi) in enumerate(zip(np.atleast_2d(x), self._quantiles(x), y)):
+        for i, (xi, qi, yi) in enumerate(zip(np.atleast_2d(x), self.model.directional_quantiles(x, self.U), y)):
             dec = self._region(xi, qi)
             if dec.empty:
                 covered[i], area[i] = r == math.inf, len(pts) if r == math.inf else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,7 @@ class CReLConfig:
     y_grid_size: int = 3_000  # Y-grid (§3.7: 55 x 55 for d = 2)
     area_eval_n_x: int = 500  # test conditions on which Coverage-Y and area are evaluated (§6)
     feldman_n_cal: int | None = None  # calibration points for Feldman's grid (None: all)
-    max_cloud_points: int = 20_000
+    max_cloud_points: int = 20_000  # the most decoded latent-grid points `lib.crel.plots.plot_condition` draws
     inflation: str = "ball"  # interp. (strongly implied), §3.5
     calibration_score: str = "nonneg"  # "signed": ablation, §3.4
     empty_region: str = "shift"  # proposal, §3.3
@@ -338,13 +338,15 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
                 empty_region=config.empty_region)
 
+    fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau, dqr=dq, **opts)
+
     def fit_latent() -> dict:
-        return {"crel": crel.fit(*folds["lgm"], x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm, tau_dir=tau,
-                                 n_directions=config.n_directions, dqr_settings=dq, seed=seed, **opts)}
+        return {"crel": crel.fit(*folds["lgm"], fit, x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm,
+                                 seed=seed)}
 
     def fit_identity() -> crel.CReL:  # the Y-space DQR does not depend on the LGM: one entry for both
-        return crel.fit(*folds["dqr"], transform="identity", tau_dir=tau, n_directions=config.n_directions,
-                        x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], dqr_settings=dq, seed=seed, **opts)
+        return crel.fit(*folds["dqr"], replace(fit, transform="identity"), x_dqr=folds["dqr"][0],
+                        y_dqr=folds["dqr"][1], seed=seed)
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),
@@ -384,6 +386,14 @@ _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms
                      "captions", "collapse_threshold", "sensitivity_threshold",  # the guard: applied at loading
                      "cvae_restarts")  # the training used is in the key instead (`lgm_attempt`)
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
+# Columns of table runs stored before the decoded-cloud check (distance to the decoded latent-grid points <= their
+# own 0.9-quantile nearest-neighbour gap, biased by the grid's spacing) was retired; dropped when read.
+# `max_cloud_points`, which sized those clouds, stays in the key, so the stored runs keep theirs.
+_RETIRED_COLUMNS = ("coverage_y_cloud", "area_cloud")
+
+
+def _without(rows: list[dict], columns: tuple[str, ...]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in columns} for r in rows]
 
 
 def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool, lgm_attempt: int = 0) -> dict:
@@ -413,96 +423,137 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
                                                    identity=include_dqr, stored=with_model))  # the guard warns
     path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
                       table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), ".pt")
-    measured = cached_torch(path, lambda: _measure_table_run(config, seed, alpha, models(), include_dqr), force=force,
-                            stored=True)
+    measure = lambda: _measure_table_run(config, seed, alpha, models(), _table_run(config, models()),  # noqa: E731
+                                         include_dqr)
+    measured = cached_torch(path, measure, force=force, stored=True)
     guard = {"collapsed": list(choice["dead"]), "lgm_attempt": choice["attempt"],
              "collapsed_attempts": list(choice["collapsed_attempts"])}
     rows = [{**r, **guard} if r["lgm"] == lgm_name else {"lgm_attempt": 0, "collapsed_attempts": [], **r}
-            for r in measured["rows"]]  # the guard's verdict at the config's thresholds
+            for r in _without(measured["rows"], _RETIRED_COLUMNS)]  # the guard's verdict at the config's thresholds
     out = {"rows": rows, "cal_scores": measured["info"]["cal_scores"], "test_scores": measured["test_scores"],
            "info": dict(measured["info"]), "lgm": lgm_name}
     if not with_model:
         return out
-    m, folds = models()["crel"], models()["folds"]
+    m, run = models()["crel"], _table_run(config, models())
     m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
-    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
-    z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
-    return {**out, "model": m, "y_grid": y_grid, "z_grid": z_grid}
+    return {**out, "model": m, "y_grid": run.y_grid, "z_grid": run.z_grid}
 
 
-def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict, include_dqr: bool) -> dict:
-    """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM (`models`:
-    `fitted_models`' output; its CReL and DQR models are calibrated here).
+@dataclass(frozen=True)
+class _TableRun:
+    """What every row of one table run measures on: the calibration and evaluation folds, the grids, and how
+    Coverage-Y is decided (`tol`, `pgd`); `common` holds the columns every LGM row shares."""
 
-    Coverage-Y and area (`lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of
-    Y-grid points whose code is in S(x)); with the CVAE, y within `decoded_tolerance` of the decoded set
-    Dec(S(x)) (projected optimisation over S(x)). Feldman's row is measured the same way; the Y-space DQR is
-    exact. `coverage_y_cloud` / `area_cloud` keep the earlier decoded-cloud check (h = the cloud's own
-    0.9-quantile nearest-neighbour distance) for comparison.
-    """
-    lgm_name = models["lgm_name"]
-    m, ident, folds = models["crel"], models["dqr"], models["folds"]
-    (x_cal, y_cal), (x_te, y_te) = folds["cal"], folds["test"]
-    ev = slice(0, config.area_eval_n_x)
-    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2)
-    z_grid = latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size)
-    pgd = ev_mod.PGDSettings(steps=config.pgd_steps)
-    bijective = getattr(m.lgm, "bijective", False)
-    tol = 0.0 if bijective else config.decoded_tolerance
-    common = dict(lgm=lgm_name, measure="exact" if bijective else f"decoded set, tol {tol:g}",
+    cal: tuple[np.ndarray, np.ndarray]
+    test: tuple[np.ndarray, np.ndarray]
+    ev: slice  # the test conditions on which Coverage-Y and area are measured
+    y_grid: cb.Grid
+    z_grid: np.ndarray
+    pgd: ev_mod.PGDSettings
+    tol: float
+    common: dict
+
+    @property
+    def evaluated(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.test[0][self.ev], self.test[1][self.ev]
+
+
+def _tolerance(config: CReLConfig, m: crel.CReL) -> float:
+    """How far (Y units) y may lie from a decoded set and count as in it: 0 for a bijective LGM (exact
+    membership), `decoded_tolerance` otherwise."""
+    return 0.0 if getattr(m.lgm, "bijective", False) else config.decoded_tolerance
+
+
+def _table_run(config: CReLConfig, models: dict) -> _TableRun:
+    m, folds = models["crel"], models["folds"]
+    tol = _tolerance(config, m)
+    measure = "exact" if getattr(m.lgm, "bijective", False) else f"decoded set, tol {tol:g}"
+    common = dict(lgm=models["lgm_name"], measure=measure,
                   collapsed=list(models["collapsed"]),
                   lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
-    rows, t0 = [], time.perf_counter()
-    m.calibrate(x_cal, y_cal, alpha)
+    return _TableRun(folds["cal"], folds["test"], slice(0, config.area_eval_n_x),
+                     cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2),
+                     latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size),
+                     ev_mod.PGDSettings(steps=config.pgd_steps), tol, common)
+
+
+def _crel_rows(m: crel.CReL, alpha: float, run: _TableRun) -> tuple[list[dict], np.ndarray]:
+    """CReL's row (calibrating `m`) and the uncalibrated latent DQR region's, and CReL's test scores.
+
+    Coverage-Y and area (`lib.crel.evaluation`): with the flow, exact (Enc(y) in S(x); the count of Y-grid points
+    whose code is in S(x)); with the CVAE, y within `tol` of the decoded set Dec(S(x)) (projected optimisation
+    over S(x))."""
+    t0 = time.perf_counter()
+    m.calibrate(*run.cal, alpha)
     cal_time = time.perf_counter() - t0
-    test_scores = m.scores(x_te, y_te)
+    test_scores = m.scores(*run.test)
     cov_z = float(np.mean(test_scores <= m.gamma))
+    bijective = getattr(m.lgm, "bijective", False)
     t0 = time.perf_counter()
     if bijective:
-        out = ev_mod.exact_output_evaluation(m, x_te[ev], y_te[ev], y_grid)
+        out = ev_mod.exact_output_evaluation(m, *run.evaluated, run.y_grid)
     else:
-        out = ev_mod.decoded_set_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, tol, pgd)
+        out = ev_mod.decoded_set_evaluation(m, *run.evaluated, run.z_grid, run.y_grid, run.tol, run.pgd)
     eval_s = time.perf_counter() - t0
-    cloud = cb.crel_output_evaluation(m, x_te[ev], y_te[ev], z_grid, y_grid, config.max_cloud_points, seed)
-    q_ev = m.quantiles(x_te[ev])
-    steiner = float(np.mean([latent_area(m, q) for q in q_ev]))
+    steiner = float(np.mean([latent_area(m, q) for q in m.quantiles(run.evaluated[0])]))
     # bijective: Enc(y) in S(x) is exactly the Coverage-Z event, so Coverage-Y is measured on the whole test fold
     cov_y = float(np.mean(test_scores <= m.gamma + 1e-12)) if bijective else float(out["covered"].mean())
-    rows.append(dict(method="CReL", coverage_z=cov_z, coverage_y=cov_y,
-                     area=float(out["area"].mean()), coverage_y_cloud=float(cloud["covered"].mean()),
-                     area_cloud=float(cloud["area"].mean()), latent_area=steiner, gamma=m.gamma,
-                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=cal_time / len(x_cal),
-                     evaluation_s=eval_s, **common))
-    rows.append(dict(method="DQR (latent, uncalibrated)", coverage_z=float(np.mean(test_scores <= 0)),
-                     coverage_y=np.nan, area=np.nan, latent_area=np.nan, gamma=0.0,
-                     pre_coverage=m.info["pre_calibration_coverage"], calibration_s_per_point=np.nan, **common))
-    feld = None
+    pre = m.info["pre_calibration_coverage"]
+    return [dict(method="CReL", coverage_z=cov_z, coverage_y=cov_y, area=float(out["area"].mean()),
+                 latent_area=steiner, gamma=m.gamma, pre_coverage=pre,
+                 calibration_s_per_point=cal_time / len(run.cal[0]), evaluation_s=eval_s, **run.common),
+            dict(method="DQR (latent, uncalibrated)", coverage_z=float(np.mean(test_scores <= 0)), coverage_y=np.nan,
+                 area=np.nan, latent_area=np.nan, gamma=0.0, pre_coverage=pre, calibration_s_per_point=np.nan,
+                 **run.common)], test_scores
+
+
+def _feldman_row(config: CReLConfig, m: crel.CReL, alpha: float, run: _TableRun) -> dict:
+    """Feldman et al.'s region on the same LGM and DQR network (`config.feldman_directions` directions),
+    calibrated on the first `config.feldman_n_cal` calibration points and measured as CReL's set is."""
+    nf = config.feldman_n_cal or len(run.cal[0])
+    feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, m.latent_dim), run.z_grid, run.y_grid,
+                                tol=run.tol, pgd=run.pgd)
+    t0 = time.perf_counter()
+    feld.calibrate(run.cal[0][:nf], run.cal[1][:nf], alpha)
+    f_time = (time.perf_counter() - t0) / nf
+    fo = feld.evaluate(*run.evaluated)
+    return dict(method="Feldman", coverage_z=np.nan, coverage_y=float(fo["covered"].mean()),
+                area=float(fo["area"].mean()), latent_area=np.nan, gamma=feld.radius, pre_coverage=np.nan,
+                calibration_s_per_point=f_time, **run.common)
+
+
+def _dqr_row(ident: crel.CReL, alpha: float, run: _TableRun) -> dict:
+    """The DQR fitted in Y (calibrating `ident`): its latent space is Y, so Coverage-Z = Coverage-Y, exact."""
+    ident.calibrate(*run.cal, alpha)
+    io = cb.convex_output_evaluation(ident, *run.evaluated, run.y_grid)
+    full_cov = float(np.mean(ident.contains(*run.test)))
+    return dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov, area=float(io["area"].mean()),
+                latent_area=np.nan, gamma=ident.gamma, pre_coverage=ident.info["pre_calibration_coverage"],
+                calibration_s_per_point=np.nan, lgm="none", measure="exact", collapsed=[], lgm_kl=None)
+
+
+def _pcp_row(m: crel.CReL, seed: int, alpha: float, run: _TableRun) -> dict:
+    """PCP with the LGM as its generator (`cb.PCP`, seeded `seed`), its Coverage-Y on the whole test fold."""
+    pcp = cb.PCP(m.lgm, seed=seed).calibrate(*run.cal, alpha)
+    po = pcp.evaluate(*run.evaluated, run.y_grid)
+    full = pcp.scores(*run.test, seed + cb.PCP_COVERAGE_STREAM) <= pcp.radius
+    return dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=float(po["area"].mean()),
+                latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan,
+                **{**run.common, "measure": "exact"})
+
+
+def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict, run: _TableRun,
+                       include_dqr: bool) -> dict:
+    """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM (`models`:
+    `fitted_models`' output; its CReL and DQR models are calibrated here), in the table's order."""
+    m = models["crel"]
+    rows, test_scores = _crel_rows(m, alpha, run)
     if config.include_feldman:
-        nf = config.feldman_n_cal or len(x_cal)
-        U256 = crel.directions(config.feldman_directions, m.latent_dim)
-        feld = ev_mod.FeldmanDecoded(m, U256, z_grid, y_grid, tol=tol, pgd=pgd)
-        t0 = time.perf_counter()
-        feld.calibrate(x_cal[:nf], y_cal[:nf], alpha)
-        f_time = (time.perf_counter() - t0) / nf
-        fo = feld.evaluate(x_te[ev], y_te[ev])
-        rows.append(dict(method="Feldman", coverage_z=np.nan, coverage_y=float(fo["covered"].mean()),
-                         area=float(fo["area"].mean()), latent_area=np.nan, gamma=feld.radius, pre_coverage=np.nan,
-                         calibration_s_per_point=f_time, **common))
+        rows.append(_feldman_row(config, m, alpha, run))
     if include_dqr:
-        ident.calibrate(x_cal, y_cal, alpha)
-        io = cb.convex_output_evaluation(ident, x_te[ev], y_te[ev], y_grid)
-        full_cov = float(np.mean(ident.contains(x_te, y_te)))
-        rows.append(dict(method="DQR (Y-space)", coverage_z=full_cov, coverage_y=full_cov,
-                         area=float(io["area"].mean()), latent_area=np.nan, gamma=ident.gamma,
-                         pre_coverage=ident.info["pre_calibration_coverage"], calibration_s_per_point=np.nan,
-                         lgm="none", measure="exact", collapsed=[], lgm_kl=None))
+        rows.append(_dqr_row(models["dqr"], alpha, run))
     if config.include_pcp:
-        pcp = cb.PCP(m.lgm, seed=seed).calibrate(x_cal, y_cal, alpha)
-        po = pcp.evaluate(x_te[ev], y_te[ev], y_grid)
-        full = pcp.scores(x_te, y_te, seed + 2) <= pcp.radius
-        rows.append(dict(method="PCP", coverage_z=np.nan, coverage_y=float(full.mean()), area=float(po["area"].mean()),
-                         latent_area=np.nan, gamma=pcp.radius, pre_coverage=np.nan, calibration_s_per_point=np.nan,
-                         **{**common, "measure": "exact"}))
+        rows.append(_pcp_row(m, seed, alpha, run))
     for r in rows:
         r.update(seed=seed, alpha=alpha)
     return {"rows": rows, "test_scores": test_scores, "gamma": m.gamma, "info": dict(m.info)}
@@ -539,8 +590,8 @@ def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) ->
         t_crel = (time.perf_counter() - t0) / n_c
         y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), yg, pad=0.2)
         z_grid = latent_grid(m, m.latent(*folds["dqr"]), zg)
-        feld = cb.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
-                                config.max_cloud_points, config.seed)
+        feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
+                                    tol=_tolerance(config, m), pgd=ev_mod.PGDSettings(steps=config.pgd_steps))
         t0 = time.perf_counter()
         feld.scores(x_cal[:n_f], y_cal[:n_f])
         t_feld = (time.perf_counter() - t0) / n_f

@@ -24,8 +24,8 @@ import torch
 import zuko
 from torch import nn
 
-from lib.nn import shuffled_batches
 from lib.params import check_int
+from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 
 @dataclass(frozen=True)
@@ -83,26 +83,23 @@ CACHE_CLASSES = (FlowLGM, nn.ModuleList, nn.ReLU, partial, zuko.flows.NSF,
 
 def train_flow(x: np.ndarray, y: np.ndarray, *, settings: FlowSettings, seed: int,
                device: torch.device | str = "cpu") -> FlowLGM:
-    """Fit the flow on (x: (n, p), y: (n, d)) by maximum likelihood with Adam; returns it in eval mode on CPU."""
+    """Fit the flow on (x: (n, p), y: (n, d)) by maximum likelihood with Adam and a cosine schedule over the epochs;
+    returns it in eval mode on CPU."""
     check_int("flow epochs", settings.epochs, minimum=1)
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(x), -1))
-    yt = torch.as_tensor(np.asarray(y, np.float32).reshape(len(y), -1))
+    gen = seeded(seed)
+    xt, yt = float_rows(x, y)
     model = FlowLGM(yt.shape[1], xt.shape[1], settings)
     model.set_scaling(xt, yt)
     model.to(device)
     xt, yt = xt.to(device), yt.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, settings.epochs)
-    model.train()
-    for _ in range(settings.epochs):
-        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
-            opt.zero_grad()
-            loss = model.loss(yt[idx], xt[idx])
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the flow's training loss became {loss.item()} (seed {seed}); lower lr.")
-            loss.backward()
-            opt.step()
-        sched.step()
-    return model.cpu().eval()
+
+    def batch_loss(idx: torch.Tensor, _epoch: int) -> torch.Tensor:
+        loss = model.loss(yt[idx], xt[idx])
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"the flow's training loss became {loss.item()} (seed {seed}); lower lr.")
+        return loss
+
+    train_epochs(model, batch_loss, make_optimiser(model, lr=settings.lr), num_items=len(xt),
+                 plan=Epochs(settings.epochs, settings.batch_size, schedule="cosine_epochs"), generator=gen,
+                 index_device=device)
+    return model.cpu()

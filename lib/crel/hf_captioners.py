@@ -12,13 +12,13 @@ Command, with the weights in the Hugging Face cache and the images in the folder
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from lib.cli import command_parser
 from lib.crel.captions import load_encoder
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 
@@ -173,8 +173,15 @@ def run_from_yaml(path: str | Path) -> dict:
     return results
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: HF_HUB_OFFLINE=1 python -m lib.crel.hf_captioners params/coco_online.yaml")
-    for name, res in run_from_yaml(sys.argv[1]).items():
+def main(argv: list[str] | None = None) -> int:
+    """The command (module docstring): every captioner of a YAML parameter set, one line of scores each."""
+    parser = command_parser("lib.crel.hf_captioners", __doc__)
+    parser.add_argument("params", type=Path, help="the YAML parameter set (e.g. params/coco_online.yaml)")
+    args = parser.parse_args(argv)
+    for name, res in run_from_yaml(args.params).items():
         print(name, res)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

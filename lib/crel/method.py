@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,8 +23,9 @@ from scipy.optimize import linprog, nnls
 from torch import nn
 
 from lib.crel import cvae as cvae_mod
-from lib.nn import mlp, shuffled_batches
+from lib.nn import mlp
 from lib.params import check_choice, check_int, check_probability
+from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 INFLATIONS = ("ball", "halfspace_shift")
 CALIBRATION_SCORES = ("nonneg", "signed")
@@ -209,26 +210,24 @@ def pinball_loss(residual: torch.Tensor, tau: float) -> torch.Tensor:
 
 def train_dqr(x: np.ndarray, z: np.ndarray, U: np.ndarray, *, tau: float, settings: DQRSettings, seed: int,
               device: torch.device | str = "cpu") -> DQRNet:
-    """Fit q_u(x) by the pinball loss at level tau on u^T z - q_u(x), over the directions U (§3.1)."""
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(x), -1))
-    zt = torch.as_tensor(np.asarray(z, np.float32))
-    Ut = torch.as_tensor(np.asarray(U, np.float32))
+    """Fit q_u(x) by the pinball loss at level tau on u^T z - q_u(x), over the directions U (§3.1); each batch
+    draws `directions_per_batch` of them."""
+    gen = seeded(seed)
+    xt, zt, Ut = float_rows(x, z, U)
     net = DQRNet(xt.shape[1], zt.shape[1], settings.hidden)
     net.x_mean, net.x_std = xt.mean(0), xt.std(0).clamp_min(1e-8) if len(xt) > 1 else torch.ones(xt.shape[1])
     net.scale = zt.std(0).mean().clamp_min(1e-8)
     net.to(device)
     xt, zt, Ut = xt.to(device), zt.to(device), Ut.to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     per_batch = min(settings.directions_per_batch, len(Ut))
-    for _ in range(settings.epochs):
-        for idx in shuffled_batches(len(xt), settings.batch_size, gen, device):
-            u = Ut[torch.randperm(len(Ut), generator=gen)[:per_batch].to(device)]
-            opt.zero_grad()
-            pinball_loss(zt[idx] @ u.T - net(xt[idx], u), tau).backward()
-            opt.step()
-    return net.cpu().eval()
+
+    def batch_loss(idx: torch.Tensor, _epoch: int) -> torch.Tensor:
+        u = Ut[torch.randperm(len(Ut), generator=gen)[:per_batch].to(device)]
+        return pinball_loss(zt[idx] @ u.T - net(xt[idx], u), tau)
+
+    train_epochs(net, batch_loss, make_optimiser(net, lr=settings.lr), num_items=len(xt),
+                 plan=Epochs(settings.epochs, settings.batch_size), generator=gen, index_device=device)
+    return net.cpu()
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -266,13 +265,17 @@ class CReL:
         z = np.asarray(z, np.float64)
         return z.copy() if self.lgm is None else cvae_mod.decode(self.lgm, z, _as2d(x, len(z)))
 
-    @torch.no_grad()
     def quantiles(self, x: np.ndarray) -> np.ndarray:
         """q(x): (n, K) float64, shifted by the Chebyshev radius where the region is empty (§3.3)."""
-        x = _as2d(x)
-        q = self.dqr(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(self.U, dtype=torch.float32))
-        q = q.double().numpy()
-        return self._fix_empty(q)
+        return self._fix_empty(self.directional_quantiles(x))
+
+    @torch.no_grad()
+    def directional_quantiles(self, x: np.ndarray, U: np.ndarray | None = None) -> np.ndarray:
+        """The DQR's quantiles of x: (n, p) along the rows of U: (K, r) (default: the fitted directions), (n, K)
+        float64, as fitted (empty regions not shifted)."""
+        U = self.U if U is None else U
+        return self.dqr(torch.as_tensor(_as2d(x), dtype=torch.float32),
+                        torch.as_tensor(U, dtype=torch.float32)).double().numpy()
 
     def _fix_empty(self, q: np.ndarray) -> np.ndarray:
         # A region is non-empty iff its Chebyshev radius is >= 0; only rows whose LDP fails need the LP.
@@ -356,35 +359,47 @@ class CReL:
         z0 = (np.asarray(z_init, np.float64)[:, None, :] + rng.standard_normal((n, starts, r))).reshape(-1, r)
         q_rep, x_rep = np.repeat(q, starts, 0), np.repeat(x, starts, 0)
         gt_rep = np.repeat(np.asarray(gt, np.float64).reshape(n, -1), starts, 0)
-        z = self.project(z0, q_rep)
-        best_z, best_val = self._pgd(z, q_rep, x_rep, gt_rep, metric, steps, lr)
+        xt, gtt = torch.as_tensor(x_rep, dtype=torch.float32), torch.as_tensor(gt_rep, dtype=torch.float32)
+        best_z, best_val = projected_descent(lambda zt: metric(self._decode_t(zt, xt), gtt), self.project(z0, q_rep),
+                                             lambda z: self.project(z, q_rep), [lr] * steps)
         vals = best_val.reshape(n, starts)
         pick = vals.argmin(1)
         z_star = best_z.reshape(n, starts, r)[np.arange(n), pick]
         return {"score": vals.min(1), "z": z_star, "y": self.decode(z_star, x), "start_scores": vals,
                 "spread": vals.std(1)}
 
-    def _metric_np(self, z: np.ndarray, x: np.ndarray, gt: np.ndarray, metric: Metric) -> np.ndarray:
-        with torch.no_grad():
-            zt, xt, gtt = (torch.as_tensor(a, dtype=torch.float32) for a in (z, x, gt))
-            return metric(self._decode_t(zt, xt), gtt).double().numpy()
-
     def _decode_t(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return z if self.lgm is None else self.lgm.decode(z, x)
 
-    def _pgd(self, z: np.ndarray, q: np.ndarray, x: np.ndarray, gt: np.ndarray, metric: Metric, steps: int,
-             lr: float) -> tuple[np.ndarray, np.ndarray]:
-        xt, gtt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(gt, dtype=torch.float32)
-        best_z, best_val = z.copy(), self._metric_np(z, x, gt, metric)
-        for _ in range(steps):
-            zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(True)
-            (grad,) = torch.autograd.grad(metric(self._decode_t(zt, xt), gtt).sum(), zt)
-            g = grad.double().numpy()
-            z = self.project(z - lr * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12), q)
-            val = self._metric_np(z, x, gt, metric)
+
+def projected_descent(value: Callable[[torch.Tensor], torch.Tensor], z: np.ndarray,
+                      project: Callable[[np.ndarray], np.ndarray],
+                      lrs: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """min over a set of value(z) by projected gradient descent, every row at once (§3.6).
+
+    value: float32 codes (B, r) -> (B,) differentiable; z: (B, r) starts, already in the set; project: (B, r) ->
+    their projections onto it. Step k moves each row by lrs[k] along its normalised gradient and projects it
+    back. Every iterate is evaluated (the last without a step after it), and each row keeps its best one, so the
+    answer lies in the set. Returns (best z (B, r), its value (B,)), float64.
+    """
+    best_z, best_val = np.array(z, np.float64, copy=True), None
+    for k in range(len(lrs) + 1):
+        step = k < len(lrs)
+        zt = torch.as_tensor(z, dtype=torch.float32).requires_grad_(step)
+        with torch.set_grad_enabled(step):
+            val_t = value(zt)
+        val = val_t.detach().double().numpy()
+        if best_val is None:
+            best_val = val.copy()
+        else:
             better = val < best_val
             best_val[better], best_z[better] = val[better], z[better]
-        return best_z, best_val
+        if not step:
+            break
+        (g,) = torch.autograd.grad(val_t.sum(), zt)
+        g = g.double().numpy()
+        z = project(z - lrs[k] * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
+    return best_z, best_val
 
 
 # The classes a stored CReL is made of, its LGM's aside (lib.crel.cvae's and lib.crel.flow's CACHE_CLASSES): what
@@ -408,49 +423,75 @@ def _as2d(x: np.ndarray, n: int | None = None) -> np.ndarray:
     return x
 
 
-def fit(x_train: np.ndarray, y_train: np.ndarray, *, latent_dim: int = 2, n_directions: int = 64,
-        tau_dir: float = 0.1, transform: str = "cvae", lgm_fraction: float = 0.5,
-        x_dqr: np.ndarray | None = None, y_dqr: np.ndarray | None = None,
-        cvae_settings: cvae_mod.CVAESettings | None = None, dqr_settings: DQRSettings | None = None,
-        inflation: str = "ball", calibration_score: str = "nonneg", empty_region: str = "shift", seed: int = 0,
-        lgm: cvae_mod.CVAE | None = None, device: torch.device | str = "cpu") -> CReL:
+@dataclass(frozen=True)
+class FitSettings:
+    """How `fit` builds a CReL (spec §2.1 steps 1-3): the latent space, the DQR region and the set's options."""
+
+    latent_dim: int = 2  # r of a CVAE trained by `fit` (a given LGM, or transform="identity", sets r itself)
+    n_directions: int = 64  # K
+    tau_dir: float = 0.1  # the per-direction quantile level ([interp.])
+    transform: str = "cvae"  # "identity": no LGM, the DQR in the output space (the DQR baseline of §3.8)
+    lgm_fraction: float = 0.5  # without a given DQR fold: the share of the training rows the CVAE trains on
+    cvae: cvae_mod.CVAESettings = cvae_mod.CVAESettings()
+    dqr: DQRSettings = DQRSettings()
+    inflation: str = "ball"  # §3.5
+    calibration_score: str = "nonneg"  # §3.4
+    empty_region: str = "shift"  # §3.3
+
+    def check(self) -> None:
+        """Raise ValueError naming the field, the value and what is allowed."""
+        check_choice("transform", self.transform, TRANSFORMS)
+        check_choice("inflation", self.inflation, INFLATIONS)
+        check_choice("calibration_score", self.calibration_score, CALIBRATION_SCORES)
+        check_choice("empty_region", self.empty_region, EMPTY_REGION)
+        check_probability("tau_dir", self.tau_dir)
+        check_int("latent_dim", self.latent_dim, minimum=1)
+
+
+# The random streams of `fit`, offsets of its seed: the CVAE and the directions draw from seed itself
+DQR_STREAM = 1  # the DQR's initialisation, batch order and directions per batch
+
+
+def fit(x_train: np.ndarray, y_train: np.ndarray, settings: FitSettings = FitSettings(), *,
+        x_dqr: np.ndarray | None = None, y_dqr: np.ndarray | None = None, lgm: cvae_mod.CVAE | None = None,
+        seed: int = 0, device: torch.device | str = "cpu") -> CReL:
     """Fit CReL's LGM (on I_lgm) and DQR (on I_dqr) (spec §2.1 steps 1-3); calibrate with `.calibrate`.
 
-    x_train: (n, p), y_train: (n, d). Unless (x_dqr, y_dqr) are given, the first `lgm_fraction` of the
-    rows train the CVAE and the rest the DQR. transform="identity" skips the LGM (DQR in output space, the
-    DQR baseline of §3.8; latent_dim is then d). tau_dir is the per-direction quantile level ([interp.]).
-    A trained `lgm` is reused as is (then all of x_train, y_train are ignored unless x_dqr is None).
+    x_train: (n, p), y_train: (n, d). Unless (x_dqr, y_dqr) are given, the first `settings.lgm_fraction` of the
+    rows train the CVAE and the rest the DQR. A trained `lgm` (a CVAE or a flow) is used as is (then x_train,
+    y_train are not read unless x_dqr is None).
     """
-    check_choice("transform", transform, TRANSFORMS)
-    check_choice("inflation", inflation, INFLATIONS)
-    check_choice("calibration_score", calibration_score, CALIBRATION_SCORES)
-    check_choice("empty_region", empty_region, EMPTY_REGION)
-    check_probability("tau_dir", tau_dir)
-    check_int("latent_dim", latent_dim, minimum=1)
+    settings.check()
+    (x_lgm, y_lgm), (x_dqr, y_dqr) = _fit_folds(x_train, y_train, x_dqr, y_dqr, settings.lgm_fraction)
+    if settings.transform == "identity":
+        lgm = None
+    elif lgm is None:
+        lgm = cvae_mod.train_cvae(x_lgm, y_lgm, latent_dim=settings.latent_dim, settings=settings.cvae, seed=seed,
+                                  device=device)
+    U = directions(settings.n_directions, y_dqr.shape[1] if lgm is None else lgm.latent_dim, seed)
+    z_dqr = y_dqr.copy() if lgm is None else cvae_mod.encode_mean(lgm, y_dqr, x_dqr)
+    dqr = train_dqr(x_dqr, z_dqr, U, tau=settings.tau_dir, settings=settings.dqr, seed=seed + DQR_STREAM,
+                    device=device)
+    return CReL(U=U, dqr=dqr, lgm=lgm, tau_dir=settings.tau_dir, inflation=settings.inflation,
+                calibration_score=settings.calibration_score, empty_region=settings.empty_region)
+
+
+def _fit_folds(x_train: np.ndarray, y_train: np.ndarray, x_dqr: np.ndarray | None, y_dqr: np.ndarray | None,
+               lgm_fraction: float) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """((x, y) of the LGM's fold, (x, y) of the DQR's), 2-D float64: the given DQR fold, else a cut of the
+    training rows at lgm_fraction."""
     x_train = _as2d(x_train)
     y_train = np.asarray(y_train, np.float64).reshape(len(y_train), -1)
     if x_dqr is None:
         cut = int(round(lgm_fraction * len(x_train)))
-        x_lgm, y_lgm, x_dqr, y_dqr = x_train[:cut], y_train[:cut], x_train[cut:], y_train[cut:]
+        lgm_fold, dqr_fold = (x_train[:cut], y_train[:cut]), (x_train[cut:], y_train[cut:])
     else:
-        x_lgm, y_lgm = x_train, y_train
-        x_dqr, y_dqr = _as2d(x_dqr), np.asarray(y_dqr, np.float64).reshape(len(y_dqr), -1)
-    if len(x_dqr) < 2:
-        raise ValueError(f"the DQR fold has {len(x_dqr)} points; give more training data or change lgm_fraction.")
-    if transform == "identity":
-        lgm, r = None, y_train.shape[1]
-    elif lgm is not None:
-        r = lgm.latent_dim
-    else:
-        lgm = cvae_mod.train_cvae(x_lgm, y_lgm, latent_dim=latent_dim, settings=cvae_settings or
-                                  cvae_mod.CVAESettings(), seed=seed, device=device)
-        r = latent_dim
-    U = directions(n_directions, r, seed)
-    z_dqr = y_dqr.copy() if lgm is None else cvae_mod.encode_mean(lgm, y_dqr, x_dqr)
-    dqr = train_dqr(x_dqr, z_dqr, U, tau=tau_dir, settings=dqr_settings or DQRSettings(), seed=seed + 1,
-                    device=device)
-    return CReL(U=U, dqr=dqr, lgm=lgm, tau_dir=tau_dir, inflation=inflation, calibration_score=calibration_score,
-                empty_region=empty_region)
+        lgm_fold = (x_train, y_train)
+        dqr_fold = (_as2d(x_dqr), np.asarray(y_dqr, np.float64).reshape(len(y_dqr), -1))
+    if len(dqr_fold[0]) < 2:
+        raise ValueError(f"the DQR fold has {len(dqr_fold[0])} points; give more training data or change "
+                         "lgm_fraction.")
+    return lgm_fold, dqr_fold
 
 
 # ----------------------------------------------------------------------------------------------------

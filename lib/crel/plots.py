@@ -7,15 +7,15 @@ import numpy as np
 import torch
 from scipy.spatial import ConvexHull
 
-from lib.crel import baselines as cb
 from lib.crel import method as crel
+from lib.crel.evaluation import DecodedSet
 from lib.data.banana import sample_y
 from lib.plotting import PALETTE
 
 
-def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes) -> None:
+def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, max_points: int = 20_000) -> None:
     """At condition x: the latent region R(x), the calibrated set S^gamma(x) and fresh codes (left, `ax_z`),
-    fresh outputs Y | x and the decoded grid points of S^gamma(x) (right, `ax_y`).
+    fresh outputs Y | x and the decoded grid points of S^gamma(x), at most `max_points` of them (right, `ax_y`).
 
     `run` holds the fitted "model" (a calibrated `CReL`) and its latent "z_grid".
     """
@@ -31,10 +31,12 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes) ->
     ys = sample_y(np.full(2000, x_value), rng)
     zs = m.latent(np.full((2000, 1), x_value), ys)
     ax_z.scatter(*zs.T, s=2, color="0.3", alpha=0.4, label="codes of fresh Y | x")
-    cloud = cb.latent_cloud(m, x[0], run["z_grid"], q, m.U, m.gamma, 20_000, rng)
+    decoded = DecodedSet(m, x[0], m.U, q, m.gamma, m.inflation, run["z_grid"])
     ax_y.scatter(*ys.T, s=2, color="0.3", alpha=0.4, label="fresh Y | x")
-    if cloud is not None:
-        ax_y.scatter(*cloud.points.T, s=3, color=PALETTE[1], alpha=0.5, label="Dec(S^γ grid points)")
+    if not decoded.empty:
+        pts = decoded.points
+        pts = pts[rng.choice(len(pts), max_points, replace=False)] if len(pts) > max_points else pts
+        ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label="Dec(S^γ grid points)")
     ax_z.set(title=f"latent space, x = {x_value}", xlabel="z1", ylabel="z2")
     ax_z.legend(fontsize=7)
     ax_y.set(title=f"output space, x = {x_value}", xlabel="y1", ylabel="y2")

@@ -39,6 +39,14 @@ from lib.seeds import derive_seed
 CACHE_NAMESPACE = "04"
 NUM_CLASSES = 10
 POOL_SPLITS = ("disjoint", "shared")
+# Notebook 04's random streams: derive_seed(seed, <what the draw depends on>..., <STREAM>); the draws of
+# `simulate_estimator` and `class_fraction_experiment` are told apart by their own keys (sizes, fraction, regime)
+GAP_STREAM = 1  # `measurement_gap`: the subsamples of the held-out retrievals
+MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws and noise
+PCA_SAMPLES_STREAM = 5  # `sample_pca_gaussians`: classes and latent draws
+ADJUSTED_STREAM = 7  # `simulate_adjusted`: the fake and real draws
+REFERENCE_STREAM = 9  # `reference_rows`: the real reference rows of the generated sets
+KEPT_CLASSES_STREAM = 55  # the 5 classes the mode-dropping PCA-Gaussian keeps
 
 
 @dataclass(frozen=True)
@@ -248,7 +256,7 @@ def simulate_estimator(n_train: int, s_true: int, n: int, reps: int, *, seed: in
 def simulate_adjusted(n_train: int, s_fake: int, s_real: int, n: int, reps: int, *, seed: int,
                       alpha_e: float = 0.05) -> dict:
     """Coverage of the bounds-ratio interval of IRS_inf,a = s_fake / s_real (both sets at the same n)."""
-    rng = np.random.default_rng(derive_seed(seed, s_fake, s_real, n, 7))
+    rng = np.random.default_rng(derive_seed(seed, s_fake, s_real, n, ADJUSTED_STREAM))
     hits, ratios = [], []
     for _ in range(reps):
         f = irs.irs_inf(n_train, n, int(np.unique(rng.integers(0, s_fake, n)).size), alpha_e)
@@ -267,7 +275,7 @@ def measurement_gap(n_train: int, heldout_idx: np.ndarray, ns: tuple[int, ...], 
     """IRS of held-out real images at several n: seeded subsamples of the held-out retrievals (n,)."""
     rows = []
     for n in ns:
-        rng = np.random.default_rng(derive_seed(seed, n, 1))
+        rng = np.random.default_rng(derive_seed(seed, n, GAP_STREAM))
         for rep in range(reps if n < len(heldout_idx) else 1):
             pick = heldout_idx[rng.permutation(len(heldout_idx))[:n]]
             r = irs.retrieval_result(n_train, pick, alpha_e)
@@ -352,7 +360,7 @@ def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed:
     """A memorising generator: g N training images chosen (seeded); n draws from them with replacement,
     each with Gaussian pixel noise sigma = noise (pixels in [0, 1]), clipped and rounded to uint8.
     Returns {"images", "sources": the training row of each draw}."""
-    rng = np.random.default_rng(derive_seed(seed, round(g * 1e6), n, 3))
+    rng = np.random.default_rng(derive_seed(seed, round(g * 1e6), n, MEMORISER_STREAM))
     chosen = rng.choice(len(train), max(1, round(g * len(train))), replace=False)
     sources = chosen[rng.integers(0, len(chosen), n)]
     noisy = train[sources] / 255.0 + noise * rng.standard_normal((n, *train.shape[1:]))
@@ -373,7 +381,7 @@ def fit_pca_gaussians(train: np.ndarray, labels: np.ndarray, dims: int) -> list[
 def sample_pca_gaussians(models: list[dict], n: int, *, classes: np.ndarray | None = None, temperature: float = 1.0,
                          seed: int) -> np.ndarray:
     """n images (uint8, 32 x 32 x 3): class uniform over `classes` (all by default), z ~ N(0, T^2 diag(var))."""
-    rng = np.random.default_rng(derive_seed(seed, n, round(temperature * 1000), 5))
+    rng = np.random.default_rng(derive_seed(seed, n, round(temperature * 1000), PCA_SAMPLES_STREAM))
     classes = np.arange(len(models)) if classes is None else np.asarray(classes)
     labels = classes[rng.integers(0, len(classes), n)]
     out = np.empty((n, models[0]["mean"].size))
@@ -438,7 +446,7 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
     out = {f"memorise-{g:g}": memorised_copies(sets["train"], g, n, config.mem_noise, seed=config.seed)
            for g in config.mem_fractions}
     models = fit_pca_gaussians(sets["train"], sets["train_labels"], config.pca_dims)
-    keep = np.random.default_rng(derive_seed(config.seed, 55)).choice(NUM_CLASSES, 5, replace=False)
+    keep = np.random.default_rng(derive_seed(config.seed, KEPT_CLASSES_STREAM)).choice(NUM_CLASSES, 5, replace=False)
     for label, kwargs in (("pca-T1", {}), ("pca-T0.5", {"temperature": 0.5}), ("pca-5cls", {"classes": keep})):
         out[label] = {"images": sample_pca_gaussians(models, n, seed=config.seed, **kwargs), "sources": None}
     return out
@@ -446,7 +454,7 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
 
 def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
     """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
-    return np.sort(np.random.default_rng(derive_seed(config.seed, n, 9)).permutation(
+    return np.sort(np.random.default_rng(derive_seed(config.seed, n, REFERENCE_STREAM)).permutation(
         NUM_CLASSES * config.pool_per_class)[:n])
 
 

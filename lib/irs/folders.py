@@ -10,7 +10,6 @@ same training set only extracts its own images. Notebook 04 runs the same method
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from lib.cache import cache_path, cached_npz
+from lib.cli import command_parser
 from lib.device import pick_device
 from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
@@ -104,8 +104,8 @@ def summary(result: dict) -> dict:
             "adjusted": result["adjusted"]}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Image Retrieval Score of a generator from image folders.")
+def main(argv: list[str] | None = None) -> int:
+    parser = command_parser("lib.irs.folders", __doc__)
     parser.add_argument("--train", required=True, help="training images (the retrieval database)")
     parser.add_argument("--real", required=True, help="held-out real images (the measurement-gap reference)")
     parser.add_argument("--fake", required=True, help="generated images")
@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     device = pick_device() if a.device == "auto" else torch.device(a.device)
     print(json.dumps({"settings": asdict(s), "device": str(device), **summary(folder_score(s, device))}, indent=1,
                      default=float))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

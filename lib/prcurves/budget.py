@@ -16,7 +16,6 @@ Usage (CPU, in the background; the figures are wall-clock under whatever load th
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import time
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from lib.cache import PROJECT_ROOT, atomic_write, cache_path, cached_torch
+from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
@@ -99,7 +99,7 @@ def schedule_runs(variant: str, budgets: tuple[int, ...]) -> list[tuple[int, tup
 def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snapshots: tuple[int, ...],
            train_points: np.ndarray) -> dict:
     settings = settings_of(variant)
-    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    seeds = ddpm.member_seeds(spec.base_seed, complexity, spec.num_members)
     key = {"stage": "budget-train", "version": 1, "C": complexity, "seeds": seeds, "n": spec.n_train,
            "steps": num_steps, "snapshots": snapshots, "train": settings}
     path = cache_path(NAMESPACE, f"train-{variant}-C{complexity}-{num_steps}", key, ".pt")
@@ -124,7 +124,7 @@ def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snaps
 def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray) -> dict:
     """Sample every member, then its kNN PR curve (the notebook's estimator and splits): AUC_raw per member
     and the mean 10-90 % band width on the 1000-point recall grid."""
-    seeds = [spec.base_seed + 1000 * complexity + i for i in range(spec.num_members)]
+    seeds = ddpm.member_seeds(spec.base_seed, complexity, spec.num_members)
     samples = ddpm.sample_ensemble(params, num_samples=spec.num_generated, seeds=seeds, progress=False)
     curves = []
     for i, fake in enumerate(samples):
@@ -288,8 +288,8 @@ def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], pa
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = command_parser("lib.prcurves.budget", __doc__)
     parser.add_argument("--complexities", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--members", type=int, default=StudySpec.num_members)
     parser.add_argument("--num-generated", type=int, default=StudySpec.num_generated)
@@ -298,7 +298,7 @@ def main() -> None:
     parser.add_argument("--authors-recipe", type=int, nargs="*", default=None, metavar="STEPS",
                         help="the frontier study instead: the authors' settings only, evaluated at these budgets "
                              f"(default {' '.join(map(str, AUTHORS_RECIPE_BUDGETS))})")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.authors_recipe is not None:
         spec = replace(authors_recipe_spec(tuple(args.complexities), args.members,
@@ -309,7 +309,8 @@ def main() -> None:
                          num_generated=args.num_generated)
     run_study(spec, args.out, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
               cached_only=args.cached_only)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

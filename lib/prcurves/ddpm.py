@@ -27,13 +27,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
+from lib.cache import atomic_torch_save
 from lib.params import check_choice, check_int, check_real
 from lib.progress import progress as progress_bar
 from lib.seeds import derive_seed
+from lib.train import ema_update, load_checkpoint
 
 HIDDEN, BLOCK_HIDDEN, EMB_DIM, DATA_DIM = 128, 256, 16, 2
 SAMPLING_STREAM = 1  # derive_seed(member_seed, SAMPLING_STREAM) seeds a member's sampling noise
+
+
+def member_seeds(base_seed: int, complexity: int, num_members: int) -> list[int]:
+    """The seed of member i of an ensemble of complexity C: base_seed + 1000 C + i (spec A4)."""
+    return [base_seed + 1000 * complexity + i for i in range(num_members)]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -377,7 +383,7 @@ def train_ensemble(
                 group["lr"] = learning_rate(settings, step, num_steps)
         losses[step] = _training_step(weights, optimiser, data_t, streams.batch(step), alpha_bars, settings)
         if ema is not None:
-            ema.lerp_(weights.flat.detach(), 1 - min(settings.ema_decay, (1 + step) / (10 + step)))
+            ema_update(ema, weights.flat.detach(), settings.ema_decay, step)
         if step + 1 in keep:
             saved[step + 1] = _result_state(weights, ema)
         if checkpoint and (step + 1) % checkpoint_every == 0 and step + 1 < num_steps:
@@ -409,12 +415,8 @@ def _resume(path: Path, weights: FlatParams, ema, optimiser, losses, snapshots: 
 
     A damaged checkpoint (no checksum header, checksum mismatch, truncated, unreadable, more than data: see
     `lib.cache.load_torch`) is logged and deleted, and training starts from step 0."""
-    if not Path(path).exists():
-        return 0
-    try:
-        state = load_torch(path)
-    except DamagedCacheEntry as err:
-        discard_damaged(err)
+    state = load_checkpoint(path)
+    if state is None:
         return 0
     step = int(state["step"])
     if step > len(losses):

@@ -238,8 +238,8 @@ def training_steps(config: EnsemblePRConfig, complexity: int, n_train: int | Non
 
 
 def member_seeds(config: EnsemblePRConfig, complexity: int) -> list[int]:
-    """Seed of member i of complexity C: base_seed + 1000 C + i (spec A4)."""
-    return [config.base_seed + 1000 * complexity + i for i in range(config.num_members)]
+    """Seed of member i of complexity C (`ddpm.member_seeds`, spec A4)."""
+    return ddpm.member_seeds(config.base_seed, complexity, config.num_members)
 
 
 def ring_data(config: EnsemblePRConfig, n_train: int | None = None) -> dict:
@@ -340,6 +340,7 @@ def member_curves(config: EnsemblePRConfig, *, complexity: int, heldout: np.ndar
 
 
 def _one_curve(real, fake, k, num_angles, seed, resample, draw) -> dict:
+    # draw r resamples from derive_seed(seed, r + 1): never the member's own split, which is seed itself
     if resample == "resplit":
         return prcurves.pr_curve(real, fake, k=k, num_angles=num_angles, seed=derive_seed(seed, draw + 1))
     if resample is None:

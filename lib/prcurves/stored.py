@@ -19,6 +19,9 @@ Format (FORMAT, VERSION 1), every array named:
     lambdas (L,) float64  the slopes the curves were read at
     num_dropped (E, M) int  non-finite samples dropped before evaluation
     meta ()  str          JSON: preset, command, commit, device, timing, config (free-form)
+
+The command runs a preset's ensembles (main and Fig. 4's small-data ones) and stores their member curves:
+    python -m lib.prcurves.stored --preset paper --complexities 2 4 --out results/01/curves-paper.npz
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from lib.cache import atomic_write
+from lib.cli import command_line, command_parser
 from lib.prcurves import method as prcurves
 
 FORMAT = "prcurves-member-curves"
@@ -161,26 +165,22 @@ def notebook_results(stored: dict, config) -> tuple[Any, dict[int, dict], dict[t
     return config, results, {k: v for k, v in small.items() if k[0] in results}
 
 
-def main() -> None:
-    """Run a preset's ensembles (main and Fig. 4's small-data ones) and store their member curves.
-
-    python -m lib.prcurves.stored --preset paper --complexities 2 4 --out results/01/curves-paper.npz
-    """
-    import argparse
+def main(argv: list[str] | None = None) -> int:
+    """The command (module docstring): run a preset's ensembles and store their member curves."""
     import time
 
     from lib.device import describe, pick_device
     from lib.prcurves import experiment as ex
     from lib.provenance import git_commit
 
-    parser = argparse.ArgumentParser(description=main.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("lib.prcurves.stored", __doc__)
     parser.add_argument("--preset", default="paper", choices=sorted(ex.PRESETS))
     parser.add_argument("--complexities", type=int, nargs="+", default=None)
     parser.add_argument("--members", type=int, default=None)
     parser.add_argument("--no-small", action="store_true", help="skip Fig. 4's small-training-set ensembles")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     compare = tuple(args.complexities[-2:][::-1]) if args.complexities and len(args.complexities) >= 2 else None
     small = () if args.no_small else None
     config = ex.resolve_config(args.preset, complexities=args.complexities, num_members=args.members,
@@ -197,13 +197,14 @@ def main() -> None:
             if not any(r["complexity"] == c and r["n_train"] == len(small_data["train"]) and r["num_steps"] == steps
                        for r in results):
                 results.append(ex.run_ensemble(config, complexity=c, data=small_data, num_steps=steps, device=device))
-    meta = {"preset": config.preset, "command": "python -m lib.prcurves.stored " + " ".join(__import__("sys").argv[1:]),
+    meta = {"preset": config.preset, "command": command_line("lib.prcurves.stored", argv),
             "commit": git_commit(mark_dirty=True), "device": describe(device),
             "seconds": round(time.perf_counter() - start, 1), "num_generated": config.num_generated,
             "train": config.train}
     save_curves(args.out, results, meta)
     print(f"wrote {args.out}: {len(results)} ensembles, {meta['seconds']} s on {meta['device']}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

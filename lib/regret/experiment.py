@@ -50,6 +50,10 @@ from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
 
 CACHE_NAMESPACE = "03"
+# A prediction's random draws (MC-Dropout's masks) come from seed + PREDICTION_STREAM, far from the networks' own
+# seeds (seed, and seed + 1, ... for the ensemble's members and the active-learning rounds)
+PREDICTION_STREAM = 10_000
+AL_POOL_STREAM = 1  # the active-learning pool: a stratified subset of the training set drawn from seed + AL_POOL_STREAM
 BACKBONES = ("frozen", "scratch")
 WHOLE_SOURCES = ("stored", "train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
@@ -358,12 +362,12 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     path = cache_path(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
-        extra = {}
-        if scratch:
-            extra = {"optimiser": "sgd", "augment": crop_flip, "epochs": config.scratch_epochs}
+        scratch_recipe = {"optimiser": "sgd", "augment": crop_flip} if scratch else {}
+        settings = replace(head, epochs=config.scratch_epochs) if scratch else head
         with nullcontext() if scratch else one_thread():
-            fit = uq.fit_method(method, inputs, targets, settings=head, seed=config.seed, groups=groups,
-                                num_groups=num_groups, make_module=make, device=device, progress=progress, **extra)
+            fit = uq.fit_method(method, inputs, targets, settings=settings, seed=config.seed, groups=groups,
+                                num_groups=num_groups, make_module=make, device=device, progress=progress,
+                                **scratch_recipe)
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
@@ -385,7 +389,7 @@ def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: 
                                                        if p.is_floating_point())) for m in trained["modules"]]}
     path = cache_path(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
     return cached_npz(path, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
-                                               seed=config.seed + 10_000, ddu_fit=trained["ddu_fit"],
+                                               seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
                                                device=device), force=force)
 
 
@@ -460,8 +464,8 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
     for r in range(config.al_rounds + 1):
         x, y = torch.from_numpy(pool_feats[labelled]), pool_labels[labelled]
         make = _make_module(config, method, pool_feats.shape[1], 10, head)
-        fit = uq.fit_method(method, x, torch.from_numpy(eye[y]), settings=head, seed=config.seed + r,
-                            groups=y, num_groups=10, make_module=make, device=device, batch_size=len(y))
+        fit = uq.fit_method(method, x, torch.from_numpy(eye[y]), settings=replace(head, batch_size=len(y)),
+                            seed=config.seed + r, groups=y, num_groups=10, make_module=make, device=device)  # round r
         test_pred = uq.predict(method, fit["modules"], torch.from_numpy(test_feats), settings=head,
                                seed=config.seed, ddu_fit=fit["ddu_fit"], device=device)
         q = uq.estimates(method, test_pred, "ce", seed=config.seed)["q"]
@@ -646,7 +650,7 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
                              progress=progress, max_steps=max_steps)
 
         def predict(images: torch.Tensor, method: str = method, fit: dict = fit) -> dict:
-            return wh.predict(method, fit["nets"], images, config.whole, seed=config.seed + 10_000,
+            return wh.predict(method, fit["nets"], images, config.whole, seed=config.seed + PREDICTION_STREAM,
                               ddu_fit=fit["ddu_fit"], device=device)
 
         test = predict(test_images)

@@ -19,14 +19,12 @@ stores the predictions (its README gives that run's wall time and each network's
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 
+from lib.cli import command_line, command_parser
 from lib.data.cifar10 import ARCHIVES, SOURCES
 from lib.device import describe, pick_device, set_threads
 from lib.provenance import git_commit
@@ -35,7 +33,7 @@ from lib.regret import whole as wh
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = command_parser("lib.regret.store_whole", __doc__)
     parser.add_argument("--preset", choices=("whole", "whole-cpu"), default="whole",
                         help="the recipe (whole) or its CPU size (whole-cpu: widths 16 32 32, batch 256)")
     parser.add_argument("--widths", type=int, nargs=3, default=None, help="conv-group widths (recipe: 64 256 256)")
@@ -65,36 +63,40 @@ def main(argv: list[str] | None = None) -> int:
     cifar = ex.cifar_data(config)
     preds = ex.whole_predictions(config, cifar, device=device, progress=True)
     seconds = time.perf_counter() - start
-    command = "python -m lib.regret.store_whole " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    command = command_line("lib.regret.store_whole", argv)
     common = {"command": command, "commit": commit, "device": describe(device), "host": platform.node(),
               "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    copy = {"jpeg": "the CIFAR-10 JPEG copy", "python": "the official lossless CIFAR-10 archive"}[config.data_source]
     rows = []
-    n_networks = sum(len(p["meta"]["train_seconds"]) for p in preds.values())
-    train_seconds = sum(sum(p["meta"]["train_seconds"]) for p in preds.values())
     for method, p in preds.items():
         meta = {**p["meta"], **common}
         wh.save_predictions(args.out, method, p["test"], p["ood"], meta)
         seconds_per_epoch = sum(meta["train_seconds"]) / sum(map(len, meta["epoch_seconds"]))
         rows.append(f"| {method} | {meta['test_accuracy']:.4f} | {len(meta['train_seconds'])} | "
                     f"{sum(meta['train_seconds']) / 60:.1f} | {seconds_per_epoch:.0f} |")
-    (args.out / "README.md").write_text(
-        "# Notebook 03: stored whole-network predictions\n\n"
-        "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"` and "
-        f"`DATA_SOURCE=\"{config.data_source}\"`.\n\n"
-        f"- command: `{command}`\n- commit: `{common['commit']}`\n- device: {common['device']}\n"
-        f"- date: {common['date']}\n- data: {copy} (`{ARCHIVES[config.data_source]}`, "
-        f"data_source {config.data_source!r}), "
-        f"{len(cifar['train_labels'])} training images, all {len(cifar['p_true'])} CIFAR-10H rows\n"
-        f"- recipe: `{json.dumps(wh.describe_settings(config.whole))}`\n"
-        f"- wall time of this command, prediction included: {seconds / 60:.1f} min (networks already in the "
-        f"cache are loaded, not retrained); training time of the {n_networks} networks, summed: "
-        f"{train_seconds / 60:.1f} min\n\n"
-        f"| method | test accuracy ({config.data_source}) | networks | training min | s per epoch |\n"
-        "|---|---|---|---|---|\n"
-        + "\n".join(rows) + "\n", encoding="utf-8")
+    (args.out / "README.md").write_text(_readme(config, cifar, preds, common, rows), encoding="utf-8")
     print(f"stored in {args.out} ({seconds / 60:.1f} min)")
     return 0
+
+
+def _readme(config: ex.RegretConfig, cifar: dict, preds: dict, common: dict, rows: list[str]) -> str:
+    """The stored folder's README.md: provenance, data, recipe, wall and training time, and one row per method."""
+    copy = {"jpeg": "the CIFAR-10 JPEG copy", "python": "the official lossless CIFAR-10 archive"}[config.data_source]
+    n_networks = sum(len(p["meta"]["train_seconds"]) for p in preds.values())
+    train_seconds = sum(sum(p["meta"]["train_seconds"]) for p in preds.values())
+    return ("# Notebook 03: stored whole-network predictions\n\n"
+            "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"` and "
+            f"`DATA_SOURCE=\"{config.data_source}\"`.\n\n"
+            f"- command: `{common['command']}`\n- commit: `{common['commit']}`\n- device: {common['device']}\n"
+            f"- date: {common['date']}\n- data: {copy} (`{ARCHIVES[config.data_source]}`, "
+            f"data_source {config.data_source!r}), "
+            f"{len(cifar['train_labels'])} training images, all {len(cifar['p_true'])} CIFAR-10H rows\n"
+            f"- recipe: `{json.dumps(wh.describe_settings(config.whole))}`\n"
+            f"- wall time of this command, prediction included: {common['wall_seconds_all_methods'] / 60:.1f} min "
+            f"(networks already in the cache are loaded, not retrained); training time of the {n_networks} networks, "
+            f"summed: {train_seconds / 60:.1f} min\n\n"
+            f"| method | test accuracy ({config.data_source}) | networks | training min | s per epoch |\n"
+            "|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":

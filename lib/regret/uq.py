@@ -26,10 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from lib.nn import shuffled_batches
 from lib.params import check_choice, check_int, check_real
-from lib.progress import progress as progress_bar
 from lib.regret import method as regret
+from lib.train import Epochs, make_optimiser, seeded, train_epochs
 
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
 EDL_LOSSES = ("expected_ce", "edl_mse")  # spec B9
@@ -200,45 +199,6 @@ def loss_for(method: str, settings: HeadSettings) -> Callable[[torch.Tensor, tor
 # ----------------------------------------------------------------------------------------------------
 # Training and prediction
 # ----------------------------------------------------------------------------------------------------
-def train_module(module: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, loss_fn: Callable, *,
-                 epochs: int, batch_size: int, lr: float, weight_decay: float, seed: int,
-                 optimiser: str = "adam", augment: Callable | None = None, device: torch.device | None = None,
-                 progress: bool = False, desc: str = "") -> list[float]:
-    """Minibatch training with a seeded data order; returns the mean loss of every epoch.
-
-    optimiser="adam" (heads) or "sgd" (momentum 0.9, cosine schedule; the `paper` preset's backbones).
-    `augment(batch, generator)` transforms image batches.
-    """
-    device = device or torch.device("cpu")
-    module.to(device).train()
-    params = [p for p in module.parameters() if p.requires_grad]
-    if optimiser == "adam":
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay, nesterov=True)
-    steps = epochs * ((len(inputs) + batch_size - 1) // batch_size)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps) if optimiser == "sgd" else None
-    g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # dropout masks
-    history = []
-    for _ in progress_bar(range(epochs), desc=desc or "epochs", enabled=progress):
-        total = 0.0
-        for idx in shuffled_batches(len(inputs), batch_size, g):
-            x = inputs[idx]
-            if augment is not None:
-                x = augment(x, g)
-            loss = loss_fn(module(x.to(device)), targets[idx].to(device))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if sched is not None:
-                sched.step()
-            total += loss.item() * len(idx)
-        history.append(total / len(inputs))
-    module.eval()
-    return history
-
-
 @torch.no_grad()
 def batched(fn: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor, device: torch.device,
             batch_size: int = 1024, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
@@ -275,25 +235,37 @@ def predict(method: str, modules: list[nn.Module], inputs: torch.Tensor, *, sett
 
 def fit_method(method: str, inputs: torch.Tensor, targets: torch.Tensor, *, settings: HeadSettings, seed: int,
                groups: np.ndarray, num_groups: int, make_module: Callable[[int], nn.Module],
-               device: torch.device | None = None, progress: bool = False, **train_kwargs) -> dict:
+               device: torch.device | None = None, progress: bool = False, optimiser: str = "adam",
+               augment: Callable | None = None) -> dict:
     """Train `method` ({"modules", "history", "ddu_fit"}); `make_module(seed)` builds one network.
 
     groups: (N,) int, the GDA classes of DDU (the hard labels, or age decades for regression).
     Members of the ensemble use seeds seed, seed + 1, ...; the other methods one network with `seed`.
+    Each network trains by `lib.train.train_epochs` with `settings`' epochs, batch size, lr and weight decay, its
+    seed ordering the data (and drawing `augment(batch, generator)`, for image batches) and the dropout masks.
+    optimiser="adam" (heads) or "sgd" (a cosine schedule over the steps; the `paper` preset's backbones).
     """
     check_choice("method", method, METHODS)
+    device = device or torch.device("cpu")
     seeds = [seed + i for i in range(settings.members)] if method == "ensemble" else [seed]
+    plan = Epochs(settings.epochs, settings.batch_size, schedule="cosine_steps" if optimiser == "sgd" else "constant")
+    loss_fn = loss_for(method, settings)
     modules, history = [], []
-    kwargs = {"epochs": settings.epochs, "batch_size": settings.batch_size, "lr": settings.lr,
-              "weight_decay": settings.weight_decay, **train_kwargs}
     for s in seeds:
-        module = make_module(s)
-        history.append(train_module(module, inputs, targets, loss_for(method, settings), seed=s, device=device,
-                                    progress=progress, desc=f"{method} seed {s}", **kwargs))
+        module = make_module(s).to(device)
+        opt = make_optimiser(module, optimiser, settings.lr, settings.weight_decay)
+        gen = seeded(s)  # data order (and augmentations); torch's generator: dropout masks
+
+        def batch_loss(idx: torch.Tensor, _epoch: int, module: nn.Module = module, gen: torch.Generator = gen):
+            x = inputs[idx] if augment is None else augment(inputs[idx], gen)
+            return loss_fn(module(x.to(device)), targets[idx].to(device))
+
+        run = train_epochs(module, batch_loss, opt, num_items=len(inputs), plan=plan, generator=gen,
+                           progress=progress, desc=f"{method} seed {s}")
+        history.append(run["history"])
         modules.append(module.cpu())
     fit = None
     if method == "ddu":
-        device = device or torch.device("cpu")
         emb = batched(modules[0].to(device).embed, inputs, device).double().numpy()
         modules[0].cpu()
         fit = regret.gda_fit(emb, groups, num_groups)

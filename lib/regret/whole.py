@@ -46,7 +46,6 @@ that the notebook loads instead of training.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -55,11 +54,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
 from lib.params import check_choice, check_int, check_real, shown
-from lib.progress import progress as progress_bar
 from lib.regret import method as regret
 from lib.regret import uq
+from lib.train import Epochs, train_epochs
 
 STORED_VERSION = 1
 STORED_DIR = Path(__file__).resolve().parents[2] / "results" / "03" / "whole"
@@ -67,6 +65,7 @@ STORED_DIR = Path(__file__).resolve().parents[2] / "results" / "03" / "whole"
 # which the two changes to the recipe (module docstring) are measured against
 RECIPE_DIR = STORED_DIR.parent / "whole-recipe"
 NUM_CLASSES = 10
+DROPOUT_STREAM = 1  # a network seeded s draws its dropout masks from torch seeded s + DROPOUT_STREAM
 
 
 @dataclass(frozen=True)
@@ -261,67 +260,28 @@ def train_network(method: str, images: torch.Tensor, labels: torch.Tensor, setti
     `checkpoint`: a file written after every epoch (weights, optimiser, data-order generator, history); a run
     interrupted and started again resumes from it and ends with the same weights. `max_steps` stops early
     (tests; the schedule still spans all epochs). Every random draw comes from `seed`: initialisation, data
-    order, augmentation, dropout masks.
+    order, augmentation (a generator seeded `seed`), dropout masks (torch's, seeded `seed + DROPOUT_STREAM`).
     """
     device = device or torch.device("cpu")
     net = build_network(method, settings, seed)
     whiten_init(net, images[: settings.whiten_patches])
-    net.to(device, memory_format=torch.channels_last).train()  # 1.4x faster convolutions on this CPU (README)
+    net.to(device, memory_format=torch.channels_last)  # 1.4x faster convolutions on this CPU (README)
     opt = make_optimiser(net, settings)
     g = torch.Generator().manual_seed(seed)
-    steps_per_epoch = max(1, len(images) // settings.batch_size)  # the last partial batch is dropped
-    total = settings.epochs * steps_per_epoch
-    state = {"epoch": 0, "history": [], "epoch_seconds": []}
-    saved = _load_checkpoint(checkpoint)
-    if saved is not None:
-        net.load_state_dict(saved["net"])
-        opt.load_state_dict(saved["opt"])
-        g.set_state(saved["generator"])
-        torch.set_rng_state(saved["torch_rng"])
-        state = saved["state"]
-    else:
-        torch.manual_seed(seed + 1)  # dropout masks
-    step = state["epoch"] * steps_per_epoch
-    for epoch in progress_bar(range(state["epoch"], settings.epochs), desc=f"{method} seed {seed}",
-                              enabled=progress):
-        start, total_loss, seen = time.perf_counter(), 0.0, 0
-        order = torch.randperm(len(images), generator=g)
-        complete = True
-        for b in range(steps_per_epoch):
-            if max_steps is not None and step >= max_steps:
-                complete = False
-                break
-            idx = order[b * settings.batch_size:(b + 1) * settings.batch_size]
-            x = augment(images[idx], settings.translate, g).to(device, memory_format=torch.channels_last)
-            for group in opt.param_groups:
-                group["lr"] = group["base_lr"] * lr_factor(step, total)
-            loss = summed_loss(method, net(x), labels[idx].to(device), settings)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            step += 1
-            total_loss, seen = total_loss + loss.item(), seen + len(idx)
-        state = {"epoch": epoch + 1, "history": [*state["history"], total_loss / max(seen, 1)],
-                 "epoch_seconds": [*state["epoch_seconds"], time.perf_counter() - start]}
-        if checkpoint is not None and complete:  # a cut-short epoch (max_steps) is not a resumable state
-            atomic_torch_save({"net": net.state_dict(), "opt": opt.state_dict(), "generator": g.get_state(),
-                               "torch_rng": torch.get_rng_state(), "state": state}, checkpoint)
-        if max_steps is not None and step >= max_steps:
-            break
-    net.eval().cpu()
-    return {"state": net.state_dict(), "history": state["history"], "seconds": float(sum(state["epoch_seconds"])),
-            "epoch_seconds": state["epoch_seconds"]}
+    torch.manual_seed(seed + DROPOUT_STREAM)  # dropout masks (a checkpoint puts back the state it saved)
 
+    def batch_loss(idx: torch.Tensor, _epoch: int) -> torch.Tensor:
+        x = augment(images[idx], settings.translate, g).to(device, memory_format=torch.channels_last)
+        return summed_loss(method, net(x), labels[idx].to(device), settings)
 
-def _load_checkpoint(checkpoint: Path | None) -> dict | None:
-    """The checkpoint's contents, or None when there is none (a damaged one is reported and discarded)."""
-    if checkpoint is None or not checkpoint.exists():
-        return None
-    try:
-        return load_torch(checkpoint)
-    except DamagedCacheEntry as err:
-        discard_damaged(err)
-        return None
+    # the recipe's triangular schedule per step; the last partial batch is dropped
+    plan = Epochs(settings.epochs, settings.batch_size, schedule=lr_factor, drop_last=True, summed_loss=True,
+                  max_steps=max_steps)
+    run = train_epochs(net, batch_loss, opt, num_items=len(images), plan=plan, generator=g, checkpoint=checkpoint,
+                       progress=progress, desc=f"{method} seed {seed}")
+    net.cpu()
+    return {"state": net.state_dict(), "history": run["history"], "seconds": float(sum(run["epoch_seconds"])),
+            "epoch_seconds": run["epoch_seconds"]}
 
 
 def load_network(method: str, settings: WholeSettings, seed: int, state: dict) -> FastCifarNet:

@@ -1,0 +1,196 @@
+"""One training loop for the workbook's small torch models, and the pieces of the one loop that does not fit it.
+
+`train_epochs` runs minibatch epochs over a seeded data order: optimiser step, learning-rate schedule (torch's
+cosine over epochs or steps, or a factor per step), the loss of every epoch, a text progress bar, and an
+optional checkpoint after every epoch from which an interrupted run resumes to the same weights. It trains
+notebook 02's CVAE, flow and DQR (`lib.crel`) and notebook 03's heads and whole networks (`lib.regret`).
+
+Randomness: the data order (and whatever the caller's `batch_loss` draws, e.g. augmentations) comes from one
+`torch.Generator`; dropout and sampling inside the model from torch's global generator, which `seeded` sets.
+`batch_loss` is called right after its batch is cut, so its own draws from the generator fall between two
+epochs' permutations exactly where the caller makes them.
+
+Notebook 01's DDPM ensemble trains M members as one flat (M, P) tensor on step-indexed device-side streams
+(`lib.prcurves.ddpm`), which an epoch loop over one model does not describe; it uses `ema_update` and
+`load_checkpoint` from here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
+from lib.params import check_choice, check_int
+from lib.progress import progress as progress_bar
+
+OPTIMISERS = ("adam", "sgd")
+SCHEDULES = ("constant", "cosine_epochs", "cosine_steps")
+# batch_loss(indices of the batch (b,) int64, epoch) -> the scalar loss to minimise
+BatchLoss = Callable[[torch.Tensor, int], torch.Tensor]
+
+
+def seeded(seed: int) -> torch.Generator:
+    """Seed torch's global generator (weight initialisation, dropout, the model's own noise) with `seed` and
+    return a new generator seeded with it too, for the data order."""
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    return generator
+
+
+def float_rows(*arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """Each array as a float32 tensor of rows, (n, -1) (a 1-D array becomes one column)."""
+    return tuple(torch.as_tensor(np.asarray(a, np.float32).reshape(len(a), -1)) for a in arrays)
+
+
+def make_optimiser(model: nn.Module, kind: str = "adam", lr: float = 1e-3,
+                   weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    """Adam, or Nesterov SGD with momentum 0.9, over the model's trainable parameters."""
+    check_choice("optimiser", kind, OPTIMISERS)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay, nesterov=True)
+
+
+def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, device: torch.device | str | None = None,
+                     drop_last: bool = False) -> Iterator[torch.Tensor]:
+    """One epoch's minibatch indices: a permutation of range(n) drawn from `generator`, cut into batches of
+    `batch_size`; the last, smaller one is kept, or dropped with `drop_last` (unless it is the only one).
+    Lazy, so draws made between batches keep their order."""
+    order = torch.randperm(n, generator=generator)
+    if device is not None:
+        order = order.to(device)
+    count = max(1, n // batch_size) if drop_last else math.ceil(n / batch_size)
+    for b in range(count):
+        yield order[b * batch_size:(b + 1) * batch_size]
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """How `train_epochs` goes through the data.
+
+    schedule: "constant"; "cosine_epochs" / "cosine_steps", torch's CosineAnnealingLR stepped after every epoch /
+        every optimiser step; or a function factor(step, total_steps) by which every parameter group's
+        "base_lr" (its starting lr when it has none) is multiplied before each step.
+    summed_loss: the batch loss is a sum over the batch, not a mean (the epoch's loss divides by the points seen).
+    max_steps: stop after this many optimiser steps (tests; the schedule still spans every epoch).
+    """
+
+    epochs: int
+    batch_size: int
+    schedule: str | Callable[[int, int], float] = "constant"
+    drop_last: bool = False
+    summed_loss: bool = False
+    max_steps: int | None = None
+
+    def steps_per_epoch(self, num_items: int) -> int:
+        return max(1, num_items // self.batch_size) if self.drop_last else math.ceil(num_items / self.batch_size)
+
+
+def _scheduler(optimiser: torch.optim.Optimizer, plan: Epochs, total_steps: int):
+    if callable(plan.schedule) or plan.schedule == "constant":
+        return None
+    length = plan.epochs if plan.schedule == "cosine_epochs" else total_steps
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, length)
+
+
+def load_checkpoint(path: Path | None) -> dict | None:
+    """A checkpoint's contents, or None when there is none; a damaged one (`lib.cache.load_torch`) is logged,
+    deleted, and read as none."""
+    if path is None or not Path(path).exists():
+        return None
+    try:
+        return load_torch(path)
+    except DamagedCacheEntry as err:
+        discard_damaged(err)
+        return None
+
+
+def _resume(checkpoint: Path | None, model: nn.Module, optimiser: torch.optim.Optimizer, scheduler,
+            generator: torch.Generator) -> dict:
+    """The progress so far ({"epoch", "history", "epoch_seconds"}), with the model, optimiser, schedule and both
+    generators put back to where the checkpoint left them; a fresh start without one."""
+    saved = load_checkpoint(checkpoint)
+    if saved is None:
+        return {"epoch": 0, "history": [], "epoch_seconds": []}
+    model.load_state_dict(saved["net"])
+    optimiser.load_state_dict(saved["opt"])
+    if scheduler is not None:
+        scheduler.load_state_dict(saved["sched"])
+    generator.set_state(saved["generator"])
+    torch.set_rng_state(saved["torch_rng"])
+    return saved["state"]
+
+
+def _save(checkpoint: Path, model: nn.Module, optimiser: torch.optim.Optimizer, scheduler,
+          generator: torch.Generator, state: dict) -> None:
+    saved = {"net": model.state_dict(), "opt": optimiser.state_dict(), "generator": generator.get_state(),
+             "torch_rng": torch.get_rng_state(), "state": state}
+    if scheduler is not None:
+        saved["sched"] = scheduler.state_dict()
+    atomic_torch_save(saved, checkpoint)
+
+
+def _optimiser_step(optimiser: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    optimiser.step()
+
+
+def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim.Optimizer, *, num_items: int,
+                 plan: Epochs, generator: torch.Generator, index_device: torch.device | str | None = None,
+                 checkpoint: Path | None = None, progress: bool = False, desc: str = "epochs") -> dict:
+    """Train `model` (in train mode; left in eval mode) for plan.epochs epochs of `shuffled_batches(num_items, ...)`
+    drawn from `generator` (indices on `index_device`), one optimiser step per batch on `batch_loss(idx, epoch)`.
+
+    With `checkpoint`, the model, optimiser, schedule, both generators and the history are written there
+    (atomically) after every complete epoch, and a run finds it and resumes from it: the result is that of an
+    uninterrupted run. Returns {"history": the mean loss of every epoch, "epoch_seconds": wall time of each}.
+    """
+    check_int("epochs", plan.epochs, minimum=0)
+    check_int("batch_size", plan.batch_size, minimum=1)
+    per_epoch = plan.steps_per_epoch(num_items)
+    total = plan.epochs * per_epoch
+    scheduler = _scheduler(optimiser, plan, total)
+    model.train()
+    state = _resume(checkpoint, model, optimiser, scheduler, generator)
+    step = state["epoch"] * per_epoch
+    for epoch in progress_bar(range(state["epoch"], plan.epochs), desc=desc, enabled=progress):
+        start, total_loss, seen, complete = time.perf_counter(), 0.0, 0, True
+        for idx in shuffled_batches(num_items, plan.batch_size, generator, index_device, plan.drop_last):
+            if plan.max_steps is not None and step >= plan.max_steps:
+                complete = False
+                break
+            if callable(plan.schedule):
+                for group in optimiser.param_groups:
+                    group["lr"] = group.setdefault("base_lr", group["lr"]) * plan.schedule(step, total)
+            loss = batch_loss(idx, epoch)
+            _optimiser_step(optimiser, loss)
+            if plan.schedule == "cosine_steps":
+                scheduler.step()
+            step += 1
+            total_loss, seen = total_loss + loss.item() * (1 if plan.summed_loss else len(idx)), seen + len(idx)
+        if plan.schedule == "cosine_epochs":
+            scheduler.step()
+        state = {"epoch": epoch + 1, "history": [*state["history"], total_loss / max(seen, 1)],
+                 "epoch_seconds": [*state["epoch_seconds"], time.perf_counter() - start]}
+        if checkpoint is not None and complete:  # a cut-short epoch (max_steps) is not a resumable state
+            _save(checkpoint, model, optimiser, scheduler, generator, state)
+        if plan.max_steps is not None and step >= plan.max_steps:
+            break
+    model.eval()
+    return {"history": state["history"], "epoch_seconds": state["epoch_seconds"]}
+
+
+def ema_update(average: torch.Tensor, current: torch.Tensor, decay: float, step: int) -> None:
+    """average <- average + (1 - d)(current - average) in place, with the usual warm-up d = min(decay,
+    (1 + step) / (10 + step)) after optimiser step `step` (0-based)."""
+    average.lerp_(current, 1 - min(decay, (1 + step) / (10 + step)))
