@@ -5,7 +5,8 @@ atomic cache), `glue` (results recorded in and read back from notebooks), `devic
 `seeds`, `plotting` (the house style, saving and showing figures), `progress` (text progress bars), `knn`
 (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics` (AuROC, Fréchet
 distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03), `provenance`
-(the git commit a stored result records), `report` (the runner of `make run`, HTML reports), `results` (the
+(the git commit a stored result records), `reading` (the notebooks' sentences about their run, written by
+the run), `report` (the runner of `make run`, HTML reports), `results` (the
 pages of `make results`), `sweep` (parameter sweeps on Dask), `data` (data root, checked files,
 CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the image normaliser).
 

@@ -1,0 +1,60 @@
+"""lib.reading: the helpers reading cells write their sentences with, and the check that no notebook states a
+number of its run by hand (every decimal number and percentage in its Markdown, and in the fixed text of its
+reading cells, is a literal declared with its source in the notebook's metadata)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib import reading
+from lib.reading import compare, md_table, pct, seq, sig, skipped, span, stated_numbers
+
+
+@pytest.mark.parametrize("text, numbers", [
+    ("mean AUC 0.967 / 0.989 (paper: 0.829)", ["0.967", "0.989", "0.829"]),
+    ("shares of 62 / 66 / 68 / 77 % and 26–31 %", ["62 %", "66 %", "68 %", "77 %", "26 %", "31 %"]),
+    ("44.2% and 44.2 % and 0.19-0.51", ["44.2 %", "44.2 %", "0.19", "0.51"]),
+    ("zuko 1.6.0; 1,000.5 points", ["1.6.0", "1,000.5"]),
+    ("8 members, 10,000 steps, C = 1, 2, 4 in 2026", []),  # integers are counts, sizes, years
+    ("§2.2–2.3, §5.6, arXiv 2511.10710, [spec](../docs/a-2.5.md), https://x.org/1.5", []),
+    ("columns width@0.5 and below_0.9; −0.054", ["0.054"]),
+])
+def test_stated_numbers_finds_decimals_and_percentages(text, numbers):
+    assert stated_numbers(text) == numbers
+
+
+def test_reading_text_is_the_fixed_text_of_the_cell_not_its_replacement_fields():
+    code = 'x = 0.5\nsay(f"""mean {auc:.3f} (paper: 0.829), {pct(s, 1)} of 44.2 %""")\nsay("plain 1.5")'
+    assert sorted(stated_numbers(reading.reading_text(code))) == ["0.829", "1.5", "44.2 %"]
+
+
+def test_formatting_helpers():
+    assert [sig(v) for v in (150.3, 1.94, 0.00781, 0.0, float("nan"))] == ["150", "1.9", "0.0078", "0", "n/a"]
+    assert span([0.021, 0.029, 0.03]) == "0.02–0.03" and span([0.971, 0.974]) == "0.97" and span([]) == "n/a"
+    assert span([4.2, 150.3], fmt=sig) == "4.2–150"
+    assert pct(0.277, 1) == "27.7 %" and pct(float("nan")) == "n/a"
+    assert seq([0.9671, 2, "C"], 2) == "0.97 / 2 / C"
+    assert [compare(0.5, 0.442), compare(0.4, 0.442), compare(0.44, 0.442, tol=0.01)] == ["above", "below", "equal to"]
+    assert skipped("Figure 4", "no small sets") == "*Figure 4: not measured in this run (no small sets).*"
+    assert md_table([{"a": "1", "b": "x"}]) == "| a | b |\n|---|---|\n| 1 | x |"
+
+
+def test_say_displays_markdown_with_a_plain_text_copy(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw: shown.append((obj, raw)))
+    reading.say("""
+        The band is **0.42** wide.
+    """)
+    assert shown == [({"text/markdown": "The band is **0.42** wide.", "text/plain": "The band is **0.42** wide."},
+                      True)]
+
+
+def test_undeclared_numbers_name_the_cell_and_the_number():
+    nb = {"metadata": {"workbook": {"literals": {"0.424": "paper, Table 1"}}}, "cells": [
+        {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": "paper 0.424, ours 0.021"},
+        {"cell_type": "code", "id": "r1", "metadata": {"tags": ["reading"]}, "source": 'say(f"{w:.3f} vs 0.55")'},
+        {"cell_type": "code", "id": "c1", "metadata": {}, "source": "x = 0.77"}]}
+    assert reading.undeclared_numbers(nb) == [("m1", "0.021"), ("r1", "0.55")]
+    assert reading.unused_literals({**nb, "cells": nb["cells"][1:]}) == ["0.424"]
