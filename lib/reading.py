@@ -75,14 +75,16 @@ def sig(value: Any, digits: int = 2) -> str:
 
 
 def span(values: Iterable[float], digits: int = 2, unit: str = "", fmt: Callable[[float], str] | None = None) -> str:
-    """The range min–max of `values` ("0.97–1.00"), or the one value when both ends read alike; each end
-    formatted by `fmt` (default: `digits` decimals)."""
+    """The range min–max of `values` ("0.97–1.00"; "-0.88 to 0.45" when it starts below 0), or the one value when
+    both ends read alike; each end formatted by `fmt` (default: `digits` decimals)."""
     fmt = fmt or (lambda v: num(v, digits))
     values = [v for v in values if v is not None and not math.isnan(v)]
     if not values:
         return "n/a"
     low, high = fmt(min(values)), fmt(max(values))
-    return f"{low}{unit}" if low == high else f"{low}–{high}{unit}"
+    if low == high:
+        return f"{low}{unit}"
+    return f"{low} to {high}{unit}" if min(values) < 0 else f"{low}–{high}{unit}"  # "-0.88–-0.45" misreads
 
 
 def compare(value: float, reference: float, words: tuple[str, str, str] = ("above", "below", "equal to"),

@@ -31,7 +31,7 @@ def test_reading_text_is_the_fixed_text_of_the_cell_not_its_replacement_fields()
 def test_formatting_helpers():
     assert [sig(v) for v in (150.3, 1.94, 0.00781, 0.0, float("nan"))] == ["150", "1.9", "0.0078", "0", "n/a"]
     assert span([0.021, 0.029, 0.03]) == "0.02–0.03" and span([0.971, 0.974]) == "0.97" and span([]) == "n/a"
-    assert span([4.2, 150.3], fmt=sig) == "4.2–150"
+    assert span([4.2, 150.3], fmt=sig) == "4.2–150" and span([-0.876, -0.447]) == "-0.88 to -0.45"
     assert pct(0.277, 1) == "27.7 %" and pct(float("nan")) == "n/a"
     assert seq([0.9671, 2, "C"], 2) == "0.97 / 2 / C"
     assert [compare(0.5, 0.442), compare(0.4, 0.442), compare(0.44, 0.442, tol=0.01)] == ["above", "below", "equal to"]
