@@ -4,10 +4,20 @@ reading cells, is a literal declared with its source in the notebook's metadata)
 
 from __future__ import annotations
 
+import ast
+import json
+from pathlib import Path
+
 import pytest
 
 from lib import reading
 from lib.reading import compare, md_table, pct, seq, sig, skipped, span, stated_numbers
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("text, numbers", [
@@ -58,3 +68,61 @@ def test_undeclared_numbers_name_the_cell_and_the_number():
         {"cell_type": "code", "id": "c1", "metadata": {}, "source": "x = 0.77"}]}
     assert reading.undeclared_numbers(nb) == [("m1", "0.021"), ("r1", "0.55")]
     assert reading.unused_literals({**nb, "cells": nb["cells"][1:]}) == ["0.424"]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_number_of_the_run_is_typed_into_the_text(notebook):
+    """Every decimal number and percentage the notebook's text states is a declared literal (the paper's, the
+    spec's, a dated record): a number of the run belongs in a reading cell, computed from the run."""
+    nb = load(notebook)
+    undeclared = reading.undeclared_numbers(nb)
+    assert not undeclared, (f"{notebook.name}: numbers in the text that are not declared literals (state the run's "
+                            f"numbers in a reading cell, or declare the paper's in metadata.workbook.literals): "
+                            + ", ".join(f"{cell} {number}" for cell, number in undeclared))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_declared_literal_has_a_source_and_is_still_stated(notebook):
+    nb = load(notebook)
+    assert reading.literals(nb), f"{notebook.name} declares no literals"
+    assert all(isinstance(source, str) and len(source) > 10 for source in reading.literals(nb).values())
+    assert not reading.unused_literals(nb), f"{notebook.name}: literals no cell states: {reading.unused_literals(nb)}"
+
+
+def stored_names(code: str) -> set[str]:
+    """The global names a cell binds: assignment, loop and `with` targets, definitions; not the local names of
+    comprehensions and functions."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            return
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(code))
+    return names
+
+
+def used_names(code: str) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_reading_cells_are_hidden_and_change_nothing_the_run_uses(notebook):
+    """Each reading cell is tagged for MyST-NB (`remove-input`) and collapsed in JupyterLab, and no name it assigns
+    is used by another code cell, so a reading cell can be edited or removed without changing the results."""
+    code = [c for c in load(notebook)["cells"] if c["cell_type"] == "code"]
+    cells = [c for c in code if reading.is_reading_cell(c)]
+    assert cells, f"{notebook.name} has no reading cells"
+    others = set().union(*(used_names("".join(c["source"])) for c in code if not reading.is_reading_cell(c)))
+    for cell in cells:
+        assert set(reading.TAGS) <= set(cell["metadata"]["tags"]), cell["id"]
+        assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, cell["id"]
+        clash = stored_names("".join(cell["source"])) & others
+        assert not clash, f"{notebook.name} {cell['id']} assigns names other cells use: {sorted(clash)}"
