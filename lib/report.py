@@ -9,6 +9,8 @@
 - The HTML uses `notebooks/templates/report.html.j2`: JupyterLab's look without require.js or MathJax from a
   CDN (the report opens offline), and each figure's alt text from `lib.plotting.show`. Widget state is not
   embedded: the explorers are Python callbacks that need a kernel, so a report shows their static view.
+- Cells tagged `remove-input` show their output only: the reading cells (`lib.reading`), whose code writes the
+  text that states the run's numbers, read as text, as they do in a MyST-NB book.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
     import nbformat
     from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
 
     from lib.glue import MIME_TYPE
 
@@ -104,7 +107,9 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
         cell["outputs"] = [o for o in cell.get("outputs", []) if set(o.get("data", {})) != {MIME_TYPE}]
     resources = {"metadata": {"name": report_title(nb, executed.stem)}}  # the page's <title>
-    html, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb, resources=resources)
+    exporter = HTMLExporter(template_file=str(TEMPLATE))
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove-input"}), enabled=True)
+    html, _ = exporter.from_notebook_node(nb, resources=resources)
     target = Path(output_dir or executed.parent) / f"{executed.stem}.html"
     target.write_text(html, encoding="utf-8")
     return target

@@ -90,6 +90,21 @@ def smoke_fixture(run: Callable[..., dict]):
     return smoke
 
 
+def reading_outputs(executed: Path) -> dict[str, str]:
+    """{cell id: the Markdown it rendered, whitespace collapsed} of every reading cell (`lib.reading`) of an executed
+    notebook; each one rendered text and raised no error."""
+    texts = {}
+    for cell in json.loads(Path(executed).read_text(encoding="utf-8"))["cells"]:
+        if "reading" not in cell["metadata"].get("tags", []):
+            continue
+        outputs = cell.get("outputs", [])
+        assert not any(o["output_type"] == "error" for o in outputs), f"reading cell {cell['id']} failed"
+        markdown = ["".join(o["data"]["text/markdown"]) for o in outputs if "text/markdown" in o.get("data", {})]
+        assert markdown and all(m.strip() for m in markdown), f"reading cell {cell['id']} rendered no text"
+        texts[cell["id"]] = " ".join(" ".join(markdown).split())
+    return texts
+
+
 def assert_results_page_renders(smoke: dict) -> str:
     """The notebook's docs/results template fills from the smoke run's glued results (no key it names is
     missing), as `make results` fills it from the default preset's run; returns the page."""

@@ -13,6 +13,7 @@ from notebook_runner import (
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
+    reading_outputs,
     smoke_fixture,
 )
 
@@ -34,6 +35,34 @@ def test_smoke_run_reads_cleanly(smoke):
 
 def test_results_page_renders_from_the_smoke_run(smoke):
     assert_results_page_renders(smoke)
+
+
+def test_reading_cells_state_the_recorded_results(smoke):
+    """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
+    numbers in it are the recorded (glued) results, formatted as the text gives them; the budget study's are the
+    committed CSV's."""
+    import csv
+
+    from lib.prcurves import budget
+
+    text, r = reading_outputs(smoke["notebook"]), smoke["results"]
+    assert set(text) == {"reading-table", "reading-table-claims", "reading-budget-study", "reading-figure-3",
+                         "reading-figure-4", "reading-decomposition"}
+    aucs = " / ".join(f"{mean:.3f}" for mean, _ in r["auc_raw"].values())
+    assert f"mean AUC **{aucs}** for C = 2 / 4" in text["reading-table"]
+    assert f"mean band width {' / '.join(f'{w:.3f}' for w in r['band_width'].values())}" in text["reading-table"]
+    fractions = r["fraction_significant"]
+    assert f"**{100 * fractions['paired_t/none']:.1f} %** of the recall grid" in text["reading-figure-3"]
+    assert f"on {100 * fractions['permutation_maxT/none']:.1f} %." in text["reading-figure-3"]
+    large, same_epochs = r["fig4"]["C4/n2000/-"], r["fig4"]["C4/n1000/epochs"]
+    assert f"gives AUC {large[0]:.3f} and band width {large[1]:.3f}" in text["reading-figure-4"]
+    assert f"gives AUC {same_epochs[0]:.3f} and width {same_epochs[1]:.3f}" in text["reading-figure-4"]
+    shares = " / ".join(f"{100 * r['sampling_share'][f'C{C}/resplit']:.0f} %" for C in (2, 4))
+    assert f"**{shares}** with re-splits" in text["reading-decomposition"]
+    with open(budget.STUDY_CSV, newline="") as fh:
+        authors = {r["ema"]: float(r["auc_mean"]) for r in csv.DictReader(fh)
+                   if (r["variant"], r["C"], r["steps"]) == ("paper", "2", "1000")}
+    assert f"{authors['False']:.2f} / {authors['True']:.2f} for C = 2" in text["reading-budget-study"]
 
 
 def test_smoke_run_records_its_results(smoke):

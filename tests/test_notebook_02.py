@@ -11,6 +11,7 @@ from notebook_runner import (
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
+    reading_outputs,
     smoke_fixture,
 )
 
@@ -31,6 +32,25 @@ def test_smoke_run_reads_cleanly(smoke):
 
 def test_results_page_renders_from_the_smoke_run(smoke):
     assert_results_page_renders(smoke)
+
+
+def test_reading_cells_state_the_recorded_results(smoke):
+    """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
+    numbers in it are the recorded (glued) results, formatted as the text gives them."""
+    text, r = reading_outputs(smoke["notebook"]), smoke["results"]
+    assert set(text) == {"reading-collapse", "reading-guarantee", "reading-table", "reading-table-claims",
+                         "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary"}
+    assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
+    for lgm, label in (("flow", "exact"), ("cvae", "decoded set")):
+        row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]
+        assert f"| 0.1 | {lgm} | CReL | {row['coverage_z_mean']:.3f} | {row['coverage_y_mean']:.3f} ({label}) |" in (
+            text["reading-table"])
+    flow = [r["table_by_lgm"][f"flow/CReL/{a}"]["coverage_y_mean"] for a in ("0.1", "0.02")]
+    assert f"Coverage-Y {flow[0]:.3f} at α = 0.1" in text["reading-table-claims"]
+    a, b = r["captions"]["A"], r["captions"]["B"]
+    assert f"CReL-BERT is {a['crel']:.3f} for A against {b['crel']:.3f} for B" in text["reading-rank-reversal"]
+    per_image = r["captions_A_per_image"]["tail_sanity"]
+    assert f"tail sanity {a['tail_sanity']:.2f} / {per_image:.2f}" in text["reading-tail"]
 
 
 def test_smoke_run_records_the_synthetic_table(smoke):

@@ -11,6 +11,7 @@ from notebook_runner import (
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
+    reading_outputs,
     smoke_fixture,
 )
 
@@ -32,6 +33,25 @@ def test_results_page_renders_from_the_smoke_run(smoke):
 
 def test_smoke_run_reads_cleanly(smoke):
     assert_clean_outputs(smoke["notebook"])
+
+
+def test_reading_cells_state_the_recorded_results(smoke):
+    """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
+    numbers in it are the recorded (glued) results, formatted as the text gives them; sections the smoke preset
+    skips (the stored recipe comparison) say so."""
+    text, r = reading_outputs(smoke["notebook"]), smoke["results"]
+    assert set(text) == {"reading-sandbox", "reading-theorem", "reading-table", "reading-table-claims", "reading-whole",
+                         "reading-whole-claims", "reading-whole-recipe", "reading-whole-temperature",
+                         "reading-whole-components", "reading-single", "reading-proxy", "reading-synth",
+                         "reading-closing"}
+    for row in r["table"].values():
+        assert f"{row['AuReC']:.3f}" in text["reading-table"] and f"{row['ex-AuReC']:.3f}" in text["reading-table"]
+    assert f"{r['whole']['ce/ensemble']['AuReC']:.3f}" in text["reading-whole"]
+    assert (r["theorem_max_igd_outside"] == 0) == ("reaches" not in text["reading-theorem"])  # IGD+ of S* outside
+    assert all(f"{r['al_nauc'][m]:.3f}" in text["reading-proxy"] for m in METHODS)
+    assert f"{r['synth']['squared/ensemble']['AuReC']:.2f}" in text["reading-synth"]
+    assert f"{r['single_models']['ce/cleanlab cross-validated q']['mean T*']:.4f}" in text["reading-single"]
+    assert "not measured in this run" in text["reading-whole-recipe"]  # the smoke preset trains its networks
 
 
 def test_smoke_run_records_the_table(smoke):

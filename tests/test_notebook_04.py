@@ -11,6 +11,7 @@ from notebook_runner import (
     assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
+    reading_outputs,
     smoke_fixture,
 )
 
@@ -32,6 +33,23 @@ def test_smoke_run_reads_cleanly(smoke):
 
 def test_results_page_renders_from_the_smoke_run(smoke):
     assert_results_page_renders(smoke)
+
+
+def test_reading_cells_state_the_recorded_results(smoke):
+    """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
+    numbers in it are the recorded (glued) results, formatted as the text gives them."""
+    text, r = reading_outputs(smoke["notebook"]), smoke["results"]
+    assert set(text) == {"reading-simulation", "reading-gap", "reading-class-fraction", "reading-memoriser",
+                         "reading-toy", "reading-closing"}
+    coverage = r["sim_coverage"].values()
+    assert f"between {min(coverage):.3f} and {max(coverage):.3f}" in text["reading-simulation"]
+    for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
+        assert f"{name} {estimate:.2f} [{lower:.2f}, {upper:.2f}]" in text["reading-gap"]
+    slope, intercept, r2 = r["e2_fit"]["resnet20/b/irs_adj"]
+    assert f"resnet20 slope {slope:.2f}, intercept {intercept:.2f}, R² {r2:.2f}" in text["reading-class-fraction"]
+    irs_inf, lower, upper = r["e3"]["pixels/g0.1"][:3]
+    assert f"pixels, g = 0.1: {irs_inf:.3f} [{lower:.3f}, {upper:.3f}]" in text["reading-memoriser"]
+    assert f"its FID ({r['toy']['resnet20/memorise-0.1'][1]:.2f})" in text["reading-toy"]
 
 
 def test_smoke_run_records_its_results(smoke):

@@ -63,3 +63,22 @@ def test_concurrent_runs_in_one_folder_keep_their_kernels_apart(tmp_path):
     assert [run.returncode for run in runs] == [0, 0, 0], errors
     assert not any("Invalid Signature" in e for e in errors)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o0.ipynb", "o1.ipynb", "o2.ipynb", "t.ipynb"]  # no sockets
+
+
+def test_report_shows_only_the_output_of_cells_tagged_remove_input(tmp_path):
+    """A reading cell (`lib.reading`) reads as text in the report: its Markdown output rendered, its code hidden;
+    other cells keep their code."""
+    from nbformat.v4 import new_output
+
+    from lib.reading import CELL_METADATA
+
+    text = "The run's mean AUC is **0.970**."
+    reading = new_code_cell('say(f"The run\'s mean AUC is **{auc:.3f}**.")', metadata=CELL_METADATA,
+                            outputs=[new_output("display_data", data={"text/markdown": text, "text/plain": text})])
+    nb = new_notebook(cells=[new_markdown_cell("# A report"), new_code_cell("auc = 0.97  # shown"), reading])
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    html = report.to_html(tmp_path / "t.ipynb").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", html)  # code is highlighted token by token
+    assert "<strong>0.970</strong>" in html  # the output, rendered as Markdown
+    assert "auc = 0.97  # shown" in text  # an untagged cell keeps its code
+    assert "say(" not in text and ":.3f" not in text  # the reading cell's code is not shown
