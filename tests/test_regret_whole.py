@@ -302,6 +302,79 @@ def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, mon
         store_whole.convert({"ours": tmp_path / "legacy" / "recipe"}, config, cifar, command="x")
 
 
+def _committed_layer() -> tuple:
+    """results/03/cpu of the checkout: (folder, manifest, {name: manifest entry} of the whole networks' entries)."""
+    from lib import store
+    from lib.cache import PROJECT_ROOT
+
+    layer = PROJECT_ROOT / "results" / "03" / "cpu"
+    manifest = store.read_manifest(layer)
+    return layer, manifest, {n: e for n, e in manifest["entries"].items() if n.startswith("whole-")}
+
+
+def _variant(name: str) -> str:
+    return "recipe" if name.startswith("whole-recipe-pred-") else "ours"
+
+
+def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_provenance():
+    """results/03/cpu: the eight whole-network entries (four methods, ours and the recipe's) are intact (their
+    SHA-256 and checksum header), in the predictions' format (10,000 rows, the recipe's S and M, every OOD set),
+    made with the recipe and network version PRESET="cpu" trains for their variant, and the manifest and the
+    README beside it name the command and commit of each training and of the conversion."""
+    from lib import store
+    from lib.cache import load_npz
+
+    config = ex.resolve_config("cpu")
+    layer, manifest, entries = _committed_layer()
+    readme = (layer / "README.md").read_text(encoding="utf-8")
+    assert manifest["commit"][:7] in readme and "`cifar10/cifar10-jpeg.zip`" in readme
+    seen = set()
+    for name, entry in entries.items():
+        assert store.sha256_file(layer / name) == entry["sha256"], name
+        stored = wh.from_arrays(load_npz(layer / name), name)
+        meta, variant = stored["meta"], _variant(name)
+        method, (settings, versions) = meta["method"], ex.whole_variant(config, variant)
+        seen.add((variant, method))
+        assert wh.settings_from(meta) == settings and meta["network_version"] == versions[method], name
+        assert entry["config"]["network_version"] == versions[method] and entry["config"]["seed"] == config.seed
+        first = next(v for k, v in stored["test"].items() if k != "embedding_dim")
+        assert (first.shape[1] if method in ("mc_dropout", "ensemble") else first.shape[0]) == 10_000
+        if method in ("mc_dropout", "ensemble"):
+            assert first.shape[0] == (settings.mc_samples if method == "mc_dropout" else settings.members)
+        assert set(stored["ood"]) == {"id", *config.ood_sets}
+        assert all(len(v) == config.n_ood for v in stored["ood"].values())
+        assert meta["data_source"] == "jpeg" and meta["converted"]["commit"] == manifest["commit"]
+        assert entry["origin"]["command"] in readme and entry["origin"]["commit"] in readme, name
+        assert entry["compute_seconds"] == pytest.approx(sum(meta["train_seconds"]), abs=0.1)
+    assert seen == {(v, m) for v in ex.WHOLE_VARIANTS for m in ex.uq.METHODS}
+
+
+def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_root):
+    """The key whole_predictions computes for PRESET="cpu" from the CIFAR-10 JPEG copy is each committed entry's
+    name, for every method and variant: a default run reads them all and trains nothing."""
+    config = ex.resolve_config("cpu")
+    inputs = ex.whole_inputs(config, ex.cifar_data(config))
+    _, _, entries = _committed_layer()
+    expected = {ex.whole_prediction_path(config, m, inputs, v).name for v in ex.WHOLE_VARIANTS for m in config.methods}
+    assert expected == set(entries)
+
+
+def test_the_committed_accuracies_are_those_of_the_stored_predictions(data_root):
+    """Independent check of the stored runs: each method's accuracy recomputed from its stored (float16)
+    predictions against CIFAR-10's own test labels (not CIFAR-10H) is the one its metadata and README state."""
+    from lib.cache import load_npz
+    from lib.data.files import data_file
+
+    labels = np.load(data_file("cifar10/test_labels.npy")).astype(np.int64)
+    layer, _, entries = _committed_layer()
+    readme = (layer / "README.md").read_text(encoding="utf-8")
+    for name in entries:
+        stored = wh.from_arrays(load_npz(layer / name), name)
+        recomputed = wh.accuracy(stored["meta"]["method"], stored["test"], labels)
+        assert recomputed == pytest.approx(stored["meta"]["test_accuracy"], abs=2e-4), name  # float16 rounding
+        assert f"| {stored['meta']['method']} | {stored['meta']['test_accuracy']:.4f} |" in readme, name
+
+
 def test_store_whole_trains_the_configuration_asked_for(tmp_path, monkeypatch, capsys):
     """The command's options reach the configuration whole_predictions trains (preset, variant, data source,
     methods, seed, recipe overrides), and it trains the entries notebook 03 looks up."""

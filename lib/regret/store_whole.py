@@ -21,7 +21,8 @@ that each file is what the `cpu` preset computes (recipe, network version, seed,
 arrays unchanged as the cache entry `whole_predictions` looks up (the same key: `whole_prediction_path`), with the
 file's metadata and the conversion's provenance, and writes the layer results/03/cpu/ from those entries
 (`lib.store.write_layer`; it replaces the folder) with the original commands, commits, machine and times in its
-manifest. No network is trained. results/03/cpu/README.md tells the story of those runs.
+manifest. No network is trained. results/03/cpu/README.md tells the story of those runs. The layer written,
+the two folders were removed from the checkout; `git show 0f091fb:results/03/whole/ddu.npz` recovers a file.
 """
 
 from __future__ import annotations
