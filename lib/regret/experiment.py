@@ -30,6 +30,7 @@ import hashlib
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -675,7 +676,7 @@ def whole_inputs(config: RegretConfig, cifar: dict) -> dict:
 
 
 def whole_prediction_path(config: RegretConfig, method: str, inputs: dict, variant: str = "ours",
-                          max_steps: int | None = None):
+                          max_steps: int | None = None) -> Path:
     """The cache entry of one method's whole-network predictions (`whole_predictions`), keyed by what they
     depend on and nothing trained: the recipe and network version of `variant`, the seed (networks, ensemble
     members, dropout masks), the training images and labels (n_train, data source), the test and OOD images
