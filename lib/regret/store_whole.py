@@ -1,103 +1,160 @@
-"""Train notebook 03's eight whole networks and store their predictions for readers without the compute.
+"""Notebook 03's whole networks outside the notebook: train them into the cache, and the one-off conversion of
+the files they were first stored in into notebook 03's stored layer.
 
-    python -m lib.regret.store_whole [--preset whole] [--widths 64 256 256] [--epochs 10] [--batch-size 1024]
-                                     [--label-smoothing 0] [--methods ...] [--seed 0] [--device auto] [--threads 2]
-                                     [--data-source jpeg] [--out results/03/whole]
+    python -m lib.regret.store_whole [--preset cpu] [--variant ours] [--methods ...] [--seed 0] [--n-train N]
+                                     [--widths 16 32 32] [--epochs 10] [--batch-size 256] [--label-smoothing 0]
+                                     [--device auto] [--threads 1] [--data-source jpeg]
+    python -m lib.regret.store_whole --convert results/03/whole results/03/whole-recipe
 
-Runs `lib.regret.experiment.whole_predictions` with the `whole` preset (the airbench recipe) or `whole-cpu`
-(its CPU size, the stored run's recipe), and the recipe overrides given,
-cached per network and checkpointed per epoch (an interrupted run resumes), then writes one
-`<method>.npz` per method (`lib.regret.whole.save_predictions`) with the command, commit, device, data
-source and timings in its metadata, and a README.md table of what was stored. Notebook 03 loads them with
-WHOLE_SOURCE="stored" (the default), and only with the DATA_SOURCE recorded in them (`--data-source`: "jpeg",
-the JPEG copy, or "python", the official lossless archive; the test images differ between the two).
+Training: runs `lib.regret.experiment.whole_predictions` for the preset's configuration (and the recipe
+overrides given), which trains the networks (cached one by one, checkpointed per epoch: an interrupted run
+resumes) and caches each method's predictions under the key notebook 03 looks up. The networks and predictions
+are cached per method, so two processes can train disjoint `--methods` at once (one core each on a 2-core CPU);
+`python -m lib.store notebooks/03_epistemic_regret_cifar10h.ipynb --preset cpu --reuse-cache` then runs the
+notebook, reads them from the cache and writes them into the stored layer results/03/cpu/. The keys hold the
+thread count when it is not 1 (`lib.device.threads_key`): train with the notebook's NUM_THREADS (1).
 
-The networks are cached one by one, independently of `--methods`, so two processes can train disjoint
-`--methods` at once (one core each on a 2-core CPU) and a last run with every method loads them all and
-stores the predictions (its README gives that run's wall time and each network's training time).
+Conversion (`convert`, `--convert`): the eight networks of each variant were trained once (34 and 33 min of one
+core, 2026-12-01) and their predictions stored as one `<method>.npz` per method in results/03/whole/ (ours) and
+results/03/whole-recipe/ (the airbench recipe unchanged), before the stored layer existed. The conversion checks
+that each file is what the `cpu` preset computes (recipe, network version, seed, data source, sizes), writes its
+arrays unchanged as the cache entry `whole_predictions` looks up (the same key: `whole_prediction_path`), with the
+file's metadata and the conversion's provenance, and writes the layer results/03/cpu/ from those entries
+(`lib.store.write_layer`; it replaces the folder) with the original commands, commits, machine and times in its
+manifest. No network is trained. results/03/cpu/README.md tells the story of those runs. The layer written,
+the two folders were removed from the checkout; `git show 0f091fb:results/03/whole/ddu.npz` recovers a file.
 """
 
 from __future__ import annotations
 
 import json
-import platform
 import time
 from pathlib import Path
 
+import numpy as np
+
 from lib.cli import command_line, command_parser
-from lib.data.cifar10 import ARCHIVES, SOURCES
-from lib.device import describe, pick_device, set_threads
-from lib.provenance import git_commit
+from lib.data.cifar10 import SOURCES
+from lib.device import one_thread, pick_device, set_threads
 from lib.regret import experiment as ex
 from lib.regret import whole as wh
+
+LEGACY_VERSION = 1  # the version field of the files in results/03/whole*/
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = command_parser("lib.regret.store_whole", __doc__)
-    parser.add_argument("--preset", choices=("whole", "whole-cpu"), default="whole",
-                        help="the recipe (whole) or its CPU size (whole-cpu: widths 16 32 32, batch 256)")
+    parser.add_argument("--preset", choices=sorted(ex.PRESETS), default="cpu",
+                        help="the notebook preset whose whole networks are trained (cpu: widths 16 32 32, batch 256)")
+    parser.add_argument("--variant", choices=ex.WHOLE_VARIANTS, default="ours",
+                        help="ours (plain CE, unscaled evidential logits) or recipe (airbench unchanged)")
     parser.add_argument("--widths", type=int, nargs=3, default=None, help="conv-group widths (recipe: 64 256 256)")
     parser.add_argument("--epochs", type=int, default=None, help="epochs per network (recipe: 10)")
     parser.add_argument("--batch-size", type=int, default=None, help="training batch (recipe: 1024)")
     parser.add_argument("--label-smoothing", type=float, default=None,
-                        help="label smoothing of the CE networks (default 0; airbench: 0.2, which caps q's confidence)")
+                        help="label smoothing of the CE networks of variant ours (default 0; airbench: 0.2)")
     parser.add_argument("--methods", nargs="+", choices=ex.uq.METHODS, default=None,
-                        help="train and store only these methods (default: all four)")
+                        help="train only these methods (default: all four)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the networks (ensemble members: seed ... seed + M - 1), default 0")
     parser.add_argument("--n-train", type=int, default=None, help="training images (default: all 50,000)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads (measured fastest here: see the README)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads; the cache keys hold a count other than 1 (the notebook's NUM_THREADS)")
     parser.add_argument("--data-source", choices=SOURCES, default="jpeg",
                         help="CIFAR-10 copy: jpeg (cifar10/cifar10-jpeg.zip) or python (the lossless archive)")
-    parser.add_argument("--out", type=Path, default=wh.STORED_DIR)
+    parser.add_argument("--convert", type=Path, nargs=2, metavar=("OURS_DIR", "RECIPE_DIR"), default=None,
+                        help="write the stored layer of --preset from the pre-layer folders results/03/whole and "
+                             "results/03/whole-recipe instead of training (no other option applies)")
     args = parser.parse_args(argv)
+    command = command_line("lib.regret.store_whole", argv)
     set_threads(args.threads)
-    commit = git_commit(mark_dirty=True)  # the code this run imports; the checkout may move on while it trains
+    if args.convert is not None:
+        config = ex.resolve_config(args.preset)
+        layer = convert(dict(zip(ex.WHOLE_VARIANTS, args.convert)), config, ex.cifar_data(config), command=command)
+        print(f"wrote {layer} ({len(json.loads((layer / 'manifest.json').read_text())['entries'])} entries)")
+        return 0
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size, "label_smoothing": args.label_smoothing}
     config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,
-                               methods=args.methods, seed=args.seed)
-    device = pick_device(args.device)
+                               methods=args.methods, seed=args.seed, whole_source="train")
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
-    preds = ex.whole_predictions(config, cifar, device=device, progress=True)
-    seconds = time.perf_counter() - start
-    command = command_line("lib.regret.store_whole", argv)
-    common = {"command": command, "commit": commit, "device": describe(device), "host": platform.node(),
-              "wall_seconds_all_methods": seconds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    rows = []
+    preds = ex.whole_predictions(config, cifar, device=pick_device(args.device), progress=True, variant=args.variant)
     for method, p in preds.items():
-        meta = {**p["meta"], **common}
-        wh.save_predictions(args.out, method, p["test"], p["ood"], meta)
-        seconds_per_epoch = sum(meta["train_seconds"]) / sum(map(len, meta["epoch_seconds"]))
-        rows.append(f"| {method} | {meta['test_accuracy']:.4f} | {len(meta['train_seconds'])} | "
-                    f"{sum(meta['train_seconds']) / 60:.1f} | {seconds_per_epoch:.0f} |")
-    (args.out / "README.md").write_text(_readme(config, cifar, preds, common, rows), encoding="utf-8")
-    print(f"stored in {args.out} ({seconds / 60:.1f} min)")
+        print(f"{method}: test accuracy {p['meta']['test_accuracy']:.4f}, {len(p['meta']['train_seconds'])} "
+              f"network(s), {sum(p['meta']['train_seconds']) / 60:.1f} min of training; cached as {p['path']}")
+    print(f"{command}: {(time.perf_counter() - start) / 60:.1f} min")
     return 0
 
 
-def _readme(config: ex.RegretConfig, cifar: dict, preds: dict, common: dict, rows: list[str]) -> str:
-    """The stored folder's README.md: provenance, data, recipe, wall and training time, and one row per method."""
-    copy = {"jpeg": "the CIFAR-10 JPEG copy", "python": "the official lossless CIFAR-10 archive"}[config.data_source]
-    n_networks = sum(len(p["meta"]["train_seconds"]) for p in preds.values())
-    train_seconds = sum(sum(p["meta"]["train_seconds"]) for p in preds.values())
-    return ("# Notebook 03: stored whole-network predictions\n\n"
-            "Written by `lib.regret.store_whole`; loaded by notebook 03 with `WHOLE_SOURCE=\"stored\"` and "
-            f"`DATA_SOURCE=\"{config.data_source}\"`.\n\n"
-            f"- command: `{common['command']}`\n- commit: `{common['commit']}`\n- device: {common['device']}\n"
-            f"- date: {common['date']}\n- data: {copy} (`{ARCHIVES[config.data_source]}`, "
-            f"data_source {config.data_source!r}), "
-            f"{len(cifar['train_labels'])} training images, all {len(cifar['p_true'])} CIFAR-10H rows\n"
-            f"- recipe: `{json.dumps(wh.describe_settings(config.whole))}`\n"
-            f"- wall time of this command, prediction included: {common['wall_seconds_all_methods'] / 60:.1f} min "
-            f"(networks already in the cache are loaded, not retrained); training time of the {n_networks} networks, "
-            f"summed: {train_seconds / 60:.1f} min\n\n"
-            f"| method | test accuracy ({config.data_source}) | networks | training min | s per epoch |\n"
-            "|---|---|---|---|---|\n"
-            + "\n".join(rows) + "\n")
+def _check_legacy(path: Path, meta: dict, config: ex.RegretConfig, variant: str, method: str, cifar: dict) -> None:
+    """Refuse (ValueError naming the file) a pre-layer file that is not what `config` computes for `variant`."""
+    settings, versions = ex.whole_variant(config, variant)
+    expected = {"version": LEGACY_VERSION, "method": method, "network_version": versions[method],
+                "settings": wh.describe_settings(settings), "seed": config.seed, "data_source": config.data_source,
+                "n_train": len(cifar["train_labels"]), "n_test": len(cifar["test_images"]), "n_ood": config.n_ood}
+    found = {**meta, "network_version": meta.get("network_version", 1)}  # written before versions: 1
+    wrong = {k: (found.get(k), v) for k, v in expected.items() if found.get(k) != v}
+    if wrong:
+        raise ValueError(f"{path} is not what PRESET={config.preset!r} computes for the variant {variant!r}: "
+                         + "; ".join(f"{k} {got!r}, expected {want!r}" for k, (got, want) in wrong.items()))
 
+
+@one_thread()  # the files' networks were trained at one thread: their keys hold no thread count
+def convert(folders: dict[str, Path], config: ex.RegretConfig, cifar: dict, *, command: str) -> Path:
+    """Write the pre-layer predictions in `folders` ({variant: folder of <method>.npz}) as the cache entries
+    `whole_predictions(config, cifar, variant=...)` looks up, then the stored layer results/03/<preset>/ from
+    them (replacing it); returns the layer's folder. Each file is checked first (`_check_legacy`), and its arrays
+    are kept as they are. Nothing is trained: the key is computed from the images, not from the networks."""
+    from lib import store
+    from lib.cache import atomic_savez, known_config
+    from lib.device import cpu_model
+    from lib.provenance import git_commit
+
+    start = time.perf_counter()
+    inputs = ex.whole_inputs(config, cifar)
+    commit = git_commit(mark_dirty=True)
+    records, origins = [], {}
+    for variant, folder in folders.items():
+        for method in config.methods:
+            path = Path(folder) / f"{method}.npz"
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            meta = json.loads(str(arrays["meta"]))
+            _check_legacy(path, meta, config, variant, method, cifar)
+            if set(k[4:] for k in arrays if k.startswith("ood_")) != {"id", *config.ood_sets}:
+                raise ValueError(f"{path}: its OOD sets are not 'id' and OOD_SETS {config.ood_sets}")
+            origin = {k: meta[k] for k in ("command", "commit", "device", "host", "date", "train_seconds",
+                                           "wall_seconds_all_methods") if k in meta}
+            meta = {**meta, "variant": variant, "network_version": meta.get("network_version", 1),
+                    "converted": {"from": f"results/03/{Path(folder).name}/{method}.npz", "command": command,
+                                  "commit": commit}}
+            target = ex.whole_prediction_path(config, method, inputs, variant)
+            atomic_savez(target, {**arrays, "meta": np.array(json.dumps(meta, default=str))})
+            wh.from_arrays({**arrays, "meta": np.array(json.dumps(meta))}, str(target))  # the format reads back
+            records.append({"path": str(target), "config": known_config(target),
+                            "compute_seconds": round(sum(meta["train_seconds"]), 1)})
+            origins[target.name] = {"file": meta["converted"]["from"], **origin}
+    trained = sum(sum(o["train_seconds"]) for o in origins.values())
+    networks = sum(len(o["train_seconds"]) for o in origins.values())
+    provenance = {
+        "command": command, "commit": commit, "machine": cpu_model(), "threads": "1",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_seconds": round(time.perf_counter() - start, 1), "cpu_seconds": None,
+        "cache": "converted from the pre-layer files of results/03/whole and results/03/whole-recipe: no network "
+                 f"trained here; their {networks} networks took {trained / 60:.1f} min of one core to train (each "
+                 "entry's compute_seconds and origin)",
+        "from_scratch": {"wall_seconds": round(trained, 1), "date": max(o["date"] for o in origins.values()),
+                         "parameters": {"PRESET": config.preset},
+                         "what": f"the training of the {networks} networks, summed (one core each)"},
+        "parameters": {"PRESET": config.preset}, "readme": f"results/03/{config.preset}/README.md"}
+    layer = store.write_layer(ex.CACHE_NAMESPACE, config.preset, records, provenance)
+    manifest = store.read_manifest(layer)  # each entry's origin beside its key (kept when stored again unchanged)
+    for name, origin in origins.items():
+        manifest["entries"][name]["origin"] = origin
+    (layer / store.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return layer
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,7 +19,7 @@ implementation of that recipe's ideas, not a copy of its code:
   parameter). Smoothing buys accuracy but caps the predictive distribution's confidence, and q is what the
   regret is measured on: on the CPU-sized recipe it left the networks underconfident (mean confidence
   0.59-0.60 at 78-82 % accuracy, ECE 0.19-0.21; plain CE: 0.71-0.74 at the same accuracy, ECE 0.04-0.07),
-  and removing it halved MC-Dropout's CE AuReC (0.660 -> 0.343; results/03/whole-recipe/README.md).
+  and removing it halved MC-Dropout's CE AuReC (0.660 -> 0.343; results/03/cpu/README.md).
 - **Left out**, as the recipe's own "clean" variant does: lookahead / EMA, progressive freezing of the
   whitening bias, alternating flips, and test-time augmentation (the methods are evaluated on the network
   itself, one forward pass per sample).
@@ -38,14 +38,15 @@ The four methods' variants (spec §2.3); predictions come in the format of `lib.
   pooled features. {"probs": (N, K), "log_density": (N, C)}
 
 `train_network` is seeded, checkpoints every epoch and resumes from the last checkpoint;
-`lib.regret.experiment.whole_predictions` trains the eight networks (cached per network) and predicts;
-`save_predictions` / `load_predictions` write and read the stored predictions under `results/03/whole/`
-that the notebook loads instead of training.
+`lib.regret.experiment.whole_predictions` trains the eight networks (cached per network, not stored: too big)
+and predicts; `prediction_arrays` / `from_arrays` are the compact form its predictions are cached in, and
+stored in notebook 03's layer (`lib.store`, results/03/<preset>/) that a default run reads instead of training.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -59,11 +60,6 @@ from lib.regret import method as regret
 from lib.regret import uq
 from lib.train import Epochs, train_epochs
 
-STORED_VERSION = 1
-STORED_DIR = Path(__file__).resolve().parents[2] / "results" / "03" / "whole"
-# The same CPU-sized networks with the airbench recipe unchanged (label smoothing 0.2, every logit scaled by 1/9),
-# which the two changes to the recipe (module docstring) are measured against
-RECIPE_DIR = STORED_DIR.parent / "whole-recipe"
 NUM_CLASSES = 10
 DROPOUT_STREAM = 1  # a network seeded s draws its dropout masks from torch seeded s + DROPOUT_STREAM
 
@@ -183,17 +179,21 @@ def whiten_init(net: FastCifarNet, images: torch.Tensor, eps: float = 5e-4) -> N
 
 
 # Bumped when a method's network or training changes, so that its cached networks are not reused
-# (evidential 2: unscaled logits).
+# (evidential 2: unscaled logits). Version 1 of every method is the airbench recipe's network, which
+# `build_network` still builds when asked (notebook 03 compares the two).
 NETWORK_VERSION = {"mc_dropout": 1, "ensemble": 1, "evidential": 2, "ddu": 1}
 
 
-def build_network(method: str, settings: WholeSettings, seed: int) -> FastCifarNet:
-    """The (untrained) network of `method` with weights drawn from `seed`."""
+def build_network(method: str, settings: WholeSettings, seed: int, version: int | None = None) -> FastCifarNet:
+    """The (untrained) network of `method` with weights drawn from `seed`; `version` (default
+    NETWORK_VERSION[method]): evidential 1 scales its logits by 1/9 as the recipe does, 2 does not."""
     check_choice("method", method, uq.METHODS)
+    version = NETWORK_VERSION[method] if version is None else version
+    check_int("network version", version, minimum=1, maximum=NETWORK_VERSION[method])
     torch.manual_seed(seed)
     net = FastCifarNet(settings.widths, dropout=settings.dropout if method == "mc_dropout" else 0.0,
                        residual=method == "ddu")
-    if method == "evidential":  # the evidence softplus(logit) must reach the hundreds (module docstring)
+    if method == "evidential" and version >= 2:  # the evidence softplus(logit) must reach the hundreds (docstring)
         net.logit_scale = 1.0
     if method == "ddu":
         for name in ("group1", "group2", "group3", "linear"):
@@ -253,7 +253,7 @@ def summed_loss(method: str, logits: torch.Tensor, labels: torch.Tensor, setting
 
 def train_network(method: str, images: torch.Tensor, labels: torch.Tensor, settings: WholeSettings, seed: int, *,
                   checkpoint: Path | None = None, device: torch.device | None = None, progress: bool = False,
-                  max_steps: int | None = None) -> dict:
+                  max_steps: int | None = None, version: int | None = None) -> dict:
     """Train one network; {"state", "history" (mean loss per epoch), "seconds", "epoch_seconds"}.
 
     images: (N, 3, 32, 32) float32 normalised (lib.models.images.to_tensor); labels: (N,) int64.
@@ -263,7 +263,7 @@ def train_network(method: str, images: torch.Tensor, labels: torch.Tensor, setti
     order, augmentation (a generator seeded `seed`), dropout masks (torch's, seeded `seed + DROPOUT_STREAM`).
     """
     device = device or torch.device("cpu")
-    net = build_network(method, settings, seed)
+    net = build_network(method, settings, seed, version)
     whiten_init(net, images[: settings.whiten_patches])
     net.to(device, memory_format=torch.channels_last)  # 1.4x faster convolutions on this CPU (README)
     opt = make_optimiser(net, settings)
@@ -284,8 +284,9 @@ def train_network(method: str, images: torch.Tensor, labels: torch.Tensor, setti
             "epoch_seconds": run["epoch_seconds"]}
 
 
-def load_network(method: str, settings: WholeSettings, seed: int, state: dict) -> FastCifarNet:
-    net = build_network(method, settings, seed)
+def load_network(method: str, settings: WholeSettings, seed: int, state: dict,
+                 version: int | None = None) -> FastCifarNet:
+    net = build_network(method, settings, seed, version)
     net.load_state_dict(state)
     return net.eval()
 
@@ -339,104 +340,47 @@ def accuracy(method: str, prediction: dict, labels: np.ndarray) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Stored predictions (results/03/whole/): what a completed run leaves for readers without the compute
+# The compact form of the predictions (cache entries, and notebook 03's stored layer)
 # ----------------------------------------------------------------------------------------------------
 _ARRAY_DTYPES = {"samples": np.float16, "alpha": np.float32, "probs": np.float32, "log_density": np.float32}
+_EXPECTED = {"mc_dropout": ("samples",), "ensemble": ("samples",), "evidential": ("alpha",),
+             "ddu": ("probs", "log_density")}
 
 
-def save_predictions(folder: Path, method: str, test: dict, ood_scores: dict, meta: dict) -> Path:
-    """Write `<folder>/<method>.npz`: the test prediction (float16 samples, float32 otherwise), the CE Ê of
-    every OOD set and of the in-distribution images they are compared with, and `meta` as JSON."""
-    folder.mkdir(parents=True, exist_ok=True)
-    arrays = {f"test_{k}": np.asarray(v).astype(_ARRAY_DTYPES[k]) for k, v in test.items() if k in _ARRAY_DTYPES}
-    arrays.update({f"ood_{k}": np.asarray(v, dtype=np.float32) for k, v in ood_scores.items()})
-    meta = {**meta, "version": STORED_VERSION, "method": method}
-    path = folder / f"{method}.npz"
-    np.savez_compressed(path, meta=np.array(json.dumps(meta, default=str)), **arrays)
-    return path
-
-
-def _expected_keys(method: str) -> tuple[str, ...]:
-    return {"mc_dropout": ("samples",), "ensemble": ("samples",), "evidential": ("alpha",),
-            "ddu": ("probs", "log_density")}[method]
-
-
-def stored_data_source(meta: dict) -> str:
-    """The CIFAR-10 copy ("jpeg" or "python", lib.data.cifar10.SOURCES) whose images a stored file's networks
-    were trained and evaluated on; files written before the source was recorded came from the JPEG copy."""
-    return meta.get("data_source", "jpeg")
-
-
-def _check_source(path: Path, meta: dict, data_source: str) -> None:
-    stored = stored_data_source(meta)
-    if stored != data_source:
-        raise ValueError(
-            f"{path}: these stored predictions were made from the {stored!r} copy of CIFAR-10 (data_source in "
-            f"the file), but DATA_SOURCE={data_source!r}: they are for the other copy's test images. Run with "
-            f"DATA_SOURCE={stored!r}, or with WHOLE_SOURCE='train' (trains the networks on the {data_source!r} "
-            "copy) or 'off'; `python -m lib.regret.store_whole --data-source ...` stores a run of either copy.")
-
-
-def check_stored(folder: Path, methods: tuple[str, ...], data_source: str = "jpeg") -> None:
-    """Cheap check before any work: every method's stored file exists, has this workbook's version and was made
-    from the CIFAR-10 copy `data_source` (ValueError naming DATA_SOURCE and WHOLE_SOURCE otherwise)."""
-    for method in methods:
-        path = Path(folder) / f"{method}.npz"
-        if not path.is_file():
-            raise FileNotFoundError(_missing(path))
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"])) if "meta" in data else {}
-        version = meta.get("version")
-        if version != STORED_VERSION:
-            raise ValueError(f"{path}: version {version!r}, this workbook reads version {STORED_VERSION}")
-        _check_source(path, meta, data_source)
-
-
-def _missing(path: Path) -> str:
-    return (f"stored predictions {path} are missing: `python -m lib.regret.store_whole` writes them, or run "
-            "notebook 03 with WHOLE_SOURCE='train' (or 'off')")
-
-
-def load_predictions(folder: Path, method: str, n_test: int | None = None, data_source: str = "jpeg") -> dict:
-    """{"test": prediction dict (float64), "ood": {set: Ê}, "meta"} from `<folder>/<method>.npz`.
-
-    Raises FileNotFoundError naming the file (and how to make it) or ValueError naming the file and what is
-    wrong: a version other than STORED_VERSION, predictions made from another CIFAR-10 copy than `data_source`
-    (a missing `data_source` in the metadata means "jpeg"), a missing array, or shapes that are not
-    (S, 10000, 10) / (10000, 10) / (10000, C). `n_test` keeps the first n_test CIFAR-10H rows.
-    """
+def prediction_arrays(method: str, test: dict, ood_scores: dict, meta: dict) -> dict[str, np.ndarray]:
+    """The arrays one method's predictions are kept in: the test prediction (`test_<key>`: float16 samples,
+    float32 otherwise), the CE Ê of every OOD set and of the in-distribution images they are compared with
+    (`ood_<set>`, float32), and `meta` as a JSON string (`meta`). `from_arrays` reads them back."""
     check_choice("method", method, uq.METHODS)
-    path = Path(folder) / f"{method}.npz"
-    if not path.is_file():
-        raise FileNotFoundError(_missing(path))
-    with np.load(path, allow_pickle=False) as data:
-        if "meta" not in data:
-            raise ValueError(f"{path}: no 'meta' entry; not a stored-predictions file")
-        meta = json.loads(str(data["meta"]))
-        if meta.get("version") != STORED_VERSION:
-            raise ValueError(f"{path}: version {meta.get('version')!r}, this workbook reads version {STORED_VERSION}")
-        _check_source(path, meta, data_source)
-        test = {}
-        for key in _expected_keys(method):
-            if f"test_{key}" not in data:
-                raise ValueError(f"{path}: the array 'test_{key}' is missing")
-            test[key] = data[f"test_{key}"].astype(np.float64)
-        ood = {k[4:]: data[k].astype(np.float64) for k in data.files if k.startswith("ood_")}
-    n_rows = meta.get("n_test", 10_000)
-    for key, arr in test.items():
+    arrays = {f"test_{k}": np.asarray(test[k]).astype(_ARRAY_DTYPES[k]) for k in _EXPECTED[method]}
+    arrays.update({f"ood_{k}": np.asarray(v, dtype=np.float32) for k, v in ood_scores.items()})
+    arrays["meta"] = np.array(json.dumps({**meta, "method": method}, default=str))
+    return arrays
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], where: str = "the predictions") -> dict:
+    """{"test": prediction dict (float64, `lib.regret.uq.predict`'s format), "ood": {set: Ê}, "meta"} from
+    `prediction_arrays`' arrays; ValueError naming `where` when an array is missing or of the wrong shape."""
+    if "meta" not in arrays:
+        raise ValueError(f"{where}: no 'meta' array; not whole-network predictions")
+    meta = json.loads(str(arrays["meta"]))
+    method = meta.get("method")
+    if method not in _EXPECTED:
+        raise ValueError(f"{where}: meta names the method {method!r}, not one of {uq.METHODS}")
+    test = {}
+    for key in _EXPECTED[method]:
+        if f"test_{key}" not in arrays:
+            raise ValueError(f"{where}: the array 'test_{key}' is missing")
+        arr = np.asarray(arrays[f"test_{key}"], dtype=np.float64)
         rows = arr.shape[1] if key == "samples" else arr.shape[0]
-        ok = arr.ndim == (3 if key == "samples" else 2) and rows == n_rows
-        if key != "log_density":
-            ok = ok and arr.shape[-1] == NUM_CLASSES
-        if not ok:
-            expected = f"({'S, ' if key == 'samples' else ''}{n_rows}, {'C' if key == 'log_density' else NUM_CLASSES})"
-            raise ValueError(f"{path}: 'test_{key}' has shape {arr.shape}; expected {expected}")
-    if n_test is not None:
-        if n_test > n_rows:
-            raise ValueError(f"n_test={n_test} exceeds the {n_rows} rows stored in {path}")
-        test = {k: (v[:, :n_test] if k == "samples" else v[:n_test]) for k, v in test.items()}
+        ok = arr.ndim == (3 if key == "samples" else 2) and rows == meta["n_test"]
+        if not ok or (key != "log_density" and arr.shape[-1] != NUM_CLASSES):
+            raise ValueError(f"{where}: 'test_{key}' has shape {arr.shape}, not {meta['n_test']} rows of "
+                             f"{'C' if key == 'log_density' else NUM_CLASSES} values")
+        test[key] = arr
     if method == "ddu":
         test["embedding_dim"] = np.array(meta.get("embedding_dim", 0))
+    ood = {k[4:]: np.asarray(v, dtype=np.float64) for k, v in arrays.items() if k.startswith("ood_")}
     return {"test": test, "ood": ood, "meta": meta}
 
 
