@@ -89,11 +89,14 @@ def legends_over_data(fig: plt.Figure, tolerance: float = 0.01) -> list[str]:
                                                      (*ax.get_xgridlines(), *ax.get_ygridlines()) if line.get_visible()]
         for artist in hidden:
             artist.set_visible(False)
+        engine = fig.get_layout_engine()
+        fig.set_layout_engine("none")  # the axes where they were: a layout engine would give them the legend's room
         canvas.draw()
         ink = np.asarray(canvas.buffer_rgba())[..., :3].min(axis=2) < 235
         for artist in hidden:
             artist.set_visible(True)
     finally:
+        fig.set_layout_engine(engine)
         fig.set_canvas(original)
     height, width = ink.shape
     covering = []

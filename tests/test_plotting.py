@@ -62,6 +62,19 @@ def test_a_legend_on_the_data_is_found_and_one_beside_or_below_it_is_not():
     plt.close(fig)
 
 
+def test_a_legend_beside_a_full_axes_of_a_constrained_figure_hides_nothing():
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3), layout="constrained")
+    for ax in axes:  # ink everywhere in the axes: had the check let the layout give them the legend's room, it
+        ax.imshow(np.arange(100).reshape(10, 10), aspect="auto")  # would find the image under the legend
+        ax.plot([0, 9], [0, 9], color="red", label="diagonal")
+    legend_beside(axes[1])
+    assert legends_over_data(fig) == []
+    axes[0].legend(loc="upper left")
+    assert legends_over_data(fig) == ["axes"]  # the legend on the image, named "axes" (no title)
+    assert fig.get_layout_engine() is not None  # the layout is the figure's again
+    plt.close(fig)
+
+
 def test_legend_below_needs_the_constrained_layout():
     fig, _ = _band_figure()
     with pytest.raises(ValueError, match="layout='constrained'"):
