@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,69 +53,185 @@ def glue(name: str, value: Any, *, display: bool = True) -> None:
 
 
 def _fmt(value: Any, digits: int) -> str:
+    """`value` as the summary shows it: floats to `digits` significant digits (whole numbers from 10**digits
+    on), lists and dicts inline, long strings shortened."""
     if isinstance(value, bool) or value is None:
         return str(value)
+    if isinstance(value, float) and abs(value) >= 10 ** digits:
+        return f"{value:.0f}"  # 12346, not 1.235e+04
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     if isinstance(value, list):
         return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
     if isinstance(value, dict):
-        return ", ".join(f"{k} {_fmt(v, digits)}" for k, v in value.items()) or "-"
+        return ", ".join(f"{k}: {_fmt(v, digits)}" for k, v in value.items()) or "-"
     if isinstance(value, str) and len(value) > 60:
         return value[:57] + "..."
     return str(value)
 
 
-def flatten(results: dict[str, Any], digits: int = 4, depth: int = 2) -> list[tuple[str, str]]:
-    """(name, rounded value) rows of nested results: the keys of the first `depth` levels are joined with
-    ' · ', deeper dicts are written inline ("key value, ..."), floats are rounded to `digits` significant
-    digits and long strings shortened."""
-    rows: list[tuple[str, str]] = []
+INLINE_ENTRIES = 8  # a dict of at most this many scalars is one row of the main table; a longer one, a table
 
-    def walk(prefix: str, value: Any, level: int) -> None:
-        if isinstance(value, dict) and value and level < depth:
-            for k, v in value.items():
-                walk(f"{prefix} · {k}" if prefix else str(k), v, level + 1)
-        else:
-            rows.append((prefix, _fmt(value, digits)))
 
-    walk("", to_jsonable(results), 0)
-    return rows
+@dataclass
+class Table:
+    """One table of a summary: a caption (empty for the main table), the column names (the first names the row
+    labels) and rows of formatted cells."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
 
 
 class Summary:
-    """The reader's view of a notebook's results: a two-column table (result, value), shown whole (no
-    pandas row limit) as HTML in front ends and reports and as aligned text elsewhere."""
+    """The reader's view of a notebook's results: the scalars in a (result, value) table, each table-like result
+    (a dict of records, or of lists whose entries `record` was given names for) in a table of its own, and the
+    names of results recorded but not shown. Shown whole (no pandas row limit): HTML in front ends and reports,
+    aligned text elsewhere."""
 
-    def __init__(self, rows: list[tuple[str, str]]):
-        self.rows = rows
+    def __init__(self, tables: list[Table], omitted: list[str] | None = None):
+        self.tables = tables
+        self.omitted = list(omitted or [])
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        """Every row of every table, its cells as tuples (the row label first)."""
+        return [tuple(row) for table in self.tables for row in table.rows]
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>"
-                       f"{escape(v)}</td></tr>" for k, v in self.rows)
-        return f"<table><thead><tr><th>result</th><th>value</th></tr></thead><tbody>{body}</tbody></table>"
+        def table_html(table: Table) -> str:
+            head = "".join(f"<th style='text-align:left'>{escape(c)}</th>" for c in table.columns)
+            align = "right" if table.title else "left"  # the main table's values are mixed text
+            body = "".join("<tr><th style='text-align:left'>" + escape(row[0]) + "</th>"
+                           + "".join(f"<td style='text-align:{align}'>{escape(v)}</td>" for v in row[1:]) + "</tr>"
+                           for row in table.rows)
+            caption = f"<caption style='text-align:left'><code>{escape(table.title)}</code></caption>" \
+                if table.title else ""
+            return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+        html = "".join(table_html(t) for t in self.tables)
+        if self.omitted:
+            html += f"<p>{escape(self._omitted_line())}</p>"
+        return html
+
+    def _omitted_line(self) -> str:
+        return "Also recorded (shown in the sections above): " + ", ".join(self.omitted) + "."
 
     def __repr__(self) -> str:
-        width = max((len(k) for k, _ in self.rows), default=6)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in [("result", "value"), *self.rows])
+        parts = []
+        for table in self.tables:
+            cells = [table.columns, *table.rows]
+            widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+            lines = ["  ".join(c.ljust(w) if i == 0 or not table.title else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip() for row in cells]
+            parts.append("\n".join(([table.title] if table.title else []) + lines))
+        if self.omitted:
+            parts.append(self._omitted_line())
+        return "\n\n".join(parts)
 
 
-def summary_table(results: dict[str, Any], digits: int = 4) -> Summary:
-    """The rounded summary of `results` (see `flatten`)."""
-    return Summary(flatten(results, digits))
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
-def record(results: dict[str, Any], digits: int = 4) -> Summary:
+def _labelled(value: list, names: Sequence[str] | None, digits: int) -> str:
+    """A list inline, each entry after its name when `names` are given ('lower: 0.1, upper: 0.3')."""
+    if names is None:
+        return _fmt(value, digits)
+    return ", ".join(f"{n}: {_fmt(v, digits)}" for n, v in zip(names, value))
+
+
+def _check_names(name: str, value: Any, names: Sequence[str]) -> None:
+    """`names` fit `value`: a list, or a dict of lists, of len(names) entries, or a dict of records that have
+    each of the names among their keys."""
+    entries = list(value.values()) if isinstance(value, dict) else [value]
+    if entries and all(isinstance(v, dict) for v in entries):
+        missing = [n for n in names if not any(n in v for v in entries)]
+        if missing:
+            raise ValueError(f"columns[{name!r}] names {missing}, which no record of {name!r} has "
+                             f"(it has {sorted({k for v in entries for k in v})})")
+        return
+    if not entries or any(not isinstance(v, list) or len(v) != len(names) for v in entries):
+        raise ValueError(f"columns[{name!r}] names {len(names)} entries ({', '.join(names)}), but {name!r} is "
+                         f"not a list, or a dict of lists, of that length: {_fmt(value, 4)[:120]}")
+
+
+def _needs_names(value: Any) -> bool:
+    """A dict of equal-length lists of floats: a table whose columns only the notebook can name."""
+    if not isinstance(value, dict) or not value:
+        return False
+    lists = list(value.values())
+    return (all(isinstance(v, list) and len(v) >= 2 and all(isinstance(x, float) for x in v) for v in lists)
+            and len({len(v) for v in lists}) == 1)
+
+
+def _table(name: str, value: Any, names: Sequence[str] | None, digits: int) -> Table | None:
+    """The table of a table-like result (a dict of records, whose columns `names` chooses, a dict of lists whose
+    entries `names` names, a long dict of scalars or a list of records), else None (the result is one row of
+    the main table)."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        value = {str(i): v for i, v in enumerate(value)}
+    if not isinstance(value, dict) or not value:
+        return None
+    entries = list(value.items())
+    if all(isinstance(v, dict) for _, v in entries):
+        columns = list(names) if names is not None else list(dict.fromkeys(c for _, v in entries for c in v))
+        rows = [[k, *(_fmt(v[c], digits) if c in v else "" for c in columns)] for k, v in entries]
+        return Table(name, ["", *columns], rows)
+    if names is not None:
+        return Table(name, ["", *names], [[k, *(_fmt(x, digits) for x in v)] for k, v in entries])
+    if len(entries) > INLINE_ENTRIES and all(_is_scalar(v) for _, v in entries):
+        return Table(name, ["", "value"], [[k, _fmt(v, digits)] for k, v in entries])
+    return None
+
+
+def summary_table(results: dict[str, Any], digits: int = 4, *, columns: Mapping[str, Sequence[str]] | None = None,
+                  shown: Sequence[str] | None = None) -> Summary:
+    """The reader's summary of `results`: floats rounded to `digits` significant digits, only the results in
+    `shown` (default: all) displayed and the others named in one line. `columns` ({result: names}) names the
+    entries of a result's lists, or chooses the columns of a dict of records.
+
+    A shown dict of equal-length lists of floats must have its entries named in `columns`: unnamed, a row such
+    as '[0.084, 0.063, 0.67]' cannot be read.
+    """
+    results, columns = to_jsonable(results), dict(columns or {})
+    unknown = sorted((set(columns) | set(shown or ())) - set(results))
+    if unknown:
+        raise ValueError(f"summary_table: {unknown} are not among the results ({', '.join(results)})")
+    for name, names in columns.items():
+        _check_names(name, results[name], names)
+    show_names = list(results) if shown is None else [n for n in results if n in set(shown)]
+    unnamed = [n for n in show_names if n not in columns and _needs_names(results[n])]
+    if unnamed:
+        raise ValueError(f"summary_table: the lists of {unnamed} need names for their entries: pass "
+                         f"columns={{{unnamed[0]!r}: (...)}}")
+    main, tables = Table("", ["result", "value"], []), []
+    for name in show_names:
+        value = results[name]
+        table = _table(name, value, columns.get(name), digits)
+        if table is not None:
+            tables.append(table)
+        elif isinstance(value, list):
+            main.rows.append([name, _labelled(value, columns.get(name), digits)])
+        else:
+            main.rows.append([name, _fmt(value, digits)])
+    return Summary(([main] if main.rows else []) + tables, [n for n in results if n not in show_names])
+
+
+def record(results: dict[str, Any], digits: int = 4, *, columns: Mapping[str, Sequence[str]] | None = None,
+           shown: Sequence[str] | None = None) -> Summary:
     """Glue every entry of `results` silently and return the rounded summary table to display.
 
-    The notebooks end with `record(headline)`: tests and `make run` read the exact values back with
-    `read_results`, the reader sees one compact table.
+    The notebooks end with `display(record(headline, columns=..., shown=...))`: tests and `make run` read the
+    exact values back with `read_results`, the reader sees the headline results in a few short, labelled tables
+    (see `summary_table`). The summary is built first, so a mislabelled headline fails before anything is glued.
     """
+    summary = summary_table(results, digits, columns=columns, shown=shown)
     for name, value in results.items():
         glue(name, value, display=False)
-    return summary_table(results, digits)
+    return summary
 
 
 def read_results(notebook: str | Path) -> dict[str, Any]:

@@ -6,7 +6,11 @@ import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.legend import Legend
 
 from lib.cache import atomic_write
 
@@ -44,6 +48,66 @@ def alt_text(fig: plt.Figure) -> str:
     return "Figure. " + "; ".join(parts) if parts else "Figure."
 
 
+def legend_beside(ax: plt.Axes, **kwargs) -> Legend:
+    """`ax`'s legend to the right of the axes, off its data (for an axes with no neighbour on its right)."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def legend_below(fig: plt.Figure, axes: list[plt.Axes] | None = None, *, ncol: int = 3, **kwargs) -> Legend:
+    """One legend for the entries of `axes` (default: all of `fig`'s), each label once, under the figure and off
+    every axes. `fig` must use the constrained layout (`plt.subplots(..., layout="constrained")`), which makes
+    room for it."""
+    if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        raise ValueError("legend_below needs a figure made with layout='constrained'")
+    entries: dict[str, object] = {}
+    for ax in axes if axes is not None else fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    return fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                      ncol=max(1, min(ncol, len(entries))), **kwargs)
+
+
+def _legends(fig: plt.Figure) -> list[tuple[str, Legend]]:
+    found = [(ax.get_title() or "axes", ax.get_legend()) for ax in fig.axes]
+    found += [("figure", legend) for legend in fig.legends]
+    return [(name, legend) for name, legend in found if legend is not None and legend.get_visible()]
+
+
+def legends_over_data(fig: plt.Figure, tolerance: float = 0.01) -> list[str]:
+    """The legends of `fig` that hide part of the figure: the titles of their axes ('figure' for a figure
+    legend). A legend hides something when, drawn without its legends and grid lines, the figure has ink
+    (pixels darker than near-white) on more than `tolerance` of the area under the legend's box."""
+    legends = _legends(fig)
+    if not legends:
+        return []
+    original = fig.canvas
+    canvas = FigureCanvasAgg(fig)
+    try:
+        canvas.draw()
+        boxes = [legend.get_window_extent(canvas.get_renderer()) for _, legend in legends]
+        hidden = [legend for _, legend in legends] + [line for ax in fig.axes for line in
+                                                     (*ax.get_xgridlines(), *ax.get_ygridlines()) if line.get_visible()]
+        for artist in hidden:
+            artist.set_visible(False)
+        engine = fig.get_layout_engine()
+        fig.set_layout_engine("none")  # the axes where they were: a layout engine would give them the legend's room
+        canvas.draw()
+        ink = np.asarray(canvas.buffer_rgba())[..., :3].min(axis=2) < 235
+        for artist in hidden:
+            artist.set_visible(True)
+    finally:
+        fig.set_layout_engine(engine)
+        fig.set_canvas(original)
+    height, width = ink.shape
+    covering = []
+    for (name, _), box in zip(legends, boxes):
+        x0, x1 = max(int(box.x0) + 2, 0), min(int(box.x1) - 2, width)
+        y0, y1 = max(height - int(box.y1) + 2, 0), min(height - int(box.y0) - 2, height)
+        if x1 > x0 and y1 > y0 and ink[y0:y1, x0:x1].mean() > tolerance:
+            covering.append(name)
+    return covering
+
+
 def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None = None, *,
          alt: str | None = None) -> None:
     """Save `fig` as `<directory>/<name>.png` (see `savefig`), display it with alt text and close it.
@@ -61,6 +125,9 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
             fig.tight_layout()  # room for the suptitle above the axes' own titles
     if name:
         savefig(fig, name, directory)
-    display(fig, metadata={"image/png": {"alt": alt or alt_text(fig)}})
+    metadata = {"alt": alt or alt_text(fig)}
+    if covering := legends_over_data(fig):
+        metadata["legend_over_data"] = covering
+    display(fig, metadata={"image/png": metadata})
     plt.close(fig)
 

@@ -213,10 +213,14 @@ def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict
     assert not (tmp_path / "cache").exists()
 
 
+HEADLINE_ROWS = 40  # the most rows the headline summary may show (about 1,000 px in a browser)
+
+
 def assert_clean_outputs(executed: Path) -> None:
     """What a reader of the executed notebook (and of its HTML report) sees is clean: results are recorded
-    silently (the glue outputs carry no text; one summary table shows them), every figure has alt text,
-    no stray `PosixPath(...)` and no widget progress bars (whose state is lost outside a live front end)."""
+    silently (the glue outputs carry no text) and one short, labelled summary table shows the headline, every
+    figure has alt text and no legend on its data, no stray `PosixPath(...)` and no widget progress bars
+    (whose state is lost outside a live front end)."""
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
     images = 0
     for cell in nb["cells"]:
@@ -226,8 +230,21 @@ def assert_clean_outputs(executed: Path) -> None:
                 assert set(data) == {MIME_TYPE}, f"a glued result is displayed as text: {data.get('text/plain')}"
             if "image/png" in data:
                 images += 1
-                alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
+                meta = output.get("metadata", {}).get("image/png", {})
+                alt = meta.get("alt", "")
                 assert alt.startswith(("Figure", "Explorer")), f"a figure without alt text in {cell['id']}"
+                assert not meta.get("legend_over_data"), f"a legend on the data in {cell['id']}: {meta.get('alt')}"
             assert "application/vnd.jupyter.widget-view+json" not in data, f"a widget output in {cell['id']}"
             assert "PosixPath(" not in "".join(data.get("text/plain", "")), f"a stray path in {cell['id']}"
     assert images > 0
+    assert_headline_shown(nb)
+
+
+def assert_headline_shown(nb: dict) -> None:
+    """The cell that records the results shows them, in at most HEADLINE_ROWS rows (`lib.glue.summary_table`
+    refuses lists of unnamed numbers)."""
+    recording = [c for c in nb["cells"] if any(MIME_TYPE in o.get("data", {}) for o in c.get("outputs", []))]
+    html = ["".join(o["data"]["text/html"]) for o in recording[-1]["outputs"] if "text/html" in o.get("data", {})]
+    assert len(html) == 1, f"the results of {recording[-1]['id']} are recorded but no summary table is shown"
+    rows = html[0].count("<tr>")
+    assert 0 < rows <= HEADLINE_ROWS, f"the headline summary has {rows} rows (at most {HEADLINE_ROWS})"

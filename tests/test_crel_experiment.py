@@ -1,7 +1,10 @@
-"""Notebook 02's experiment settings: bad values named, repeated list entries and sizes beyond memory refused."""
+"""Notebook 02's experiment settings (bad values named, repeated list entries and sizes beyond memory refused) and its
+synthetic table over seeds."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from lib.crel import experiment as ex
@@ -32,3 +35,59 @@ def test_memory_estimate_of_the_presets_is_well_under_a_gigabyte():
     assert totals["smoke"] < totals["cpu"] < totals["paper"] < 1e9
     for name in ex.PRESETS:
         assert ex.resolve_config(name).preset == name
+
+
+def _table_rows() -> pd.DataFrame:
+    """Rows shaped like `synthetic_table_rows`' for two seeds: CReL and Feldman per LGM, the Y-space DQR once."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in (0, 1):
+        for alpha in (0.1, 0.02):
+            for lgm, method in (("flow", "CReL"), ("flow", "Feldman"), ("none", "DQR (Y-space)"),
+                                ("cvae", "CReL"), ("cvae", "DQR (latent, uncalibrated)")):
+                row = {"lgm": lgm, "method": method, "seed": seed, "alpha": alpha,
+                       **{c: float("nan") for c in ex.SYNTHETIC_COLUMNS}}
+                row.update(coverage_z=1 - alpha + rng.normal(0, 0.01), area=rng.uniform(80, 300))
+                if method != "DQR (latent, uncalibrated)":
+                    row["coverage_y"] = 1 - alpha + rng.normal(0, 0.01)
+                if method == "CReL":
+                    row.update(area=200.0 + seed, latent_area=3.0, gamma=0.7, pre_coverage=0.6)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _old_notebook_cell(rows: pd.DataFrame, dqr_baseline: str) -> pd.DataFrame:
+    """The synthetic table as notebook 02 computed it in its own cell before `synthetic_summary` (verbatim, but for
+    the retired decoded-cloud columns)."""
+    cols = ["coverage_z", "coverage_y", "area", "latent_area", "gamma", "pre_coverage"]
+    keys = ["alpha", "lgm", "method"]
+    stats = rows.groupby(keys, sort=False)[cols].agg(["mean", "std", "count"])
+    paper = pd.DataFrame([dict(alpha=a, method=m, paper_coverage_z=v[0], paper_coverage_y=v[1], paper_area=v[2])
+                          for (m, a), v in ex.PAPER_TABLE.items()])
+    short = {"DQR (Y-space)" if dqr_baseline == "identity_convex" else "DQR (latent, uncalibrated)": "DQR"}
+
+    def mean_sd(c):
+        m, s = stats[(c, "mean")], stats[(c, "std")]
+        digits = 1 if c.startswith("area") else 4
+        return pd.Series([("" if np.isnan(a) else f"{a:.{digits}f}" + ("" if np.isnan(b) else f" ± {b:.{digits}f}"))
+                          for a, b in zip(m, s)], index=stats.index)
+
+    side = pd.DataFrame({c: mean_sd(c) for c in ("coverage_z", "coverage_y", "area")})
+    side["seeds"] = stats[("coverage_y", "count")].astype(int)
+    side = side.reset_index()
+    side["paper_name"] = side["method"].map(lambda m: short.get(m, m))
+    side = side.merge(paper, left_on=["alpha", "paper_name"], right_on=["alpha", "method"], how="left",
+                      suffixes=("", "_p")).drop(columns=["paper_name", "method_p"])
+    return side.astype(object).fillna("")
+
+
+@pytest.mark.parametrize("dqr_baseline", ex.DQR_BASELINES)
+def test_synthetic_summary_is_the_notebook_cell_it_replaces(dqr_baseline):
+    rows = _table_rows()
+    side = ex.synthetic_summary(rows, dqr_baseline)
+    pd.testing.assert_frame_equal(side, _old_notebook_cell(rows, dqr_baseline))
+    crel = side[(side["method"] == "CReL") & (side["lgm"] == "flow") & (side["alpha"] == 0.1)].iloc[0]
+    assert crel["area"] == "200.5 ± 0.7" and crel["seeds"] == 2  # mean ± sd of 200 and 201 over two seeds
+    assert crel["paper_coverage_z"] == ex.PAPER_TABLE[("CReL", 0.1)][0]
+    paired = side[side["paper_coverage_z"] != ""]["method"].unique()
+    assert "DQR (Y-space)" in paired if dqr_baseline == "identity_convex" else "DQR (latent, uncalibrated)" in paired

@@ -35,13 +35,58 @@ def test_glue_displays_mime_bundle(monkeypatch):
 def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
-    table = glue.record({"delta": -0.0014000000000000123, "auc": {"C4": [0.97123456, 0.01]}, "name": "x"})
+    table = glue.record({"delta": -0.0014000000000000123, "auc": {"C4": [0.97123456, 0.01]}, "name": "x"},
+                        columns={"auc": ("mean", "sd")})
     assert shown == [{glue.MIME_TYPE: {"delta": -0.0014000000000000123}},
                      {glue.MIME_TYPE: {"auc": {"C4": [0.97123456, 0.01]}}}, {glue.MIME_TYPE: {"name": "x"}}]
-    assert table.rows == [("delta", "-0.0014"), ("auc · C4", "[0.9712, 0.01]"), ("name", "x")]
-    assert "<th style='text-align:left'>auc · C4</th>" in table._repr_html_()
+    assert table.tables[0].rows == [["delta", "-0.0014"], ["name", "x"]]
+    assert (table.tables[1].title, table.tables[1].columns, table.tables[1].rows) == (
+        "auc", ["", "mean", "sd"], [["C4", "0.9712", "0.01"]])  # the glued list, its entries named
+    html = table._repr_html_()
+    assert "<th style='text-align:left'>mean</th>" in html and "<code>auc</code></caption>" in html
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage": 0.8931234, "area": 115.0}}})
-    assert deep.rows == [("table · CReL/0.1", "coverage 0.8931, area 115")]  # deeper levels inline
+    assert deep.tables[0].columns == ["", "coverage", "area"]  # a dict of records: one table, its keys as columns
+    assert deep.rows == [("CReL/0.1", "0.8931", "115")]
+
+
+def test_headline_lists_without_entry_names_are_refused_before_anything_is_glued(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw: shown.append(obj))
+    with pytest.raises(ValueError, match=r"\['e2_fit'\] need names.*columns=\{'e2_fit'"):
+        glue.record({"e2_fit": {"pixels/a/irs_inf": [0.08426, 0.06325, 0.6681]}})
+    with pytest.raises(ValueError, match=r"columns\['e2_fit'\] names 2 entries \(slope, r2\)"):
+        glue.record({"e2_fit": {"pixels/a/irs_inf": [0.08426, 0.06325, 0.6681]}}, columns={"e2_fit": ("slope", "r2")})
+    assert shown == []
+    # lists of integers (indices, seeds) and of unequal length are no table: they stay inline
+    inline = glue.summary_table({"seeds": [0, 1], "collapsed": {"cvae/seed 0": [1, 2], "cvae/seed 1": [0]}})
+    assert inline.rows == [("seeds", "[0, 1]"), ("collapsed", "cvae/seed 0: [1, 2], cvae/seed 1: [0]")]
+
+
+def test_summary_shows_the_chosen_results_and_names_the_others():
+    results = {"preset": "smoke", "auc": 0.5, "per_seed": [{"seed": 0, "area": 12.0}], "runtime_s": 1.0}
+    summary = glue.summary_table(results, shown=["preset", "auc"])
+    assert summary.rows == [("preset", "smoke"), ("auc", "0.5")]
+    assert summary.omitted == ["per_seed", "runtime_s"]
+    assert "Also recorded (shown in the sections above): per_seed, runtime_s." in repr(summary)
+    with pytest.raises(ValueError, match=r"\['aucs'\] are not among the results"):
+        glue.summary_table(results, shown=["aucs"])
+
+
+def test_summary_rounds_to_what_the_numbers_mean():
+    summary = glue.summary_table({"ratio": 74.295183, "ties": 877.0, "n": 50_000, "seconds": 12345.678,
+                                  "small": 1.23456e-5, "imagenet": [0.1234567, 0.2, 0.3]},
+                                 columns={"imagenet": ("lower", "estimate", "upper")})
+    assert dict(summary.rows) == {"ratio": "74.3", "ties": "877", "n": "50000", "seconds": "12346",
+                                  "small": "1.235e-05", "imagenet": "lower: 0.1235, estimate: 0.2, upper: 0.3"}
+
+
+def test_columns_choose_what_a_table_of_records_shows():
+    table = {"CReL/0.1": {"coverage_z": 0.888, "area": 101.7, "gamma": 0.78}, "Feldman/0.1": {"area": 285.5}}
+    summary = glue.summary_table({"table": table}, columns={"table": ("coverage_z", "area")})
+    assert summary.tables[0].columns == ["", "coverage_z", "area"]
+    assert summary.rows == [("CReL/0.1", "0.888", "101.7"), ("Feldman/0.1", "", "285.5")]
+    with pytest.raises(ValueError, match=r"columns\['table'\] names \['coverage'\], which no record"):
+        glue.summary_table({"table": table}, columns={"table": ("coverage",)})
 
 
 def test_without_clocks_drops_the_runs_timings_and_keeps_its_results():

@@ -1,4 +1,4 @@
-"""lib.plotting.show: figures are saved, described (alt text) and laid out without colliding titles."""
+"""lib.plotting: figures are saved, described (alt text) and laid out without colliding titles or legends on data."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from lib.plotting import alt_text, show  # noqa: E402
+from lib.plotting import alt_text, legend_below, legend_beside, legends_over_data, show  # noqa: E402
 
 
 def test_show_saves_describes_and_keeps_the_suptitle_off_the_axes_titles(tmp_path, monkeypatch):
@@ -33,3 +35,59 @@ def test_alt_text_of_a_bare_figure():
     fig, _ = plt.subplots()
     assert alt_text(fig) == "Figure."
     plt.close(fig)
+
+
+def _band_figure(**subplots):
+    """A PR band near the bottom of its axes, like notebook 01's smoke run: a lower-left legend sits on it."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.3), **subplots)
+    recall = np.linspace(0, 1, 50)
+    ax.fill_between(recall, 0.0, 0.3 * (1 - recall), alpha=0.25, lw=0)
+    ax.plot(recall, 0.15 * (1 - recall), lw=2, label="C = 4")
+    ax.set(xlim=(0, 1), ylim=(0, 1.02), title="Figure 3", xlabel="recall")
+    return fig, ax
+
+
+def test_a_legend_on_the_data_is_found_and_one_beside_or_below_it_is_not():
+    fig, ax = _band_figure()
+    ax.legend(loc="lower left")
+    assert legends_over_data(fig) == ["Figure 3"]
+    ax.legend(loc="upper right")  # the empty corner
+    assert legends_over_data(fig) == []
+    legend_beside(ax)
+    assert legends_over_data(fig) == []
+    plt.close(fig)
+    fig, ax = _band_figure(layout="constrained")
+    legend_below(fig)
+    assert legends_over_data(fig) == [] and [t.get_text() for t in fig.legends[0].get_texts()] == ["C = 4"]
+    plt.close(fig)
+
+
+def test_a_legend_beside_a_full_axes_of_a_constrained_figure_hides_nothing():
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3), layout="constrained")
+    for ax in axes:  # ink everywhere in the axes: had the check let the layout give them the legend's room, it
+        ax.imshow(np.arange(100).reshape(10, 10), aspect="auto")  # would find the image under the legend
+        ax.plot([0, 9], [0, 9], color="red", label="diagonal")
+    legend_beside(axes[1])
+    assert legends_over_data(fig) == []
+    axes[0].legend(loc="upper left")
+    assert legends_over_data(fig) == ["axes"]  # the legend on the image, named "axes" (no title)
+    assert fig.get_layout_engine() is not None  # the layout is the figure's again
+    plt.close(fig)
+
+
+def test_legend_below_needs_the_constrained_layout():
+    fig, _ = _band_figure()
+    with pytest.raises(ValueError, match="layout='constrained'"):
+        legend_below(fig)
+    plt.close(fig)
+
+
+def test_show_names_a_legend_over_the_data_in_the_figure_metadata(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata))
+    for loc in ("lower left", "upper right"):
+        fig, ax = _band_figure()
+        ax.legend(loc=loc)
+        show(fig)
+    assert shown[0]["image/png"]["legend_over_data"] == ["Figure 3"]
+    assert "legend_over_data" not in shown[1]["image/png"]

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from lib.cache import cache_path, cached_torch
 from lib.crel import baselines as cb
@@ -557,6 +558,48 @@ def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict
     for r in rows:
         r.update(seed=seed, alpha=alpha)
     return {"rows": rows, "test_scores": test_scores, "gamma": m.gamma, "info": dict(m.info)}
+
+
+SYNTHETIC_COLUMNS = ("coverage_z", "coverage_y", "area", "latent_area", "gamma",
+                     "pre_coverage")  # the measured columns of `synthetic_table_rows`' rows
+SUMMARY_COLUMNS = ("coverage_z", "coverage_y", "area")  # shown as 'mean ± sd'
+
+
+def mean_sd(stats: pd.DataFrame, column: str) -> pd.Series:
+    """'mean ± sd' over seeds of `column` from `stats` (a groupby's agg(["mean", "std", ...])): areas to one
+    decimal, coverages to four; sd left out for one seed, the cell blank where a method has no such value."""
+    m, s = stats[(column, "mean")], stats[(column, "std")]
+    digits = 1 if column.startswith("area") else 4
+    return pd.Series([("" if np.isnan(a) else f"{a:.{digits}f}" + ("" if np.isnan(b) else f" ± {b:.{digits}f}"))
+                      for a, b in zip(m, s)], index=stats.index)
+
+
+def paper_dqr_row(dqr_baseline: str) -> dict[str, str]:
+    """{our method name: the paper's row it stands beside}: which of our two DQR rows is compared with the paper's
+    DQR row (`dqr_baseline`, §3.8 [interpretation])."""
+    return {"DQR (Y-space)" if dqr_baseline == "identity_convex" else "DQR (latent, uncalibrated)": "DQR"}
+
+
+def synthetic_summary(rows: pd.DataFrame, dqr_baseline: str) -> pd.DataFrame:
+    """The synthetic table over seeds (§2.3, §3.7), one row per (alpha, lgm, method) in the order of `rows`:
+    'mean ± sd' of each of SUMMARY_COLUMNS, the number of seeds with a Coverage-Y, and the paper's Coverage-Z,
+    Coverage-Y and Area beside (`paper_coverage_z`, ...; blank where the paper has no such row). The paper's DQR
+    row stands beside the DQR row that `dqr_baseline` names (§3.8 [interpretation]).
+
+    rows: the rows of `synthetic_table_rows` (every LGM, seed and alpha), as a DataFrame.
+    """
+    keys = ["alpha", "lgm", "method"]
+    stats = rows.groupby(keys, sort=False)[list(SYNTHETIC_COLUMNS)].agg(["mean", "std", "count"])
+    paper = pd.DataFrame([dict(alpha=a, method=m, paper_coverage_z=v[0], paper_coverage_y=v[1], paper_area=v[2])
+                          for (m, a), v in PAPER_TABLE.items()])
+    short = paper_dqr_row(dqr_baseline)
+    side = pd.DataFrame({c: mean_sd(stats, c) for c in SUMMARY_COLUMNS})
+    side["seeds"] = stats[("coverage_y", "count")].astype(int)
+    side = side.reset_index()
+    side["paper_name"] = side["method"].map(lambda m: short.get(m, m))
+    side = side.merge(paper, left_on=["alpha", "paper_name"], right_on=["alpha", "method"], how="left",
+                      suffixes=("", "_p")).drop(columns=["paper_name", "method_p"])
+    return side.astype(object).fillna("")
 
 
 def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int, seed: int) -> dict:

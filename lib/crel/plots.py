@@ -17,7 +17,8 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, ma
     """At condition x: the latent region R(x), the calibrated set S^gamma(x) and fresh codes (left, `ax_z`),
     fresh outputs Y | x and the decoded grid points of S^gamma(x), at most `max_points` of them (right, `ax_y`).
 
-    `run` holds the fitted "model" (a calibrated `CReL`) and its latent "z_grid".
+    `run` holds the fitted "model" (a calibrated `CReL`) and its latent "z_grid". The artists are labelled; the
+    caller places the legend, off the axes (the point clouds fill them), e.g. with `lib.plotting.legend_beside`.
     """
     m, x = run["model"], np.array([[x_value]])
     q = m.quantiles(x)[0]
@@ -38,9 +39,7 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, ma
         pts = pts[rng.choice(len(pts), max_points, replace=False)] if len(pts) > max_points else pts
         ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label="Dec(S^γ grid points)")
     ax_z.set(title=f"latent space, x = {x_value}", xlabel="z1", ylabel="z2")
-    ax_z.legend(fontsize=7)
     ax_y.set(title=f"output space, x = {x_value}", xlabel="y1", ylabel="y2")
-    ax_y.legend(fontsize=7)
 
 
 def negative_distance(y: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
@@ -49,8 +48,7 @@ def negative_distance(y: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
 
 
 def mark_worst(ax_z: plt.Axes, ax_y: plt.Axes, rel: dict) -> None:
-    """The worst-case code z* and its decoded output (a `CReL.reliability` result) as red stars."""
+    """The worst-case code z* and its decoded output (a `CReL.reliability` result) as red stars (labelled, for the
+    caller's legend)."""
     ax_z.scatter(*rel["z"].T, marker="*", s=200, color="red", label="worst z*")
     ax_y.scatter(*rel["y"].T, marker="*", s=200, color="red", label=f"Dec(z*), ρ = {rel['score'][0]:.3f}")
-    ax_z.legend(fontsize=7)
-    ax_y.legend(fontsize=7)

@@ -785,3 +785,73 @@ def temperature_rows(q: np.ndarray, p_true: np.ndarray, labels: np.ndarray, temp
                      "mean E*": float(oracle["E"].mean()),
                      "r_s(A*,E*)": regret.spearman(oracle["A"], oracle["E"])["r_s"]})
     return rows
+
+
+# ----------------------------------------------------------------------------------------------------
+# The notebook's tables: the optimal-selector theorem, single models, whole networks beside the heads
+# ----------------------------------------------------------------------------------------------------
+def theorem_rows(decompositions: dict, coverages: np.ndarray, lambdas: np.ndarray) -> list[dict]:
+    """The optimal-selector theorem checked numerically (§1.1, §3.3), one row per (loss, λ):
+    {"loss", "lambda", "in [1/2, 1]", "on the joint front", "IGD+ of S* to it"}.
+
+    decompositions: {loss: `regret.decompose` result ("T", "A", "E": (N,) float)}. For each λ of `lambdas` the
+    selector (1−λ)A* + λE* gives its (risk, regret) points at `coverages`; "on the joint front" is the share of
+    them on the non-dominated front of all λ's points, "IGD+ of S* to it" their IGD+ from S* (the points of every
+    λ in [½, 1]; 0: each is weakly dominated by S*).
+    """
+    rows = []
+    for loss, d in decompositions.items():
+        pts = {lam: regret.selector_points((1 - lam) * d["A"] + lam * d["E"], d["T"], d["E"], coverages)
+               for lam in lambdas}
+        front = set(map(tuple, regret.nondominated(np.concatenate(list(pts.values())))))
+        s_star = np.concatenate([p for lam, p in pts.items() if 0.5 <= lam <= 1])
+        for lam, p in pts.items():
+            rows.append({"loss": loss, "lambda": lam, "in [1/2, 1]": 0.5 <= lam <= 1,
+                         "on the joint front": np.mean([tuple(r) in front for r in p]),
+                         "IGD+ of S* to it": regret.igd_plus(s_star, p)})
+    return rows
+
+
+def single_model_rows(models: dict, p_true: np.ndarray, labels: np.ndarray) -> list[dict]:
+    """The oracle decomposition of single models (§2.2, §5.2), one row per (model, loss in "ce", "zero_one"):
+    accuracy against `labels`, mean T*/A*/E*, r_s(A*, E*), the oracle AuReC, the AuReC of the model's own
+    uncertainty (H(q) under CE, 1 − max q under 0/1) and its AuRC.
+
+    models: {name: q (N, K) float}; p_true: (N, K) float, the human soft labels; labels: (N,) int.
+    """
+    rows = []
+    for name, q in models.items():
+        q_norm = regret.normalise_rows(q)
+        for loss in ("ce", "zero_one"):
+            d = regret.decompose(p_true, q, loss)
+            score = regret.entropy(q_norm) if loss == "ce" else 1 - q_norm.max(1)
+            rows.append({
+                "model": name, "loss": loss, "accuracy": np.mean(q.argmax(1) == labels),
+                "mean T*": d["T"].mean(), "mean A*": d["A"].mean(), "mean E*": d["E"].mean(),
+                "r_s(A*,E*)": regret.spearman(d["A"], d["E"])["r_s"], "oracle AuReC": regret.aurec(d["E"], d["E"]),
+                "AuReC of H(q) / 1-max q": regret.aurec(score, d["E"]), "AuRC": regret.aurc(score, d["T"])})
+    return rows
+
+
+def whole_rows(whole_evals: dict, head_evals: dict) -> list[dict]:
+    """The whole networks beside the heads and the paper (CIFAR-10H), one row per (method, loss) of
+    `whole_evals`: the whole networks' accuracy and PAPER_COLUMNS, the head's AuReC and r_s(Â,Ê), the paper's.
+
+    whole_evals, head_evals: {(method, loss): `evaluate` result}; every key of whole_evals is in head_evals.
+    """
+    rows = []
+    for (method, loss), ev in whole_evals.items():
+        head, paper = head_evals[(method, loss)]["metrics"], paper_rows("CIFAR-10H", loss).get(method, {})
+        rows.append({"loss": loss, "method": PAPER_METHOD_NAMES[method],
+                     "accuracy (whole)": ev["metrics"]["accuracy_vs_argmax_p*"],
+                     **{f"{c} (whole)": ev["metrics"][c] for c in PAPER_COLUMNS},
+                     "AuReC (head)": head["AuReC"], "r_s(Â,Ê) (head)": head["r_s(Â,Ê)"],
+                     "paper AuReC": paper.get("AuReC"), "paper r_s(Â,Ê)": paper.get("r_s(Â,Ê)")})
+    return rows
+
+
+def whole_ood_aurocs(whole: dict, ood_sets: tuple[str, ...]) -> dict:
+    """{method name: {OOD set: AuROC}} of the whole networks' CE Ê, in-distribution ("id") against each set of
+    `ood_sets` that the predictions hold (`whole_predictions`)."""
+    return {PAPER_METHOD_NAMES[m]: {s: auroc(negatives=w["ood"]["id"], positives=w["ood"][s])
+                                    for s in ood_sets if s in w["ood"]} for m, w in whole.items()}
