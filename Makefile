@@ -19,7 +19,7 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep
+.PHONY: install git-filter test lint run lab results book bench strip clean-cache help assignments sweep
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
@@ -27,6 +27,7 @@ help:
 	@echo "make lab    start JupyterLab with WORKBOOK_DATA set (extra options: LAB_ARGS='--no-browser --port 8890')"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
+	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
@@ -83,6 +84,13 @@ run: $(STAMP)
 
 results: $(STAMP)
 	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md
+
+# The book (lib.book, docs/book/conf.py): README as the front page, the executed notebooks of the last `make run`
+# (runs/*.ipynb, not executed again), the results pages, specs and guides, as a static site in $(BOOK) (git-ignored).
+# Sphinx with MyST-NB, every warning an error; it downloads nothing and the site requests nothing off the machine.
+BOOK ?= runs/book
+book: $(STAMP)
+	$(BIN)/python -m lib.book --runs runs --out $(BOOK)
 
 # JupyterLab on the checkout with the environment `make run` uses (WORKBOOK_DATA, exported above).
 lab: $(STAMP)

@@ -6,8 +6,9 @@ atomic cache), `glue` (results recorded in and read back from notebooks), `devic
 (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics` (AuROC, Fréchet
 distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03), `provenance`
 (the git commit a stored result records), `report` (the runner of `make run`, HTML reports), `results` (the
-pages of `make results`), `sweep` (parameter sweeps on Dask), `data` (data root, checked files,
-CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the image normaliser).
+pages of `make results`), `book` (the static site of `make book`), `sweep` (parameter sweeps on Dask), `data`
+(data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the
+image normaliser).
 
 One package per paper, each with the same anatomy: `<paper>/method.py` is the paper's mathematics,
 `<paper>/experiment.py` the notebook's pipeline (presets, validation, cached stages), `<paper>/plots.py` the
