@@ -19,7 +19,7 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results book bench strip clean-cache help assignments sweep
+.PHONY: install git-filter test test-browser lint run lab results book bench strip clean-cache help assignments sweep
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
@@ -28,6 +28,7 @@ help:
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
+	@echo "make test-browser  JupyterLab and the book in Debian's chromium (apt-get install chromium; minutes)"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
@@ -72,6 +73,13 @@ lint: $(STAMP)
 TEST_WORKERS ?= auto
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The real-browser test (tests/test_browser.py), beyond `make test`'s time: the notebooks' smoke runs, then JupyterLab
+# runs each notebook and every explorer control is moved, and the book built from the smoke runs is opened, all in
+# Debian's chromium (`apt-get install chromium`; never `playwright install`). Screenshots go to SHOTS when it is set.
+SHOTS ?=
+test-browser: $(STAMP)
+	WORKBOOK_BROWSER_SHOTS=$(SHOTS) $(BIN)/python -m pytest tests/test_browser.py --run-browser -v -rA
 
 run: $(STAMP)
 	mkdir -p runs $(FIGURES)
