@@ -19,7 +19,7 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test lint run lab results bench strip clean-cache help assignments sweep store
+.PHONY: install git-filter test test-browser lint run lab results book bench strip clean-cache help assignments sweep store
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
@@ -29,6 +29,8 @@ help:
 	@echo "           long stages come from results/NN/PRESET/ where stored (SOURCE=compute recomputes them)"
 	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
+	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
+	@echo "make test-browser  JupyterLab and the book in Debian's chromium (apt-get install chromium; minutes)"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
@@ -74,6 +76,13 @@ TEST_WORKERS ?= auto
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
+# The real-browser test (tests/test_browser.py), beyond `make test`'s time: the notebooks' smoke runs, then JupyterLab
+# runs each notebook and every explorer control is moved, and the book built from the smoke runs is opened, all in
+# Debian's chromium (`apt-get install chromium`; never `playwright install`). Screenshots go to SHOTS when it is set.
+SHOTS ?=
+test-browser: $(STAMP)
+	WORKBOOK_BROWSER_SHOTS=$(SHOTS) $(BIN)/python -m pytest tests/test_browser.py --run-browser -v -rA
+
 run: $(STAMP)
 	mkdir -p runs $(FIGURES)
 	@for nb in $(NOTEBOOKS); do \
@@ -94,6 +103,13 @@ store: $(STAMP)
 
 results: $(STAMP)
 	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md
+
+# The book (lib.book, docs/book/conf.py): README as the front page, the executed notebooks of the last `make run`
+# (runs/*.ipynb, not executed again), the results pages, specs and guides, as a static site in $(BOOK) (git-ignored).
+# Sphinx with MyST-NB, every warning an error; it downloads nothing and the site requests nothing off the machine.
+BOOK ?= runs/book
+book: $(STAMP)
+	$(BIN)/python -m lib.book --runs runs --out $(BOOK)
 
 # JupyterLab on the checkout with the environment `make run` uses (WORKBOOK_DATA, exported above).
 lab: $(STAMP)

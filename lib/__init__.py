@@ -9,9 +9,10 @@ distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks
 training loop of the small torch models: seeded batches, optimiser, schedule, checkpoints; the EMA),
 `provenance` (the git commit a stored result records), `reading` (the notebooks' sentences about their run,
 written by the run), `cli` (the one style of the `python -m lib...` commands), `report` (the runner of `make
-run`, HTML reports), `results` (the pages of `make results`), `tables` (tables rounded to what their numbers
-mean), `sweep` (parameter sweeps on Dask), `data` (data root, checked files, CIFAR-10/10H, the synthetic ring
-and banana), `models` (pretrained CIFAR ResNets, the image normaliser).
+run`, HTML reports), `results` (the pages of `make results`), `book` (the static site of `make book`),
+`tables` (tables rounded to what their numbers mean), `sweep` (parameter sweeps on Dask), `data` (data root,
+checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the image
+normaliser).
 
 One package per paper, each with the same anatomy: `<paper>/method.py` is the paper's mathematics,
 `<paper>/experiment.py` the notebook's pipeline (presets, validation, cached stages), `<paper>/plots.py` the

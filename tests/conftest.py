@@ -19,6 +19,8 @@ SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-full", action="store_true", help="also run the notebooks' default presets (slow)")
+    parser.addoption("--run-browser", action="store_true",
+                     help="also run the real-browser test (JupyterLab and the book in chromium; `make test-browser`)")
 
 
 # The test files that cost the most (a notebook's smoke run, the assignments' build, dask clusters), in
@@ -33,13 +35,16 @@ COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_sweep.py"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(COSTLIEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its own order
-    if config.getoption("--run-full"):
-        return
-    skip = pytest.mark.skip(reason="runs a notebook's default preset (tens of minutes on 2 cores); "
-                                   "use `pytest --run-full -m full`")
-    for item in items:
-        if "full" in item.keywords:
-            item.add_marker(skip)
+    opt_in = {"full": ("--run-full", "runs a notebook's default preset (tens of minutes on 2 cores); "
+                                     "use `pytest --run-full -m full`"),
+              "browser": ("--run-browser", "drives JupyterLab and the book in chromium: about 4.5 minutes on 2 cores "
+                                           "beyond the smoke runs, more than the default suite's 10 minutes leave; "
+                                           "use `make test-browser`")}
+    for marker, (option, reason) in opt_in.items():
+        if not config.getoption(option):
+            for item in items:
+                if marker in item.keywords:
+                    item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,24 +69,29 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Ca
     return value["ok"]
 
 
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, run: Callable[..., dict]) -> dict:
+    """The notebook's smoke run, run once per test session (across xdist workers): {"results", "seconds",
+    "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number", "records"
+    (the entries of its stored layer, as `python -m lib.store` records them)}. Tests that write files put them
+    in their own tmp_path, not in "tmp"."""
+
+    def compute(tmp: Path) -> dict:
+        from lib.store import RECORD_ENV
+
+        start = time.perf_counter()
+        results = run(tmp, "smoke", tmp / "cache", env={RECORD_ENV: str(tmp / "records.jsonl")})
+        return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
+                "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2], "records": tmp / "records.jsonl"}
+
+    return shared_once(tmp_path_factory, f"smoke-{run.notebook.stem}", compute)
+
+
 def smoke_fixture(run: Callable[..., dict]):
-    """The fixture every notebook test file uses for its smoke run, run once per test session (across xdist
-    workers): {"results", "seconds", "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the
-    executed copy), "number", "records" (the entries of its stored layer, as `python -m lib.store` records
-    them)}. Tests that write files put them in their own tmp_path, not in "tmp"."""
+    """The fixture every notebook test file uses for its smoke run (`smoke_run`)."""
 
     @pytest.fixture(scope="module")
     def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
-        def compute(tmp: Path) -> dict:
-            from lib.store import RECORD_ENV
-
-            start = time.perf_counter()
-            results = run(tmp, "smoke", tmp / "cache", env={RECORD_ENV: str(tmp / "records.jsonl")})
-            return {"results": results, "seconds": time.perf_counter() - start, "tmp": tmp,
-                    "notebook": tmp / "smoke.ipynb", "number": run.notebook.name[:2],
-                    "records": tmp / "records.jsonl"}
-
-        return shared_once(tmp_path_factory, f"smoke-{run.notebook.stem}", compute)
+        return smoke_run(tmp_path_factory, run)
 
     return smoke
 
@@ -103,6 +109,28 @@ def reading_outputs(executed: Path) -> dict[str, str]:
         assert markdown and all(m.strip() for m in markdown), f"reading cell {cell['id']} rendered no text"
         texts[cell["id"]] = " ".join(" ".join(markdown).split())
     return texts
+
+
+def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The book (`make book`) built once per test session from `smoke_runs_folder`: {"out" (the site's folder),
+    "runs" (the executed notebooks), "seconds" (the build's wall time)}."""
+    from lib.book import build
+
+    def compute(folder: Path) -> dict:
+        runs = smoke_runs_folder(tmp_path_factory, folder / "runs")
+        start = time.perf_counter()
+        front = build(runs, folder / "site")
+        return {"out": front.parent, "runs": runs, "seconds": time.perf_counter() - start}
+
+    return shared_once(tmp_path_factory, "book", compute)
+
+
+def smoke_runs_folder(tmp_path_factory: pytest.TempPathFactory, folder: Path) -> Path:
+    """`folder` filled as `make run` fills runs/: the executed smoke copy of every notebook, named as it is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        shutil.copy(smoke_run(tmp_path_factory, notebook_runner(notebook.name))["notebook"], folder / notebook.name)
+    return folder
 
 
 def assert_results_page_renders(smoke: dict) -> str:

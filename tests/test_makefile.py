@@ -88,3 +88,12 @@ def test_lab_starts_jupyterlab_with_workbook_data(scratch):
     args = next(line for line in out.splitlines() if line.startswith("ARGS=")).split()
     assert args[0] == "ARGS=lab" and f"--notebook-dir={scratch}" in args and "--no-browser" in args
     assert ("--allow-root" in args) == (os.getuid() == 0)
+
+
+def test_book_without_executed_notebooks_says_to_run_make_run_first(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    out = subprocess.run(["make", "--no-print-directory", f"VENV={VENV}", "-o", str(STAMP), "book"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "make book: no executed notebooks in runs/" in out.stderr and "run `make run` first" in out.stderr
+    assert not (tmp_path / "runs" / "book").exists()

@@ -58,7 +58,7 @@ def test_data_readme_documents_every_registered_file():
 
 # Test files about the repository as a whole rather than one module of lib.
 REPOSITORY_TESTS = {"test_layout.py", "test_repository.py", "test_makefile.py", "test_notebook_text.py",
-                    "test_assignments.py"}
+                    "test_assignments.py", "test_browser.py"}
 
 
 def _tested_part(name: str) -> list[Path]:

@@ -1,0 +1,158 @@
+"""`make book` (lib.book, docs/book/conf.py): the site built from the session's smoke runs of every notebook, with
+Sphinx warnings as errors; its links, figures and the absence of any request off the machine; and the checks
+that stop a build before Sphinx starts."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+from notebook_runner import smoke_book
+
+from lib import book
+from lib.glue import MIME_TYPE
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+class Links(HTMLParser):
+    """Every (tag, attribute, value) of an HTML page whose attribute is href or src, and the <img> alt texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[tuple[str, str, str]] = []
+        self.alts: list[str | None] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.links += [(tag, name, attrs[name]) for name in ("href", "src") if attrs.get(name)]
+        if tag == "img":
+            self.alts.append(attrs.get("alt"))
+
+
+def parse(page: Path) -> Links:
+    links = Links()
+    links.feed(page.read_text(encoding="utf-8"))
+    return links
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    built = smoke_book(tmp_path_factory)
+    return {**built, "pages": sorted(p for p in built["out"].rglob("*.html") if "_static" not in p.parts)}
+
+
+def test_book_builds_every_page_without_a_warning(site):
+    out = site["out"]
+    print(f"book built in {site['seconds']:.0f} s")  # -W: a warning would have raised BookError
+    expected = ["README", *(f"notebooks/{p.stem}" for p in NOTEBOOKS), "docs/teaching", "docs/sweeps",
+                *(str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "docs" / "specs").glob("*.md")),
+                *(str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "docs" / "results").glob("[0-9]*.md"))]
+    missing = [name for name in expected if not (out / f"{name}.html").is_file()]
+    assert not missing, f"pages missing from the book: {missing}"
+    assert 'url=README.html' in (out / "index.html").read_text(), "the front page is the README"
+
+
+def test_notebook_pages_show_the_executed_outputs_with_alt_text(site):
+    for notebook in NOTEBOOKS:
+        page = site["out"] / "notebooks" / f"{notebook.stem}.html"
+        links = parse(page)
+        images = [v for tag, name, v in links.links if tag == "img" and "_images/" in v]
+        assert images, f"{page.name} shows no figure of its run"
+        unnamed = [alt for alt in links.alts if not alt or "_images/" in alt]
+        assert not unnamed, f"{page.name}: figures whose alt text is their file name: {unnamed}"
+        text = page.read_text(encoding="utf-8")
+        assert "application/vnd.workbook.result" not in text and "Traceback" not in text
+
+
+def test_every_link_and_file_of_the_book_is_on_the_machine(site):
+    """Each href/src of every page is an existing file of the build (README's links to notebooks and docs
+    included) or a plain link out (a paper, a tool's docs); nothing a page loads comes from another host."""
+    out, broken, remote = site["out"], [], []
+    for page in site["pages"]:
+        for tag, _attribute, value in parse(page).links:
+            if re.match(r"^[a-z]+:", value) or value.startswith("//"):
+                if tag != "a" and not value.startswith("data:"):
+                    remote.append((page.name, tag, value))  # loaded by the page itself: a CDN
+                continue
+            target = value.split("#")[0].split("?")[0]
+            if target and not (page.parent / target).resolve().exists():
+                broken.append((str(page.relative_to(out)), value))
+    assert not remote, f"pages load files from other hosts: {remote[:5]}"
+    assert not broken, f"links to nothing in the book: {broken[:10]}"
+    styles = [p for p in (out / "_static").rglob("*.css")]
+    assert styles and not [p for p in styles if re.search(r"url\(['\"]?(https?:)?//", p.read_text(errors="replace"))]
+
+
+def test_math_is_typeset_by_a_mathjax_of_the_build(site):
+    page = (site["out"] / "docs" / "teaching.html").read_text(encoding="utf-8")
+    assert 'class="math' in page  # docs/teaching.md has $...$ math
+    scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', page, re.I)
+    assert scripts == ["../_static/mathjax/tex-chtml.js"]
+    assert (site["out"] / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+
+
+def test_page_text_shows_streams_as_jupyterlab_does_without_silent_results(tmp_path):
+    nb = nbformat.v4.new_notebook(metadata={"papermill": {"parameters": {}}})
+    cell = nbformat.v4.new_code_cell("run()")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="\rtrain:  50%|##  | 1/2"),
+                    nbformat.v4.new_output("stream", name="stdout", text="\rtrain: 100%|####| 2/2"),
+                    nbformat.v4.new_output("stream", name="stdout", text="\n"),
+                    nbformat.v4.new_output("display_data", data={MIME_TYPE: {"name": "x", "value": 1}}),
+                    nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Fig>"},
+                                           metadata={"image/png": {"alt": "Figure. a curve"}})]
+    nb.cells.append(cell)
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(nb, path)
+    shown = nbformat.reads(book.page_text(path), as_version=4).cells[0]
+    assert [o["output_type"] for o in shown["outputs"]] == ["stream", "display_data"]
+    assert shown["outputs"][0]["text"] == "train: 100%|####| 2/2\n"
+    assert shown["metadata"][book.ALT_KEY] == ["Figure. a curve"]
+
+
+def fake_run(path: Path, papermill: dict | None) -> None:
+    nb = nbformat.v4.new_notebook(metadata={"papermill": papermill} if papermill is not None else {})
+    nbformat.write(nb, path)
+
+
+def test_no_executed_notebooks_says_to_run_make_run_first(tmp_path):
+    out = tmp_path / "site"
+    with pytest.raises(book.BookError, match=r"no executed notebooks in .*run `make run` first"):
+        book.build(tmp_path / "runs", out)
+    assert not out.exists()  # checked before Sphinx starts
+    with pytest.raises(SystemExit, match="make book: no executed notebooks"):
+        book.main(["--runs", str(tmp_path / "runs"), "--out", str(out)])
+
+
+def test_a_missing_or_failed_run_is_named(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for notebook in NOTEBOOKS[1:]:
+        fake_run(runs / notebook.name, {"parameters": {"PRESET": "smoke"}})
+    with pytest.raises(book.BookError, match=rf"lacks the executed copies of {NOTEBOOKS[0].name}"):
+        book.executed_notebooks(runs)
+    fake_run(runs / NOTEBOOKS[0].name, {"exception": True})
+    with pytest.raises(book.BookError, match=rf"{NOTEBOOKS[0].name} is a run that stopped on an error"):
+        book.executed_notebooks(runs)
+    shutil.copy(NOTEBOOKS[0], runs / NOTEBOOKS[0].name)  # the stripped source, not a run
+    with pytest.raises(book.BookError, match=rf"{NOTEBOOKS[0].name} was not written by papermill"):
+        book.executed_notebooks(runs)
+
+
+def test_results_pages_from_another_run_are_noted(tmp_path):
+    """The results pages and README table come from `make results`; a book of a newer run says they disagree."""
+    run = tmp_path / NOTEBOOKS[0].name
+    fake_run(run, {"parameters": {"PRESET": "smoke"}, "end_time": "2026-12-02T08:00:00"})
+    page = tmp_path / "pages" / "01-x.md"
+    page.parent.mkdir()
+    generated = "<!-- generated by `make results` at commit abc1234 from runs/{} (preset {}, run on {}); edit ... -->\n"
+    page.write_text(generated.format(run.name, "cpu", "2026-11-30") + "# Notebook 01 in numbers\n")
+    assert book.results_from_other_runs([run], page.parent) == [
+        "01-x.md is from the cpu run of 2026-11-30, its notebook's page from the smoke run of 2026-12-02"]
+    page.write_text(generated.format(run.name, "smoke", "2026-12-02"))
+    assert book.results_from_other_runs([run], page.parent) == []

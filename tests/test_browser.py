@@ -1,0 +1,350 @@
+"""The workbook in a real browser (`make test-browser`): Playwright from PyPI drives Debian's chromium
+(/usr/bin/chromium; never `playwright install`, which downloads a browser).
+
+- JupyterLab: each notebook, with PRESET="smoke" in its parameters cell, is opened and run with Run > Run All
+  Cells; no error output may be shown. Then every control of its explorer (the `ipywidgets.interact` cell) is
+  moved as a reader moves it (a slider dragged, another dropdown entry picked, a checkbox clicked) and the
+  explorer's figure must change, with no error shown.
+- The book (`make book`, built from the same smoke runs): every page loads, every <img> has loaded, the math is
+  typeset, the search finds the notebooks, and no request leaves the machine.
+
+The kernels read the cache of the session's smoke runs (tests/notebook_runner.py), so a notebook's run in
+JupyterLab shows what its smoke run computed, quickly. Screenshots of each explorer before and after each move
+go to $WORKBOOK_BROWSER_SHOTS (default: this test's temporary folder). Skipped unless pytest is given
+--run-browser (`make test-browser`), and with the reason when chromium is not installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from notebook_runner import notebook_runner, smoke_book, smoke_run
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
+RUN_TIMEOUT_S = 900  # one notebook's Run All (a smoke run from the cache takes about a minute)
+REDRAW_TIMEOUT_S = 120  # one explorer redraw after a control moved
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"Debian's chromium is not installed at {CHROMIUM} "
+                       "(`apt-get install chromium`; never `playwright install`, which downloads a browser)"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def off_machine(url: str) -> bool:
+    """A request to a host other than this machine's loopback (data: and blob: URLs are no requests)."""
+    return not re.match(r"^(data:|blob:|about:|https?://(127\.0\.0\.1|localhost)(:\d+)?/)", url)
+
+
+def smoke_copy(notebook: Path, folder: Path) -> Path:
+    """The notebook with PRESET = "smoke" in its parameters cell, written to `folder`: what a reader types."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    text = "".join(cell["source"])
+    assert re.search(r'^PRESET: str = "\w+"', text, re.M), "the parameters cell sets PRESET first"
+    cell["source"] = re.sub(r'^PRESET: str = "\w+"', 'PRESET: str = "smoke"', text, count=1, flags=re.M)
+    target = folder / notebook.name
+    target.write_text(json.dumps(nb), encoding="utf-8")
+    return target
+
+
+@contextlib.contextmanager
+def jupyterlab(folder: Path, kernel_env: dict[str, str]) -> Iterator[str]:
+    """JupyterLab serving `folder` on a free loopback port with a token of its own, its settings, runtime and
+    config folders temporary (no news or update checks, every cell kept in the page), its kernels started with
+    `kernel_env` added to this environment. Yields "base URL|token"."""
+    settings = folder.parent / "lab-settings" / "@jupyterlab"
+    for plugin, values in {"notebook-extension/tracker": {"windowingMode": "none"},
+                           "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False}}.items():
+        (settings / plugin).parent.mkdir(parents=True, exist_ok=True)
+        (settings / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(folder.parent / "lab-config"),
+           "JUPYTER_RUNTIME_DIR": str(folder.parent / "lab-runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings.parent),
+           "JUPYTERLAB_WORKSPACES_DIR": str(folder.parent / "lab-workspaces"), **kernel_env,
+           "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", ROOT / "data")).resolve())}
+    args = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}"]
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log = folder.parent / "lab.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/api/status?token={token}", timeout_s=120)
+        yield f"{base}|{token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = Path(os.environ.get("WORKBOOK_BROWSER_SHOTS") or tmp_path_factory.mktemp("shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """JupyterLab on a folder of smoke copies of the notebooks, its kernels on a copy of the smoke runs' caches."""
+    root = tmp_path_factory.mktemp("lab")
+    work, cache = root / "notebooks", root / "cache"
+    work.mkdir()
+    for notebook in NOTEBOOKS:
+        run = smoke_run(tmp_path_factory, notebook_runner(notebook.name))
+        shutil.copytree(run["tmp"] / "cache", cache, dirs_exist_ok=True)
+        smoke_copy(notebook, work)
+    # the smoke runs' decoded CIFAR-10 is in the session's cache (notebook_runner), their results in `cache`
+    kernel_env = {"WORKBOOK_CACHE": str(cache), "WORKBOOK_DATASET_CACHE": os.environ["WORKBOOK_CACHE_SESSION"]}
+    with jupyterlab(work, kernel_env) as url:
+        yield url
+
+
+# JavaScript evaluated in the notebook page: the state of its cells and outputs.
+CELL_STATE = """() => {
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+    .map(e => e.textContent.trim());
+  const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
+    .filter(e => /application\\/vnd\\.jupyter\\.(stderr|error)/.test(e.getAttribute('data-mime-type') || '')
+                 || /Traceback \\(most recent call last\\)/.test(e.textContent))
+    .map(e => e.textContent.slice(0, 600));
+  const status = document.querySelector('#jp-main-statusbar');
+  return {prompts, errors, idle: !!status && /\\| Idle/.test(status.textContent)};
+}"""
+# the explorer's figure (its image data) or, when it shows none, its text
+EXPLORER_VIEW = """(box) => {
+  const out = box.querySelector('.widget-output');
+  const img = out && out.querySelector('img');
+  return img ? img.getAttribute('src') : (out ? 'text:' + out.textContent : '');
+}"""
+
+
+def run_all(page, timeout_s: float) -> dict:
+    """Run > Run All Cells, then wait until every code cell has its execution count and the kernel is idle
+    (or an error is shown, or the time is up); returns the last CELL_STATE."""
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        time.sleep(2)
+        state = page.evaluate(CELL_STATE)
+        done = state["prompts"] and all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"])
+        if (done or state["errors"]) and state["idle"] or time.monotonic() > deadline:
+            return state
+
+
+def open_notebook(page, url: str, name: str) -> None:
+    """Open the notebook in JupyterLab and wait for its kernel (accepting the kernel dialog's default)."""
+    base, token = url.split("|")
+    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")  # reset: no tab of an earlier notebook restored
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    deadline = time.monotonic() + 120
+    while not page.evaluate(CELL_STATE)["idle"]:
+        if page.locator(".jp-Dialog .jp-mod-accept").count():  # "Select Kernel": Python 3 preselected
+            page.locator(".jp-Dialog .jp-mod-accept").click()
+        assert time.monotonic() < deadline, "the notebook's kernel did not start within 2 minutes"
+        time.sleep(1)
+
+
+def shut_down_kernels(url: str) -> None:
+    """Shut down every kernel of the JupyterLab at `url` (the next notebook runs beside none)."""
+    base, token = url.split("|")
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions", headers=headers), timeout=30) as r:
+        sessions = json.load(r)
+    for session in sessions:
+        request = urllib.request.Request(f"{base}/api/sessions/{session['id']}", headers=headers, method="DELETE")
+        urllib.request.urlopen(request, timeout=60).close()
+
+
+def controls(box) -> list:
+    """The explorer's controls: every child of the interact box but its output."""
+    return [c for c in box.locator(":scope > .jupyter-widgets, :scope > .widget-inline-hbox").all()
+            if "widget-output" not in (c.get_attribute("class") or "")]
+
+
+def moves(page, control) -> list[tuple[str, Callable[[], None]]]:
+    """Ways a reader changes `control`, tried in turn until the figure changes: (what it does, doing it)."""
+    kind = control.get_attribute("class") or ""
+    def words(text: str) -> str:
+        return " ".join(re.split(r"[\s\u200b]+", text)).strip()
+
+    # a checkbox's description is beside it, its label empty
+    label = words((control.locator(".widget-label").all_inner_texts() or [""])[0]) or words(control.inner_text())
+    if "widget-dropdown" in kind:
+        select = control.locator("select")
+        options = select.locator("option").all_inner_texts()
+        current = select.evaluate("s => s.selectedIndex")
+        return [(f"{label}: picked {options[i]!r}", lambda i=i: select.select_option(index=i))
+                for i in range(len(options)) if i != current][:3]
+    if "widget-slider" in kind:
+        def drag(end: float) -> None:
+            handle, base = control.locator(".noUi-handle"), control.locator(".noUi-base")
+            handle.scroll_into_view_if_needed()
+            h, b = handle.bounding_box(), base.bounding_box()
+            page.mouse.move(h["x"] + h["width"] / 2, h["y"] + h["height"] / 2)
+            page.mouse.down()
+            page.mouse.move(b["x"] + end * b["width"], h["y"] + h["height"] / 2, steps=10)
+            page.mouse.up()
+
+        return [(f"{label}: dragged to the {side} end", lambda end=end: drag(end))
+                for side, end in (("right", 1.0), ("left", 0.0))]
+    if "widget-checkbox" in kind:
+        return [(f"{label}: clicked", lambda: control.locator("input").click())]
+    pytest.fail(f"an explorer control this test cannot move: {label} ({kind})")
+
+
+def wait_for_redraw(page, box, before: str) -> str:
+    """The explorer's view once the redraw the move asked for is over: the kernel went busy and is idle again
+    (a second later too: a redraw queued behind it), or it never went busy within 10 s (nothing to redraw);
+    at most REDRAW_TIMEOUT_S."""
+    start = time.monotonic()
+    busy_seen, idle_since = False, None
+    while time.monotonic() - start < REDRAW_TIMEOUT_S:
+        time.sleep(0.25)
+        idle = page.evaluate(CELL_STATE)["idle"]
+        busy_seen |= not idle
+        idle_since = (idle_since or time.monotonic()) if idle else None
+        settled = idle_since is not None and time.monotonic() - idle_since > 1
+        if settled and (busy_seen or box.evaluate(EXPLORER_VIEW) != before or time.monotonic() - start > 10):
+            break
+    return box.evaluate(EXPLORER_VIEW)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_notebook_runs_in_jupyterlab_and_each_explorer_control_redraws(browser, lab, shots, notebook):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    remote = []
+    page.on("request", lambda request: remote.append(request.url) if off_machine(request.url) else None)
+    try:
+        explore_in_jupyterlab(page, lab, shots, notebook)
+    finally:
+        page.close()
+        shut_down_kernels(lab)
+    assert not remote, f"JupyterLab requested files off the machine: {remote[:5]}"
+
+
+def explore_in_jupyterlab(page, lab: str, shots: Path, notebook: Path) -> None:
+    """Run the notebook in JupyterLab, then move each explorer control (the test above)."""
+    start = time.monotonic()
+    open_notebook(page, lab, notebook.name)
+    state = run_all(page, RUN_TIMEOUT_S)
+    page.screenshot(path=shots / f"{notebook.stem}-lab.png")
+    assert not state["errors"], f"{notebook.name} shows errors in JupyterLab: {state['errors'][:3]}"
+    assert all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"]), \
+        f"{notebook.name}: not every cell ran within {RUN_TIMEOUT_S} s ({state['prompts']})"
+    print(f"{notebook.name}: Run All in {time.monotonic() - start:.0f} s")
+
+    boxes = page.locator(".widget-interact").all()
+    assert boxes, f"{notebook.name} shows no explorer (EXPLORER is True in the smoke copy)"
+    unchanged = []
+    for b, box in enumerate(boxes):
+        for c, control in enumerate(controls(box)):
+            for m, (did, move) in enumerate(moves(page, control)):
+                before = box.evaluate(EXPLORER_VIEW)
+                move()
+                after = wait_for_redraw(page, box, before)
+                box.screenshot(path=shots / f"{notebook.stem}-explorer{b}-control{c}-move{m}.png")
+                errors = page.evaluate(CELL_STATE)["errors"]
+                assert not errors, f"{notebook.name}, explorer, {did}: an error is shown: {errors[:2]}"
+                redrawn = after != before and not after.startswith("text:")
+                print(f"{notebook.name}, explorer: {did}: "
+                      + ("the figure changed" if redrawn else f"no new figure ({after[:120]!r})"))
+                if redrawn:
+                    break
+            else:
+                unchanged.append(did)
+    assert not unchanged, f"{notebook.name}: explorer controls whose moves drew no new figure: {unchanged}"
+
+
+def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_machine(browser, shots,
+                                                                                     tmp_path_factory):
+    site = smoke_book(tmp_path_factory)["out"]
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                               "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    remote, failed, problems = [], [], []
+    page.on("request", lambda request: remote.append(request.url) if off_machine(request.url) else None)
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    page.on("response", lambda response: failed.append(f"{response.status} {response.url}")
+            if response.status >= 400 else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=30)
+        pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)
+        for path in pages:
+            response = page.goto(f"http://127.0.0.1:{port}/{path}")
+            page.wait_for_load_state("networkidle")
+            assert response is not None and response.ok, f"{path} did not load"
+            broken = page.evaluate("() => [...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
+                                   ".map(i => i.getAttribute('src'))")
+            assert not broken, f"{path}: images that did not load: {broken}"
+        page.goto(f"http://127.0.0.1:{port}/docs/teaching.html")
+        page.wait_for_selector("mjx-container", timeout=30_000)  # MathJax (of the build) typeset the math
+        page.screenshot(path=shots / "book-teaching-math.png")
+        page.goto(f"http://127.0.0.1:{port}/search.html?q=explorer")
+        page.wait_for_selector("#search-results li", timeout=30_000)
+        found = page.locator("#search-results li a").all_inner_texts()
+        page.screenshot(path=shots / "book-search.png")
+        assert any(t.startswith("0") for t in found), f"the search finds no notebook for 'explorer': {found}"
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_load_state("networkidle")
+        assert page.url.endswith("/README.html"), "the front page is the README"
+        page.screenshot(path=shots / "book-front.png")
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(timeout=30)
+    print(f"book: {len(pages)} pages loaded with their images")
+    assert not failed, f"requests that failed: {failed[:5]}"
+    assert not problems, f"script errors in the book's pages: {problems[:5]}"
+    assert not remote, f"the book requested files off the machine: {remote[:5]}"
