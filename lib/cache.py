@@ -270,7 +270,8 @@ def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], forc
     A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed. With
     `stored`, the entry belongs to its notebook's stored layer (`lib.store`): a cache miss reads it from
     there when the layer holds it, and `python -m lib.store` copies it there."""
-    return _cached(path, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz, atomic_savez_to,
+    return _cached(path, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz,
+                   lambda arrays, p: atomic_savez(p, arrays),
                    force, stored)
 
 
@@ -282,11 +283,6 @@ def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False, *,
     A damaged entry (no header, checksum mismatch, truncation, unreadable, content outside what
     `load_torch` builds) is logged, deleted and recomputed. `stored`: as for `cached_npz`."""
     return _cached(path, compute, lambda p: load_torch(p, allow=allow), atomic_torch_save, force, stored)
-
-
-def atomic_savez_to(arrays: Mapping[str, np.ndarray], path: Path) -> Path:
-    """`atomic_savez` with `atomic_torch_save`'s argument order."""
-    return atomic_savez(path, arrays)
 
 
 def _cached(path: Path, compute: Callable[[], Any], load: Callable[[Path], Any], save: Callable[[Any, Path], Any],

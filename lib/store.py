@@ -29,7 +29,6 @@ stays in git's history, so keep it so (`results/` under 40 MB).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -43,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lib.cache import PROJECT_ROOT, DamagedCacheEntry, cache_dir
+from lib.cache import PROJECT_ROOT, DamagedCacheEntry, _sha256_from, cache_dir, known_config
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
@@ -111,11 +110,9 @@ def _manifest_entries(namespace: str) -> dict[str, dict]:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The SHA-256 of the whole file (the manifest's check; the cache's own header covers only the payload)."""
     with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
+        return _sha256_from(fh, 0).hex()
 
 
 def namespace_of(path: Path) -> tuple[str, str] | None:
@@ -193,8 +190,6 @@ def record(path: Path, seconds: float | None = None) -> None:
     target = os.environ.get(RECORD_ENV)
     if not target:
         return
-    from lib.cache import known_config
-
     line = {"path": str(path), "config": known_config(path), "compute_seconds": seconds}
     with open(target, "a") as fh:
         fh.write(json.dumps(line, default=str) + "\n")
@@ -237,7 +232,8 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
         before = previous.get(name, {})
         if before.get("sha256") == entry["sha256"]:
             entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
-    staging = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else None, prefix=f".{preset}."))
+    target.parent.mkdir(parents=True, exist_ok=True)  # staging beside the target: the final rename stays on one disk
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{preset}."))
     try:
         for name, src in sources.items():
             shutil.copyfile(src, staging / name)
@@ -249,7 +245,6 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
         os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
         if target.exists():
             shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, target)
     finally:
         if staging.exists():
