@@ -252,6 +252,27 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
     return target
 
 
+def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seconds: dict[str, float],
+             what: str) -> dict:
+    """After a layer is rewritten from a reused cache that holds entries made outside the notebook (networks
+    trained by a command, a study converted from its first file): give each named entry its `origin` (command,
+    commit, machine, ...) and `compute_seconds`, and set the manifest's `from_scratch` to `previous_scratch` (the
+    from-scratch record of the layer before; `read_manifest(...)["from_scratch"]`) plus those seconds, `what`
+    saying what they were. Returns the manifest written."""
+    manifest = read_manifest(layer)
+    unknown = set(origins) - set(manifest["entries"])
+    if unknown:
+        raise ValueError(f"{_shown(layer)} holds no entries {sorted(unknown)}")
+    for name, origin in origins.items():
+        manifest["entries"][name].update({"origin": origin, "compute_seconds": round(seconds[name], 1)})
+    extra = sum(seconds[name] for name in origins)
+    manifest["from_scratch"] = {**previous_scratch, "wall_seconds": round(previous_scratch["wall_seconds"] + extra, 1),
+                                "what": f"{previous_scratch.get('what', 'the run from scratch')}; plus {what} "
+                                        f"({extra / 60:.0f} min of one core; each entry's origin)"}
+    (layer / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
 def scratch_run_info(executed: Path) -> dict:
     """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
     meta = json.loads(Path(executed).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})

@@ -86,27 +86,14 @@ def test_corrections_never_find_more_than_the_uncorrected_test(smoke):
         assert fractions[f"{test}/bh"] <= fractions[f"{test}/none"]
 
 
-def test_the_frontier_study_is_read_from_its_stored_rows_and_its_reading_holds(smoke):
-    """The authors'-recipe study is stored (results/01/authors_recipe-C<C>.csv), so every preset shows it; the
-    glued failure counts equal a count made here straight from the CSV's per-member AUCs, and the reading's
-    claim holds for C = 1: members cross 0.9 in both directions between budgets."""
-    import csv
-
-    from lib.prcurves import budget
-
+def test_the_smoke_run_trains_a_tiny_frontier_study_and_records_its_failure_counts(smoke):
+    """The smoke preset's frontier study (2 members of C = 1 at 20 and 40 steps of the authors' recipe; the cpu
+    preset's is stored, tests/test_prcurves_budget.py): its glued counts are those of its rows."""
     glued = smoke["results"]["authors_recipe"]
-    files = sorted(budget.AUTHORS_RECIPE_DIR.glob("authors_recipe-C*.csv"))
-    assert files and set(glued) == {f.stem.split("-")[1] for f in files}
-    for path in files:
-        with open(path, newline="") as fh:
-            rows = sorted((r for r in csv.DictReader(fh) if r["ema"] == "False"), key=lambda r: int(r["steps"]))
-        aucs = [[float(a) for a in r["aucs"].split(";")] for r in rows]
-        mine = glued[path.stem.split("-")[1]]
-        assert mine["steps"] == [int(r["steps"]) for r in rows]
-        assert mine["below"] == [sum(a < 0.9 for a in at) for at in aucs]
-        assert mine["members"] == len(aucs[0]) == 8
+    assert set(glued) == {"C1"}
     c1 = glued["C1"]
-    assert c1["steps"][-1] >= 40_000 and c1["collapsed"] >= 1 and c1["crossings"] >= 2
+    assert c1["steps"] == [20, 40] and c1["members"] == 2 and len(c1["below"]) == 2
+    assert all(0 <= b <= 2 for b in c1["below"]) and c1["final_below"] == c1["below"][-1]
 
 
 def test_smoke_run_stays_small(smoke):

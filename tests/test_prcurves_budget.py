@@ -86,3 +86,62 @@ def test_the_frontier_table_and_reading_state_the_rows_numbers(tmp_path):
     assert "**2 of 3 (67%)**" in text and "5 of 30, 17%" in text and "1 never passed" in text
     with pytest.raises(ValueError, match="no study files"):
         budget.read_studies([])
+
+
+def test_the_frontier_study_is_a_stored_entry_computed_once(tmp_path, monkeypatch):
+    """frontier_study trains and evaluates a tiny study once, keeps its rows in one cache entry of notebook 01's
+    namespace (part of its stored layer), reads them back without training, and gives the rows run_study gives."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(budget, "authors_recipe_spec", lambda complexities, members, budgets: budget.StudySpec(
+        complexities=complexities, num_members=members, n_train=300, num_generated=100, runs=(("paper", budgets),)))
+    rows = budget.frontier_study(1, (3, 6), 2, log=lambda s: None)
+    path = budget.frontier_path(1, (3, 6), 2)
+    assert path.exists() and path.parent.name == budget.FRONTIER_NAMESPACE
+    assert [(r["steps"], r["ema"], len(r["aucs"])) for r in rows] == [(3, False, 2), (3, True, 2), (6, False, 2),
+                                                                        (6, True, 2)]
+    monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("trained again"))
+    assert budget.frontier_study(1, (3, 6), 2) == rows
+    assert budget.frontier_path(1, (3, 6, 9), 2) != path  # another budget list is another study
+
+
+def test_a_frontier_csv_converts_to_the_entry_the_notebook_reads(tmp_path, monkeypatch):
+    """The CSV the frontier study was first committed as becomes, value for value, the cache entry that
+    frontier_study looks up for the spec the rows were made with (complexity, members, budgets), nothing trained."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    budget.write_csv(_study_rows({1000: [0.95, 0.5], 2000: [0.6, 0.97]}), tmp_path / "authors_recipe-C1.csv")
+    path = budget.convert_frontier_csv(tmp_path / "authors_recipe-C1.csv", {"command": "test"})
+    assert path == budget.frontier_path(1, (1000, 2000), 2)
+    monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("trained"))
+    rows = budget.frontier_study(1, (1000, 2000), 2)
+    written = budget.read_study(tmp_path / "authors_recipe-C1.csv")
+    for mine, theirs in zip(rows, written, strict=True):
+        assert {k: mine[k] for k in ("C", "steps", "ema", "aucs", "width", "train_seconds")} == \
+               {k: theirs[k] for k in ("C", "steps", "ema", "aucs", "width", "train_seconds")}
+    budget.write_csv(_study_rows({1000: [0.9, 0.9]}, complexity=8) + _study_rows({1000: [0.9, 0.9]}),
+                     tmp_path / "mixed.csv")
+    with pytest.raises(ValueError, match="not one complexity's frontier study"):
+        budget.convert_frontier_csv(tmp_path / "mixed.csv", {})
+
+
+def test_the_stored_frontier_holds_the_finding_the_notebook_reads(monkeypatch, tmp_path):
+    """The cpu layer's frontier entries (results/01/cpu/), read as a default run reads them: C = 1 to 60,000 and
+    C = 8 to 10,000 steps with 8 members each, the glued counts equal a count made here from the per-member AUCs,
+    and the reading's claim holds for C = 1: members cross 0.9 both ways between budgets."""
+    from lib import store
+    from lib.prcurves import experiment as ex
+
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("not stored"))
+    store.use("stored", "01", "cpu")
+    try:
+        config = ex.resolve_config("cpu")
+        for complexity, budgets in config.frontier:
+            rows = budget.frontier_study(complexity, budgets, config.frontier_members)
+            plain = sorted((r for r in rows if not r["ema"]), key=lambda r: r["steps"])
+            assert [r["steps"] for r in plain] == list(budgets) and {len(r["aucs"]) for r in rows} == {8}
+            summary = budget.failure_summary(budget.member_trajectories(rows, complexity))
+            assert summary["below"] == [sum(a < budget.FAILED_AUC for a in r["aucs"]) for r in plain]
+            if complexity == 1:
+                assert summary["collapsed"] >= 1 and summary["crossings"] >= 2
+    finally:
+        store.use("compute", "01", "cpu")

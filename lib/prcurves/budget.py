@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import PROJECT_ROOT, atomic_write, cache_path, cached_torch
+from lib.cache import PROJECT_ROOT, atomic_savez, atomic_write, cache_path, cached_npz, cached_torch, load_npz
 from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
 from lib.prcurves import ddpm
@@ -70,9 +70,11 @@ class StudySpec:
 
 # The frontier study: the authors' recipe unchanged (spec 01 §2.3: batch 500, learning rate 2e-3, one uniform
 # time step per minibatch, no schedule, no EMA for the `ema=False` rows) at budgets far beyond the budget study's,
-# with more members, to see whether and when members fail as the authors' released curves suggest.
-AUTHORS_RECIPE_DIR = PROJECT_ROOT / "results" / "01"  # one authors_recipe-C<C>.csv per complexity
+# with more members, to see whether and when members fail as the authors' released curves suggest. Its rows are
+# one stored entry per complexity (`frontier_study`) in notebook 01's layer results/01/<preset>/.
 AUTHORS_RECIPE_BUDGETS = (1000, 2000, 5000, 10000, 20000, 40000, 60000)  # those of the stored C = 1 study
+FRONTIER_NAMESPACE = "01"  # notebook 01's namespace: the entries are part of its stored layer
+FRONTIER_VERSION = 1
 
 
 def authors_recipe_spec(complexities: tuple[int, ...] = (1,), num_members: int = 8,
@@ -217,9 +219,14 @@ def read_study(path: Path) -> list[dict]:
         rows = list(csv.DictReader(fh))
     if not rows or set(CSV_FIELDS) - set(rows[0]):
         raise ValueError(f"{path} is not a study written by lib.prcurves.budget (columns {CSV_FIELDS}).")
-    return [{**r, "ema": r["ema"] == "True", "C": int(r["C"]), "steps": int(r["steps"]),
-             "width": float(r["width"]), "train_seconds": float(r["train_seconds"]),
-             "aucs": [float(a) for a in r["aucs"].split(";")]} for r in rows]
+    return [_parsed(r) for r in rows]
+
+
+def _parsed(row: dict) -> dict:
+    """A study row as the summaries read it, from a CSV's strings or `run_study`'s values."""
+    return {**row, "ema": row["ema"] in (True, "True"), "C": int(row["C"]), "steps": int(row["steps"]),
+            "width": float(row["width"]), "train_seconds": float(row["train_seconds"]),
+            "aucs": [float(a) for a in row["aucs"].split(";")]}
 
 
 def member_trajectories(rows: list[dict], complexity: int, ema: bool = False) -> dict:
@@ -250,10 +257,54 @@ def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
 
 
 def read_studies(paths: list[Path]) -> list[dict]:
-    """The rows of several study CSVs (e.g. the frontier study's one file per complexity), in order."""
+    """The rows of several study CSVs, in order."""
     if not paths:
-        raise ValueError("no study files given (the frontier study writes results/01/authors_recipe-C<C>.csv).")
+        raise ValueError("no study files given.")
     return [row for path in paths for row in read_study(path)]
+
+
+def frontier_path(complexity: int, budgets: tuple[int, ...], num_members: int) -> Path:
+    """The cache entry of one complexity's frontier rows, keyed by the study's whole spec."""
+    spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
+    key = {"stage": "authors-recipe", "version": FRONTIER_VERSION, "spec": asdict(spec),
+           "train": settings_of("paper")}
+    return cache_path(FRONTIER_NAMESPACE, f"authors-recipe-C{complexity}", key, ".npz")
+
+
+def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, *, force: bool = False,
+                   log=print) -> list[dict]:
+    """The frontier study's rows for one complexity (as `read_study` gives them): `num_members` members trained
+    with the authors' recipe and evaluated at `budgets` Adam steps, with and without the EMA. A stored entry
+    (`lib.store`: the default run reads it from results/01/<preset>/), else computed by `run_study` (about an
+    hour of one core for C = 1 to 60,000 steps; its trainings and evaluations are cached and checkpointed)."""
+    path = frontier_path(complexity, budgets, num_members)
+    spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
+
+    def compute() -> dict:
+        return {"rows": np.array(json.dumps(run_study(spec, log=log)))}
+
+    arrays = cached_npz(path, compute, force=force, stored=True)
+    return [_parsed(row) for row in json.loads(str(arrays["rows"]))]
+
+
+def convert_frontier_csv(path: Path, origin: dict) -> Path:
+    """Write the rows of a frontier CSV (`main --authors-recipe --out`, the format it was first stored in) as the
+    cache entry `frontier_study` looks up for the spec the rows were made with, `origin` (the command, commit
+    and machine that made them) beside them; returns the entry's path. Nothing is trained."""
+    parsed = read_study(path)
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    complexities, members = {r["C"] for r in parsed}, {len(r["aucs"]) for r in parsed}
+    if len(complexities) != 1 or len(members) != 1 or {r["variant"] for r in parsed} != {"paper"}:
+        raise ValueError(f"{path}: not one complexity's frontier study (the authors' recipe only, one ensemble)")
+    budgets = tuple(sorted({r["steps"] for r in parsed}))
+    target = frontier_path(complexities.pop(), budgets, members.pop())
+    for row in rows:  # the types run_study writes
+        row.update({k: int(row[k]) for k in ("C", "steps", "batch_size", "point_steps", "members", "num_generated")})
+        row.update({k: float(row[k]) for k in ("auc_mean", "auc_sd", "auc_min", "width", "train_seconds")})
+        row["ema"] = row["ema"] == "True"
+    atomic_savez(target, {"rows": np.array(json.dumps(rows)), "origin": np.array(json.dumps(origin))})
+    return target
 
 
 def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int], paper_members: int = 30) -> list[dict]:
@@ -288,6 +339,38 @@ def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], pa
     return "\n".join(lines)
 
 
+def annotate_frontier(layer: Path, previous_scratch: dict) -> dict:
+    """Give each frontier entry of notebook 01's `layer` without an `origin` the one its file carries (written by
+    `convert_frontier_csv`), with its training time as compute seconds (`lib.store.annotate`); for a layer
+    written with `lib.store --reuse-cache` from a cache the conversion filled. Returns the origins added."""
+    from lib import store
+
+    origins, seconds = {}, {}
+    for name, entry in store.read_manifest(layer)["entries"].items():
+        if name.startswith("authors-recipe-") and "origin" not in entry:
+            origins[name] = json.loads(str(load_npz(layer / name)["origin"]))
+            seconds[name] = origins[name]["train_seconds"]
+    store.annotate(layer, previous_scratch, origins, seconds,
+                   f"the frontier study's {len(origins)} entries, trained outside the notebook")
+    return origins
+
+
+def _csv_origin(path: Path) -> dict:
+    """What is known of how a frontier CSV was made: the command that writes it, the commit that added it."""
+    import subprocess
+
+    rows = read_study(path)
+    budgets = " ".join(str(s) for s in sorted({r["steps"] for r in rows}))
+    added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H %cs", "-1", "--", str(path)],
+                           capture_output=True, text=True, cwd=PROJECT_ROOT).stdout.split()
+    return {"file": str(Path(path).relative_to(PROJECT_ROOT) if Path(path).is_absolute() else path),
+            "command": f"OMP_NUM_THREADS=1 python -m lib.prcurves.budget --complexities {rows[0]['C']} --members "
+                       f"{len(rows[0]['aucs'])} --authors-recipe {budgets} --out {Path(path).name}",
+            "committed_in": added[0] if added else None, "date": added[1] if added else None,
+            "device": "cpu, one thread (the 2-core build machine, beside other work)",
+            "train_seconds": max(r["train_seconds"] for r in rows)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = command_parser("lib.prcurves.budget", __doc__)
     parser.add_argument("--complexities", type=int, nargs="+", default=[2, 4])
@@ -298,8 +381,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--authors-recipe", type=int, nargs="*", default=None, metavar="STEPS",
                         help="the frontier study instead: the authors' settings only, evaluated at these budgets "
                              f"(default {' '.join(map(str, AUTHORS_RECIPE_BUDGETS))})")
+    parser.add_argument("--convert", type=Path, nargs="+", default=None, metavar="CSV",
+                        help="write frontier CSVs (the format they were first committed in) as the cache entries "
+                             "notebook 01 reads (`frontier_study`), instead of running a study")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.convert:
+        for path in args.convert:
+            print(f"{path} -> {convert_frontier_csv(path, _csv_origin(path))}")
+        return 0
     if args.authors_recipe is not None:
         spec = replace(authors_recipe_spec(tuple(args.complexities), args.members,
                                            tuple(args.authors_recipe) or AUTHORS_RECIPE_BUDGETS),

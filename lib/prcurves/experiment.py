@@ -69,12 +69,17 @@ class EnsemblePRConfig:
     split_seed: int = 0  # A4: member i's PR split uses derive_seed(split_seed, C, i)
     ring: RingSettings = field(default_factory=RingSettings)  # A5, A6
     train: ddpm.TrainSettings = field(default_factory=ddpm.TrainSettings)
+    # the frontier study (beyond the paper; lib.prcurves.budget.frontier_study): ((C, budgets in Adam steps), ...)
+    # of the authors' recipe, frontier_members members each; stored entries of the layer
+    frontier: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    frontier_members: int = 8
 
 
 PRESETS: dict[str, EnsemblePRConfig] = {
     "smoke": EnsemblePRConfig(
         preset="smoke", n_train=2_000, complexities=(2, 4), num_members=4, budget_unit="steps", budget=200,
-        num_generated=1_000, num_permutations=999, small_n=1_000, num_resplits=3),
+        num_generated=1_000, num_permutations=999, small_n=1_000, num_resplits=3,
+        frontier=((1, (20, 40)),), frontier_members=2),
     # The budget study (lib.prcurves.budget, results/01/budget_study.csv): stratified t + warm-up/cosine lr + EMA
     # at batch 128 reach AUC 0.99 for C = 2 and 4 in 4,000 steps; the authors' settings give 0.39 / 0.32 after
     # 1,000 steps of 500.
@@ -82,7 +87,9 @@ PRESETS: dict[str, EnsemblePRConfig] = {
         preset="cpu", n_train=10_000, complexities=(1, 2, 4, 8), num_members=8, budget_unit="steps",
         budget=8_000, num_generated=5_000, small_n=2_500, num_resplits=5,
         train=ddpm.TrainSettings(batch_size=128, t_sampling="stratified", lr_schedule="cosine", warmup_steps=100,
-                                 ema_decay=0.999)),
+                                 ema_decay=0.999),
+        # the frontier study: C = 1 to 60,000 steps (60 min of one core), C = 8 to 10,000 (32 min); stored
+        frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000)))),
     "paper": EnsemblePRConfig(preset="paper"),
 }
 # The setting each parameter of notebook 01 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
@@ -164,6 +171,10 @@ def validate(config: EnsemblePRConfig) -> None:
     check_choice("test", config.test, TESTS)
     check_probability("alpha", config.alpha)
     check_int("num_permutations", config.num_permutations, minimum=99)
+    check_int("frontier_members", config.frontier_members, minimum=2)
+    for complexity, budgets in config.frontier:
+        check_int("frontier complexity", complexity, minimum=1)
+        check_ints("frontier budgets", budgets, minimum=1)
     check_int("num_resplits", config.num_resplits, minimum=2)
     check_int("base_seed", config.base_seed, minimum=0)
     check_int("split_seed", config.split_seed, minimum=0)

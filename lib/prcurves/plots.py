@@ -32,3 +32,25 @@ def plot_member_trajectories(ax: plt.Axes, trajectory: dict, *, colors, threshol
         ax.plot(trajectory["steps"], aucs, marker="o", ms=3, lw=1, color=colors[member % len(colors)])
     ax.axhline(threshold, color="k", ls=":", lw=1)
     ax.set(xscale="log", ylim=(0, 1.02))
+
+
+def frontier_figure(rows: list[dict], colors: list, threshold: float) -> plt.Figure:
+    """The frontier study (`lib.prcurves.budget.frontier_study` rows): each member's AUC against Adam steps, one
+    column per complexity, the trained weights (the authors' sampling) on top and their EMA below, the failure
+    `threshold` dotted."""
+    from lib.prcurves.budget import member_trajectories
+
+    complexities = sorted({r["C"] for r in rows})
+    fig, axes = plt.subplots(2, len(complexities), figsize=(5.5 * len(complexities), 6.4), sharex=True, sharey=True,
+                             squeeze=False)
+    for column, C in enumerate(complexities):
+        for row, ema in enumerate((False, True)):  # the authors sample with the trained weights; the EMA is ours
+            plot_member_trajectories(axes[row][column], member_trajectories(rows, C, ema=ema), colors=colors,
+                                     threshold=threshold)
+            weights = "EMA 0.999 of the weights" if ema else "trained weights (the authors')"
+            axes[row][column].set_title(f"C = {C}, {weights}")
+        axes[1][column].set_xlabel("Adam steps (batch 500)")
+    for row in axes:
+        row[0].set_ylabel("AUC_raw per member")
+    fig.suptitle("The authors' recipe: each member's AUC against training steps (one line per member; dotted: 0.9)")
+    return fig
