@@ -44,8 +44,8 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-sandbox", "reading-theorem", "reading-table", "reading-table-claims", "reading-whole",
                          "reading-whole-claims", "reading-whole-recipe", "reading-whole-temperature",
-                         "reading-whole-components", "reading-single", "reading-proxy", "reading-synth",
-                         "reading-closing"}
+                         "reading-whole-components", "reading-whole-width", "reading-single", "reading-proxy",
+                         "reading-synth", "reading-closing"}
     for row in r["table"].values():
         assert f"{row['AuReC']:.3f}" in text["reading-table"] and f"{row['ex-AuReC']:.3f}" in text["reading-table"]
     assert f"{r['whole']['ce/ensemble']['AuReC']:.3f}" in text["reading-whole"]
@@ -56,6 +56,9 @@ def test_reading_cells_state_the_recorded_results(smoke):
     recipe = r["whole_recipe"]["airbench recipe/evidential"]  # the smoke preset trains the recipe's networks too
     assert f"{100 * recipe['accuracy']:.0f} %" in text["reading-whole-recipe"]
     assert "not measured in this run" not in text["reading-whole-recipe"]
+    widest = r["whole_width"]["12/24/24/Deep Ensemble"]  # the smoke preset's width study: one more width
+    assert f"{widest['CE AuReC']:.3f}" in text["reading-whole-width"]
+    assert f"{r['whole_width_trend']['Deep Ensemble']['CE AuReC at 94%']:.3f}" in text["reading-whole-width"]
 
 
 def test_smoke_run_records_the_table(smoke):
@@ -112,6 +115,23 @@ def test_smoke_run_trains_whole_networks_beside_the_heads(smoke):
         assert set(row) == {"mnist", "gaussian_noise", "blur", "uniform_noise"}
 
 
+def test_smoke_run_records_the_width_study(smoke):
+    """The preset's networks (8/16/16, all four methods) and the study's wider ones (12/24/24: MC-Dropout and the
+    ensemble); the preset's rows are the whole networks' own values, and each row's paper value is the paper's."""
+    r = smoke["results"]
+    names = {m: ex.PAPER_METHOD_NAMES[m] for m in METHODS}
+    assert set(r["whole_width"]) == ({f"8/16/16/{n}" for n in names.values()}
+                                     | {f"12/24/24/{names[m]}" for m in ("mc_dropout", "ensemble")})
+    for m, name in names.items():
+        row = r["whole_width"][f"8/16/16/{name}"]
+        assert row["CE AuReC"] == r["whole"][f"ce/{m}"]["AuReC"]
+        assert row["0/1 AuReC"] == r["whole"][f"zero_one/{m}"]["AuReC"]
+        assert row["paper CE AuReC"] == ex.paper_rows("CIFAR-10H", "ce")[m]["AuReC"]
+    wider = r["whole_width"]["12/24/24/Deep Ensemble"]
+    assert wider["parameters"] > r["whole_width"]["8/16/16/Deep Ensemble"]["parameters"]
+    assert set(r["whole_width_trend"]) == {"MC-Dropout", "Deep Ensemble"}  # two widths each
+
+
 def test_a_stored_layer_of_the_smoke_run_round_trips(smoke, tmp_path):
     """The smoke run's stored entries (the trained heads, the whole networks' predictions), written as a layer,
     give the same glued results (clocks aside) in a run with an empty cache that trains no head and no network."""
@@ -151,6 +171,9 @@ def test_smoke_run_stays_small(smoke):
     ({"WHOLE_SOURCE": "stored"}, r"WHOLE_SOURCE='stored' is not allowed.*'train', 'off'"),  # SOURCE decides
     ({"WHOLE_WIDTHS": [8, 8]}, r"WHOLE_WIDTHS=\(8, 8\) must list three conv-group widths"),
     ({"DATA_SOURCE": "png"}, "DATA_SOURCE='png' is not allowed"),
+    ({"WIDTH_STUDY": {"24/48": ["ensemble"]}}, r"WIDTH_STUDY key '24/48' must be three positive widths"),
+    ({"WIDTH_STUDY": {"24/48/48": ["laplace"]}}, r"WIDTH_STUDY methods entry='laplace'"),
+    ({"WIDTH_STUDY": {"9999/9999/9999": ["ensemble"]}}, r"GB of memory.*a whole network's.*WIDTH_STUDY"),
     ({"MEMBERS": 1}, "MEMBERS=1 must be >= 2"),  # was 'members (M)'
     ({"DEPTH": 21}, "DEPTH=21 is not allowed"),
     ({"N_TEST": 50}, "N_TEST=50 must be >= 100"),

@@ -488,3 +488,54 @@ def test_whole_rows_and_their_ood_aurocs_are_the_notebook_cell_they_replace():
     ood = ex.whole_ood_aurocs(whole, ood_sets)
     assert ood == old_ood and set(ood["DDU"]) == {"mnist", "blur"}  # the sets the predictions hold
     assert ood["DDU"]["mnist"] > 0.8  # shifted by two standard deviations: mostly ranked above the in-distribution
+
+
+def test_the_width_study_parameter_is_parsed_and_checked():
+    study = ex.width_study_from({"24/48/48": ["mc_dropout", "ensemble"], "32/96/96": list(uq.METHODS)})
+    assert study == (((24, 48, 48), ("mc_dropout", "ensemble")), ((32, 96, 96), uq.METHODS))
+    assert ex.resolve_config("smoke", width_study={}).width_study == ()
+    assert ex.resolve_config("cpu").width_study == study  # the preset's study is the one the README describes
+    for bad, message in (({"24/48": ["ensemble"]}, "three positive widths"), ({"0/1/1": ["ddu"]}, "three positive"),
+                         ({"8/8/8": ["laplace"]}, "width_study methods entry='laplace'"),
+                         ([8, 8, 8], "must be a dict")):
+        with pytest.raises(ValueError, match=message):
+            ex.resolve_config("smoke", width_study=bad)
+    config = ex.width_config(ex.resolve_config("cpu"), (24, 48, 48), ("ensemble",))
+    assert config.whole.widths == (24, 48, 48) and config.methods == ("ensemble",)
+    assert replace(config.whole, widths=(16, 32, 32)) == ex.resolve_config("cpu").whole  # only the widths move
+
+
+def test_the_width_trend_is_the_least_squares_line_of_aurec_on_accuracy():
+    """Known answer: three points on AuReC = 2 - 2 x accuracy give slope -0.02 per point and 0.12 at 94 %; a
+    method at one width has no trend."""
+    rows = [{"method": "Deep Ensemble", "accuracy": a, "CE AuReC": 2 - 2 * a, "paper CE AuReC": 0.0752}
+            for a in (0.80, 0.83, 0.86)] + [{"method": "DDU", "accuracy": 0.8, "CE AuReC": 0.5, "paper CE AuReC": 0.1}]
+    (trend,) = ex.width_trend(rows, 0.94)
+    assert trend["method"] == "Deep Ensemble" and trend["widths"] == 3
+    assert trend["CE AuReC per accuracy point"] == pytest.approx(-0.02)
+    assert trend["CE AuReC at 94%"] == pytest.approx(0.12) and trend["accuracy range"] == (0.80, 0.86)
+
+
+def test_width_rows_give_size_calibration_and_the_paper_beside_each_network():
+    """Two tiny predictions of one method at two widths: the wider network has more parameters, known
+    evaluations are used as given, and the paper's values sit beside ours."""
+    config = ex.resolve_config("smoke", methods=["ensemble"], losses=["ce"], n_test=100)
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, 100)
+    p_true = rng.dirichlet(np.ones(10), 100)
+    cifar = {"p_true": p_true, "test_labels": labels}
+
+    def prediction() -> dict:
+        return {"test": {"samples": rng.dirichlet(np.ones(10), (2, 100))}, "meta": {"train_seconds": [60.0, 120.0]}}
+
+    study = {(8, 16, 16): {"ensemble": prediction()}, (12, 24, 24): {"ensemble": prediction()}}
+    known = {((8, 16, 16), "ensemble", "ce"): ex.evaluate(config, "ensemble", study[(8, 16, 16)]["ensemble"]["test"],
+                                                          p_true, "ce")}
+    known[((8, 16, 16), "ensemble", "ce")]["metrics"]["AuReC"] = -1.0  # a marker: taken as given, not recomputed
+    small, wide = ex.width_rows(config, study, cifar, known=known)
+    assert (small["widths"], wide["widths"]) == ("8/16/16", "12/24/24") and small["method"] == "Deep Ensemble"
+    assert small["CE AuReC"] == -1.0 and wide["CE AuReC"] > 0
+    assert wide["parameters"] > small["parameters"] and small["train min"] == pytest.approx(1.5)
+    assert small["paper CE AuReC"] == ex.paper_rows("CIFAR-10H", "ce")["ensemble"]["AuReC"]
+    q = study[(12, 24, 24)]["ensemble"]["test"]["samples"].mean(0)
+    assert wide["accuracy"] == pytest.approx(np.mean(q.argmax(1) == labels))

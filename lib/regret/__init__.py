@@ -5,7 +5,8 @@ the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evident
 regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-style net) trained from scratch
 per method, and the compact form of their predictions; `store_whole`, the command that trains them into the
 cache and the conversion of their first stored files into the stored layer; `experiment`,
-presets, validation and the cached pipeline notebook 03 calls. The paper's public functions are re-exported here,
+presets, validation and the cached pipeline notebook 03 calls; `plots`, its figures that take more than a few
+lines (the width study). The paper's public functions are re-exported here,
 so `lib.regret.<name>` keeps working.
 """
 

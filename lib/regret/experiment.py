@@ -99,6 +99,8 @@ class RegretConfig:
     sandbox: Sandbox = field(default_factory=Sandbox)
     whole_source: str = "train"  # "train" (read from the cache or stored layer, else trained) | "off"
     whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
+    # the width study (beyond the paper): ((conv-group widths, methods), ...) trained like `whole` but for the widths
+    width_study: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = ()
     data_source: str = "jpeg"  # "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
     seed: int = 0
 
@@ -111,11 +113,14 @@ PRESETS: dict[str, RegretConfig] = {
         synth=SynthAge(sizes=(400, 100, 300)), synth_head=replace(_SMOKE_HEAD, epochs=3, batch_size=128),
         sandbox=Sandbox(num_bins=100, n_train=1000), whole_source="train",
         whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
-                               whiten_patches=500)),
+                               whiten_patches=500), width_study=(((12, 24, 24), ("mc_dropout", "ensemble")),)),
     # the heads, and the whole networks at CPU size: narrower conv groups and batch 256 (on this CPU 0.73x the
     # cost per image of a 1024-image step; benchmarks/README.md), the recipe's 10 epochs: about 4 min per network
     # on one core, 16 networks with the recipe's variant (results/03/cpu/README.md); their predictions are stored
-    "cpu": RegretConfig(preset="cpu", whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256)),
+    # and, for the width study, the ensemble and MC-Dropout at 24/48/48 and all four methods at 32/96/96 (10-17 min
+    # per network on one core; results/03/cpu/README.md)
+    "cpu": RegretConfig(preset="cpu", whole=wh.WholeSettings(widths=(16, 32, 32), batch_size=256),
+                        width_study=(((24, 48, 48), ("mc_dropout", "ensemble")), ((32, 96, 96), uq.METHODS))),
     # the heads plus the whole networks at the airbench recipe's widths (lib.regret.whole; seconds per network
     # on a GPU, hours on a 2-core CPU)
     "whole": RegretConfig(preset="whole"),
@@ -128,7 +133,8 @@ PRESETS: dict[str, RegretConfig] = {
 NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
     "methods", "losses", "mc_samples", "members", "dropout", "sn_coeff", "edl_loss", "lambda_kl", "epochs",
     "scratch_epochs", "depth", "whole_source", "whole_widths", "whole_epochs", "whole_label_smoothing",
-    "data_source", "n_train", "n_test", "aurec_norm", "ties", "pgap_scale", "num_dirichlet_draws", "seed")}
+    "width_study", "data_source", "n_train", "n_test", "aurec_norm", "ties", "pgap_scale", "num_dirichlet_draws",
+    "seed")}
 NUM_CLASSES = 10
 CIFAR_IMAGES = 60_000  # train + test
 
@@ -141,6 +147,8 @@ def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
     Raises ValueError naming the parameter for any bad value, or when `memory_estimate` exceeds the memory
     available, before any work is done.
     """
+    if overrides.get("width_study") is not None:
+        overrides = {**overrides, "width_study": width_study_from(overrides["width_study"])}
     config = resolve_preset(PRESETS, preset, overrides, flat=("head",))
     validate(config)
     check_memory(memory_estimate(config))
@@ -186,6 +194,9 @@ def validate(config: RegretConfig) -> None:
     check_choice("whole_source", config.whole_source, WHOLE_SOURCES)
     check_choice("data_source", config.data_source, SOURCES)
     wh.validate_whole(config.whole)
+    for widths, methods in config.width_study:
+        wh.validate_whole(replace(config.whole, widths=widths))
+        _check_subset("width_study methods", methods, uq.METHODS)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
 
@@ -226,10 +237,12 @@ def memory_estimate(config: RegretConfig) -> list[MemoryTerm]:
         MemoryTerm("the evidential Dirichlet draws", 3 * 8 * 512 * NUM_CLASSES * config.num_dirichlet_draws,
                    {"num_dirichlet_draws": config.num_dirichlet_draws}),
     ]
-    if config.whole_source == "train":
+    if config.whole_source == "train":  # one network trains at a time: the widest one counts
+        widest = max([config.whole.widths, *(w for w, _ in config.width_study)],
+                     key=lambda w: _whole_network_bytes(w, config.whole.batch_size))
         terms.append(MemoryTerm("a whole network's training batch and weights",
-                                _whole_network_bytes(config.whole.widths, config.whole.batch_size),
-                                {"whole_widths": config.whole.widths}))
+                                _whole_network_bytes(widest, config.whole.batch_size),
+                                {"whole_widths": config.whole.widths, "width_study": config.width_study}))
     if config.backbone == "scratch":
         blocks = (config.depth - 2) // 6
         terms.append(MemoryTerm("the from-scratch ResNet's activations for one batch",
@@ -855,3 +868,89 @@ def whole_ood_aurocs(whole: dict, ood_sets: tuple[str, ...]) -> dict:
     `ood_sets` that the predictions hold (`whole_predictions`)."""
     return {PAPER_METHOD_NAMES[m]: {s: auroc(negatives=w["ood"]["id"], positives=w["ood"][s])
                                     for s in ood_sets if s in w["ood"]} for m, w in whole.items()}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The width study (beyond the paper): the whole networks at several conv-group widths
+# ----------------------------------------------------------------------------------------------------
+def width_study_from(value: Any) -> tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...]:
+    """The `width_study` field from the notebook's WIDTH_STUDY, {"24/48/48": ["mc_dropout", "ensemble"], ...}
+    (keys "w1/w2/w3" or three-entry lists); a tuple of (widths, methods) passes through. Raises ValueError
+    naming width_study for anything else."""
+    if isinstance(value, tuple):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{shown('width_study')}={value!r} must be a dict {{'w1/w2/w3': [methods]}} ({{}}: none).")
+    study = []
+    for key, methods in value.items():
+        parts = key.split("/") if isinstance(key, str) else list(key)
+        if len(parts) != 3 or not all(str(p).strip().isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"{shown('width_study')} key {key!r} must be three positive widths, as '24/48/48'.")
+        _check_subset("width_study methods", tuple(methods), uq.METHODS)
+        study.append((tuple(int(p) for p in parts), tuple(methods)))
+    return tuple(study)
+
+
+def width_config(config: RegretConfig, widths: tuple[int, int, int], methods: tuple[str, ...]) -> RegretConfig:
+    """`config` with its whole networks at `widths`, for `methods` only: the recipe, seed and data unchanged."""
+    return replace(config, methods=tuple(methods), whole=replace(config.whole, widths=tuple(widths)))
+
+
+def width_study(config: RegretConfig, cifar: dict, whole: dict, *, device: torch.device, force: bool = False,
+                progress: bool = False) -> dict[tuple[int, int, int], dict]:
+    """{widths: `whole_predictions` result} for the preset's whole networks (`whole`, already read) and every
+    width of `config.width_study`: stored entries of the layer like the others, else trained (hours on a CPU)."""
+    study = {config.whole.widths: whole} if whole else {}
+    for widths, methods in config.width_study:
+        study[widths] = whole_predictions(width_config(config, widths, methods), cifar, device=device, force=force,
+                                          progress=progress)
+    return study
+
+
+LOSS_LABELS = {"ce": "CE", "zero_one": "0/1"}
+
+
+def width_rows(config: RegretConfig, study: dict, cifar: dict, known: dict | None = None) -> list[dict]:
+    """One row per (widths, method) of `study` (`width_study`): the network's size and training time, its
+    accuracy and calibration against CIFAR-10's labels, and the regret metrics on the CIFAR-10H rows for each of
+    `config.losses`, beside the paper's. known: {(widths, method, loss): `evaluate` result} already computed."""
+    known = known or {}
+    rows = []
+    for widths, preds in study.items():
+        for method, w in preds.items():
+            evals = {loss: known.get((widths, method, loss))
+                     or evaluate(config, method, w["test"], cifar["p_true"], loss) for loss in config.losses}
+            cal = regret.calibration(next(iter(evals.values()))["q"], cifar["test_labels"])
+            net = wh.build_network(method, replace(config.whole, widths=widths), seed=0)
+            row = {"widths": "/".join(map(str, widths)), "method": PAPER_METHOD_NAMES[method],
+                   "parameters": sum(p.numel() for p in net.parameters() if p.requires_grad),
+                   "train min": sum(w["meta"]["train_seconds"]) / 60 / len(w["meta"]["train_seconds"]),
+                   "accuracy": cal["accuracy"], "ECE": cal["ece"]}
+            for loss, ev in evals.items():
+                paper = paper_rows("CIFAR-10H", loss).get(method, {})
+                for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)"):
+                    row[f"{LOSS_LABELS[loss]} {c}"] = ev["metrics"][c]
+                    row[f"paper {LOSS_LABELS[loss]} {c}"] = paper.get(c)
+            rows.append(row)
+    return rows
+
+
+def width_trend(rows: list[dict], reference_accuracy: float) -> list[dict]:
+    """Per method measured at two or more widths: the least-squares line of CE AuReC against test accuracy
+    (`lib.linalg.linear_fit`) over its widths, its slope per accuracy point and its value extrapolated to
+    `reference_accuracy`, beside the paper's CE AuReC. A straight line through a few points: a description of
+    the measured range, not a prediction (the notebook's reading says what it does not show)."""
+    from lib.linalg import linear_fit
+
+    out = []
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method and "CE AuReC" in r]
+        if len(mine) < 2:
+            continue
+        fit = linear_fit(np.array([r["accuracy"] for r in mine]), np.array([r["CE AuReC"] for r in mine]))
+        out.append({"method": method, "widths": len(mine),
+                    "accuracy range": (min(r["accuracy"] for r in mine), max(r["accuracy"] for r in mine)),
+                    "CE AuReC per accuracy point": fit["slope"] / 100,
+                    f"CE AuReC at {reference_accuracy:.0%}": fit["intercept"] + fit["slope"] * reference_accuracy,
+                    "paper CE AuReC": mine[0]["paper CE AuReC"]})
+    return out
