@@ -9,11 +9,25 @@ A template is Markdown with `{{ expression }}` or `{{ expression :format }}` pla
 the run's results `r` (a dict of glued values; `r01` ... `r04` in the headline template) and `run` (preset,
 commit, date, duration). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
 value the run did not record is an error that names it: a template never renders a stale number.
+`{{ csv_rows("results/01/budget_study.csv") }}` reads a committed study that a notebook reads too.
+
+A number about a run is never typed into a template: its text (outside the placeholders, and the string and
+number constants inside them) may state only the decimal numbers and percentages declared, each with its source,
+in the template's front matter (the paper's values, the spec's constants, dated records of other runs), as
+`lib.reading` asks of the notebooks' text::
+
+    ---
+    literals:
+      "0.964": "paper, Table 1: mean AUC, C = 2"
+    ---
+
+`tests/test_results.py` fails on any other (`undeclared_numbers`); the front matter is not rendered.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
 import json
 import re
@@ -25,8 +39,10 @@ from typing import Any
 from lib.cache import PROJECT_ROOT, atomic_write
 from lib.glue import read_results
 from lib.provenance import git_commit
+from lib.reading import pct, span, stated_numbers
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.+?)(?:\s+:([^{}]*?))?\s*\}\}", re.S)
+FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
 VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
 
@@ -119,11 +135,62 @@ def value_tables(results: Mapping[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def csv_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of a committed CSV of the repository (`path` from its root), each a dict with typed values."""
+    import pandas as pd
+
+    return pd.read_csv(PROJECT_ROOT / path).to_dict("records")
+
+
+def split_template(text: str) -> tuple[dict[str, str], str]:
+    """(the literals {number: source} the template declares in its front matter, the template without it)."""
+    import yaml
+
+    match = FRONT_MATTER.match(text)
+    if match is None:
+        return {}, text
+    literals = (yaml.safe_load(match.group(1)) or {}).get("literals") or {}
+    return {str(number): source for number, source in literals.items()}, text[match.end():]
+
+
+def expression_constants(expression: str) -> list[str]:
+    """The strings and numbers typed into a placeholder's expression, as written ("0.0030"), but not the keys it
+    looks values up by (`r["whole_temperature"]["0.25"]`, `.get("0.25")`): what the expression may state."""
+    source = expression.strip()
+    tree = ast.parse(source, mode="eval")
+    keys = {id(node.slice) for node in ast.walk(tree) if isinstance(node, ast.Subscript)}
+    keys |= {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+             and isinstance(node.func, ast.Attribute) and node.func.attr == "get"}
+    return [node.value if isinstance(node.value, str) else ast.get_source_segment(source, node)
+            for node in ast.walk(tree) if isinstance(node, ast.Constant) and id(node) not in keys
+            and isinstance(node.value, (str, float))]
+
+
+def template_text(body: str) -> str:
+    """The text a template states in its own words: everything outside its placeholders, and the constants typed
+    into them (`expression_constants`)."""
+    return "\n".join([PLACEHOLDER.sub(" ", body),
+                      *(c for match in PLACEHOLDER.finditer(body) for c in expression_constants(match.group(1)))])
+
+
+def undeclared_numbers(template: Path) -> list[str]:
+    """The decimal numbers and percentages a template's text states that its front matter does not declare."""
+    literals, body = split_template(template.read_text(encoding="utf-8"))
+    return [n for n in stated_numbers(template_text(body)) if n not in literals]
+
+
+def unused_literals(template: Path) -> list[str]:
+    """The literals a template declares that its text no longer states."""
+    literals, body = split_template(template.read_text(encoding="utf-8"))
+    return sorted(set(literals) - set(stated_numbers(template_text(body))))
+
+
 def render(template: str, namespace: Mapping[str, Any]) -> str:
     """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
     env = {"mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs,
            "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
-           "mean_sd": mean_sd, "rows_table": rows_table, **namespace}
+           "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows, "span": span, "pct": pct,
+           **namespace}
 
     def fill(match: re.Match) -> str:
         expression, spec = match.group(1), match.group(2)
@@ -142,7 +209,7 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
     stable = {k: v for k, v in results.items() if not any(s in k for s in VOLATILE)}
     header = (f"<!-- generated by `make results` at commit {info['commit']} from runs/{info['notebook']} (preset "
               f"{info['preset']}, run on {info['date']}); edit docs/results/templates/{template.name} instead -->\n")
-    return header + render(template.read_text(encoding="utf-8"),
+    return header + render(split_template(template.read_text(encoding="utf-8"))[1],
                            {"r": results, "run": info, "all_results": lambda: value_tables(stable)})
 
 
@@ -190,7 +257,8 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
     headline_template = out / "templates" / "headlines.md"
     if readme is not None and headline_template.exists() and namespace:
         block = HEADLINES.search(readme.read_text(encoding="utf-8"))
-        table = headline_rows(headline_template.read_text(encoding="utf-8"), namespace, block[0] if block else "")
+        template = split_template(headline_template.read_text(encoding="utf-8"))[1]
+        table = headline_rows(template, namespace, block[0] if block else "")
         if update_readme(readme, table):
             written.append(readme)
     return written

@@ -9,6 +9,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
+from html.parser import HTMLParser
 from pathlib import Path
 
 import papermill as pm
@@ -242,6 +243,73 @@ def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict
 
 
 HEADLINE_ROWS = 40  # the most rows the headline summary may show (about 1,000 px in a browser)
+
+
+# A displayed table's width as JupyterLab draws it (13 px sans-serif, 0.5 em padding on each side of a cell), from
+# its text: the widest cell of each column, at the width of a digit (0.556 em). It gives 1,300-1,450 px for notebook
+# 04's former 16-column toy-generator table, as chromium measured it (tests/test_browser.py measures every table).
+TABLE_WIDTH_PX = 900  # the widest a table may be: the page width left beside JupyterLab's sidebar or the book's menu
+CHAR_PX, CELL_PADDING_PX = 7.2, 13
+
+
+class TableText(HTMLParser):
+    """The text of every cell of every <table> in an HTML output, as [table][row] -> [(text, colspan, rowspan)]."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[list[list[tuple[str, int, int]]]] = []
+        self._cell: list[str] | None = None
+        self._span = (1, 1)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            attrs = dict(attrs)
+            self._cell, self._span = [], (int(attrs.get("colspan") or 1), int(attrs.get("rowspan") or 1))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
+            self.tables[-1][-1].append((" ".join("".join(self._cell).split()), *self._span))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table_widths_px(html: str) -> list[float]:
+    """The estimated width in px of each table in `html` at its widest (no cell wrapped): per column, its widest
+    cell (cells spanning several columns left out; a cell spanning rows holds its column in those rows), plus
+    each cell's padding."""
+    parser = TableText()
+    parser.feed(html)
+    widths = []
+    for rows in parser.tables:
+        chars: dict[int, int] = {}
+        held: dict[int, int] = {}  # column -> rows still covered by a cell from a row above
+        for row in rows:
+            position = 0
+            for text, colspan, rowspan in row:
+                while held.get(position, 0) > 0:
+                    position += 1
+                if colspan == 1:
+                    chars[position] = max(chars.get(position, 0), len(text))
+                for column in range(position, position + colspan):
+                    held[column] = rowspan
+                position += colspan
+            held = {column: left - 1 for column, left in held.items() if left > 1}
+        widths.append(sum(CHAR_PX * n + CELL_PADDING_PX for n in chars.values()))
+    return widths
+
+
+def displayed_table_widths(executed: Path) -> list[tuple[str, float]]:
+    """(cell id, estimated px) of every HTML table an executed notebook displays."""
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    return [(cell.get("id", "?"), width) for cell in nb["cells"] for output in cell.get("outputs", [])
+            for width in table_widths_px("".join(output.get("data", {}).get("text/html", "")))]
 
 
 def assert_clean_outputs(executed: Path) -> None:

@@ -31,13 +31,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from notebook_runner import notebook_runner, smoke_book, smoke_run
+from notebook_runner import TABLE_WIDTH_PX, notebook_runner, smoke_book, smoke_run
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
-RUN_TIMEOUT_S = 900  # one notebook's Run All (a smoke run from the cache takes about a minute)
+RUN_TIMEOUT_S = 900  # one notebook's Run All (a smoke run from the cache takes a minute alone, 3 beside two trainings)
 REDRAW_TIMEOUT_S = 120  # one explorer redraw after a control moved
+CONTROL_TIMEOUT_S = 300  # every move of one explorer control, redraws included
+ACTION_TIMEOUT_MS = 30_000  # one browser action (a click, a locator, a screenshot)
 
 pytestmark = [
     pytest.mark.browser,
@@ -52,15 +54,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_http(url: str, timeout_s: float) -> None:
+def wait_for_http(url: str, timeout_s: float, what: str) -> None:
+    """Wait until `url` answers; fails, naming `what`, after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             with urllib.request.urlopen(url, timeout=5):
                 return
-        except OSError:
+        except OSError as err:
             if time.monotonic() > deadline:
-                raise
+                pytest.fail(f"{what} did not answer within {timeout_s:.0f} s ({err})")
             time.sleep(0.5)
 
 
@@ -85,7 +88,9 @@ def smoke_copy(notebook: Path, folder: Path) -> Path:
 def jupyterlab(folder: Path, kernel_env: dict[str, str]) -> Iterator[str]:
     """JupyterLab serving `folder` on a free loopback port with a token of its own, its settings, runtime and
     config folders temporary (no news or update checks, every cell kept in the page), its kernels started with
-    `kernel_env` added to this environment. Yields "base URL|token"."""
+    `kernel_env` added to this environment, and its app object in the page (`window.jupyterapp`: the test reads
+    the notebook's model, since a reading cell's collapsed input shows no execution count). Yields "base
+    URL|token"."""
     settings = folder.parent / "lab-settings" / "@jupyterlab"
     for plugin, values in {"notebook-extension/tracker": {"windowingMode": "none"},
                            "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False}}.items():
@@ -97,7 +102,8 @@ def jupyterlab(folder: Path, kernel_env: dict[str, str]) -> Iterator[str]:
            "JUPYTERLAB_WORKSPACES_DIR": str(folder.parent / "lab-workspaces"), **kernel_env,
            "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", ROOT / "data")).resolve())}
     args = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}"]
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}",
+            "--LabApp.expose_app_in_browser=True"]
     if os.geteuid() == 0:
         args.append("--allow-root")
     log = folder.parent / "lab.log"
@@ -105,7 +111,8 @@ def jupyterlab(folder: Path, kernel_env: dict[str, str]) -> Iterator[str]:
         server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(f"{base}/api/status?token={token}", timeout_s=120)
+        # minutes when the server's imports share the cores with training processes at a higher priority
+        wait_for_http(f"{base}/api/status?token={token}", timeout_s=600, what=f"JupyterLab (its log: {log})")
         yield f"{base}|{token}"
     finally:
         server.terminate()
@@ -148,16 +155,35 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-# JavaScript evaluated in the notebook page: the state of its cells and outputs.
+# JavaScript evaluated in the notebook page: the state of the open notebook, from its model (a cell whose input
+# is collapsed, as a reading cell's is, shows no prompt), and the errors its outputs show.
 CELL_STATE = """() => {
-  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
-    .map(e => e.textContent.trim());
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const model = panel && panel.content && panel.content.model;
+  const counts = [];
+  for (let i = 0; model && i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.type === 'code') counts.push(cell.executionCount);
+  }
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                 && panel.sessionContext.session.kernel;
   const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
     .filter(e => /application\\/vnd\\.jupyter\\.(stderr|error)/.test(e.getAttribute('data-mime-type') || '')
                  || /Traceback \\(most recent call last\\)/.test(e.textContent))
     .map(e => e.textContent.slice(0, 600));
-  const status = document.querySelector('#jp-main-statusbar');
-  return {prompts, errors, idle: !!status && /\\| Idle/.test(status.textContent)};
+  const dialogs = [...document.querySelectorAll('.jp-Dialog')].map(e => e.textContent.slice(0, 200));
+  return {counts, errors, dialogs, kernel: kernel ? kernel.status : 'none', idle: !!kernel && kernel.status === 'idle'};
+}"""
+# the width of every table the outputs show, at its widest (no cell wrapped): [code cell position from 1, px]
+TABLE_WIDTHS = """() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  return [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output table')].map(table => {
+    const width = table.style.width;
+    table.style.width = 'max-content';
+    const px = table.getBoundingClientRect().width;
+    table.style.width = width;
+    return [cells.indexOf(table.closest('.jp-CodeCell')) + 1, Math.round(px)];
+  });
 }"""
 # the explorer's figure (its image data) or, when it shows none, its text
 EXPLORER_VIEW = """(box) => {
@@ -167,18 +193,26 @@ EXPLORER_VIEW = """(box) => {
 }"""
 
 
-def run_all(page, timeout_s: float) -> dict:
-    """Run > Run All Cells, then wait until every code cell has its execution count and the kernel is idle
-    (or an error is shown, or the time is up); returns the last CELL_STATE."""
+def not_run(state: dict) -> list[int]:
+    """The positions (from 1) of the code cells that have no execution count."""
+    return [i for i, count in enumerate(state["counts"], 1) if count is None]
+
+
+def run_all(page, name: str, timeout_s: float) -> dict:
+    """Run > Run All Cells, then wait until every code cell has its execution count and the kernel is idle, or
+    an error is shown; fails, naming the notebook and the cells still waiting, after `timeout_s`. Returns the last
+    CELL_STATE."""
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
     deadline = time.monotonic() + timeout_s
     while True:
         time.sleep(2)
         state = page.evaluate(CELL_STATE)
-        done = state["prompts"] and all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"])
-        if (done or state["errors"]) and state["idle"] or time.monotonic() > deadline:
+        if state["idle"] and state["counts"] and (not not_run(state) or state["errors"]):
             return state
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name}: Run All did not finish within {timeout_s:.0f} s: code cells {not_run(state)} of "
+                        f"{len(state['counts'])} have not run; kernel {state['kernel']}, dialogs {state['dialogs']}")
 
 
 def open_notebook(page, url: str, name: str) -> None:
@@ -187,10 +221,12 @@ def open_notebook(page, url: str, name: str) -> None:
     page.goto(f"{base}/lab/tree/{name}?reset&token={token}")  # reset: no tab of an earlier notebook restored
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     deadline = time.monotonic() + 120
-    while not page.evaluate(CELL_STATE)["idle"]:
+    while not (state := page.evaluate(CELL_STATE))["idle"]:
         if page.locator(".jp-Dialog .jp-mod-accept").count():  # "Select Kernel": Python 3 preselected
             page.locator(".jp-Dialog .jp-mod-accept").click()
-        assert time.monotonic() < deadline, "the notebook's kernel did not start within 2 minutes"
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name}: the kernel did not start within 2 minutes (kernel {state['kernel']}, dialogs "
+                        f"{state['dialogs']})")
         time.sleep(1)
 
 
@@ -242,26 +278,29 @@ def moves(page, control) -> list[tuple[str, Callable[[], None]]]:
     pytest.fail(f"an explorer control this test cannot move: {label} ({kind})")
 
 
-def wait_for_redraw(page, box, before: str) -> str:
+def wait_for_redraw(page, box, before: str, what: str) -> str:
     """The explorer's view once the redraw the move asked for is over: the kernel went busy and is idle again
-    (a second later too: a redraw queued behind it), or it never went busy within 10 s (nothing to redraw);
-    at most REDRAW_TIMEOUT_S."""
+    (a second later too: a redraw queued behind it), or it never went busy within 10 s (nothing to redraw).
+    Fails, naming `what` (the notebook, the control and the move), when it is not over within REDRAW_TIMEOUT_S."""
     start = time.monotonic()
     busy_seen, idle_since = False, None
-    while time.monotonic() - start < REDRAW_TIMEOUT_S:
+    while True:
         time.sleep(0.25)
-        idle = page.evaluate(CELL_STATE)["idle"]
-        busy_seen |= not idle
-        idle_since = (idle_since or time.monotonic()) if idle else None
+        state = page.evaluate(CELL_STATE)
+        busy_seen |= not state["idle"]
+        idle_since = (idle_since or time.monotonic()) if state["idle"] else None
         settled = idle_since is not None and time.monotonic() - idle_since > 1
         if settled and (busy_seen or box.evaluate(EXPLORER_VIEW) != before or time.monotonic() - start > 10):
-            break
-    return box.evaluate(EXPLORER_VIEW)
+            return box.evaluate(EXPLORER_VIEW)
+        if time.monotonic() - start > REDRAW_TIMEOUT_S:
+            pytest.fail(f"{what}: the explorer did not redraw within {REDRAW_TIMEOUT_S} s (kernel {state['kernel']}, "
+                        f"dialogs {state['dialogs']}, errors {state['errors'][:1]})")
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_notebook_runs_in_jupyterlab_and_each_explorer_control_redraws(browser, lab, shots, notebook):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(ACTION_TIMEOUT_MS)  # a locator or click that cannot happen fails, it does not hang
     remote = []
     page.on("request", lambda request: remote.append(request.url) if off_machine(request.url) else None)
     try:
@@ -276,33 +315,44 @@ def explore_in_jupyterlab(page, lab: str, shots: Path, notebook: Path) -> None:
     """Run the notebook in JupyterLab, then move each explorer control (the test above)."""
     start = time.monotonic()
     open_notebook(page, lab, notebook.name)
-    state = run_all(page, RUN_TIMEOUT_S)
+    state = run_all(page, notebook.name, RUN_TIMEOUT_S)
     page.screenshot(path=shots / f"{notebook.stem}-lab.png")
     assert not state["errors"], f"{notebook.name} shows errors in JupyterLab: {state['errors'][:3]}"
-    assert all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"]), \
-        f"{notebook.name}: not every cell ran within {RUN_TIMEOUT_S} s ({state['prompts']})"
-    print(f"{notebook.name}: Run All in {time.monotonic() - start:.0f} s")
+    print(f"{notebook.name}: Run All in {time.monotonic() - start:.0f} s ({len(state['counts'])} code cells)")
+    widths = page.evaluate(TABLE_WIDTHS)
+    print(f"{notebook.name}: tables [code cell, px]: {widths}")
+    wide = [(cell, px) for cell, px in widths if px > TABLE_WIDTH_PX]
+    assert not wide, f"{notebook.name}: tables wider than {TABLE_WIDTH_PX} px [code cell, px]: {wide}"
 
     boxes = page.locator(".widget-interact").all()
     assert boxes, f"{notebook.name} shows no explorer (EXPLORER is True in the smoke copy)"
     unchanged = []
     for b, box in enumerate(boxes):
         for c, control in enumerate(controls(box)):
-            for m, (did, move) in enumerate(moves(page, control)):
-                before = box.evaluate(EXPLORER_VIEW)
-                move()
-                after = wait_for_redraw(page, box, before)
-                box.screenshot(path=shots / f"{notebook.stem}-explorer{b}-control{c}-move{m}.png")
-                errors = page.evaluate(CELL_STATE)["errors"]
-                assert not errors, f"{notebook.name}, explorer, {did}: an error is shown: {errors[:2]}"
-                redrawn = after != before and not after.startswith("text:")
-                print(f"{notebook.name}, explorer: {did}: "
-                      + ("the figure changed" if redrawn else f"no new figure ({after[:120]!r})"))
-                if redrawn:
-                    break
-            else:
-                unchanged.append(did)
+            if not move_until_redrawn(page, box, control, shots / f"{notebook.stem}-explorer{b}-control{c}",
+                                      f"{notebook.name}, explorer {b}, control {c}"):
+                unchanged.append(f"control {c}")
     assert not unchanged, f"{notebook.name}: explorer controls whose moves drew no new figure: {unchanged}"
+
+
+def move_until_redrawn(page, box, control, shot: Path, where: str) -> bool:
+    """Move `control` in each of its ways (`moves`) until the explorer's figure changes; True when it did. Each move
+    must redraw without an error shown; all of them together must end within CONTROL_TIMEOUT_S."""
+    deadline = time.monotonic() + CONTROL_TIMEOUT_S
+    for m, (did, move) in enumerate(moves(page, control)):
+        what = f"{where} ({did})"
+        before = box.evaluate(EXPLORER_VIEW)
+        move()
+        after = wait_for_redraw(page, box, before, what)
+        box.screenshot(path=f"{shot}-move{m}.png")
+        errors = page.evaluate(CELL_STATE)["errors"]
+        assert not errors, f"{what}: an error is shown: {errors[:2]}"
+        redrawn = after != before and not after.startswith("text:")
+        print(f"{what}: " + ("the figure changed" if redrawn else f"no new figure ({after[:120]!r})"))
+        if redrawn:
+            return True
+        assert time.monotonic() < deadline, f"{what}: its moves took more than {CONTROL_TIMEOUT_S} s"
+    return False
 
 
 def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_machine(browser, shots,
@@ -319,7 +369,7 @@ def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_mach
             if response.status >= 400 else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=30)
+        wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=120, what="the book's HTTP server")
         pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)
         for path in pages:
             response = page.goto(f"http://127.0.0.1:{port}/{path}")

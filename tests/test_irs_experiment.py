@@ -7,8 +7,11 @@ import math
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
+from notebook_runner import TABLE_WIDTH_PX, table_widths_px
 
+from lib.cache import PROJECT_ROOT, load_torch
 from lib.irs import experiment as ie
 
 
@@ -118,6 +121,32 @@ def test_simulated_memoriser_is_the_coupon_collector_model():
     r = ie.simulate_estimator(5000, 1500, 2000, 60, seed=1)
     assert abs(r["bias"]) < 3 * r["sd"] / math.sqrt(60) + 1e-3
     assert r["coverage"] >= 0.8
+
+
+def test_the_toy_generator_table_is_shown_as_two_tables_that_fit_the_page_with_every_value():
+    """The `cpu` preset's stored toy-generator rows (6 extractors x 8 generators; the longest names and the widest
+    values, FID up to 1,933) as notebook 04 shows them: each of the two tables fits TABLE_WIDTH_PX where the one
+    16-column table did not, and every value of the rows is in them, rounded as the docstring says."""
+    toy = pd.DataFrame([row for path in sorted((PROJECT_ROOT / "results" / "04" / "cpu").glob("toy-*.pt"))
+                        for row in load_torch(path)])
+    assert len(toy) == 48 and table_widths_px(toy.round(3).to_html())[0] > TABLE_WIDTH_PX  # the check can fail
+    config = ie.resolve_config("cpu")
+    tables = ie.toy_tables(toy, config)
+    assert [title.split(" ")[0] for title in tables] == ["IRS", "FID"] and "90 % interval" in next(iter(tables))
+    for title, table in tables.items():
+        assert table_widths_px(table.to_html())[0] <= TABLE_WIDTH_PX, f"{title}: wider than the page"
+    irs_table, knn = tables.values()
+    row = toy.iloc[-1]
+    shown = {**irs_table.loc[(row.extractor, row.generator)], **knn.loc[(row.extractor, row.generator)]}
+    assert shown["IRS_∞ [interval]"] == f"{row.irs_inf:.3f} [{row.irs_inf_lower:.3f}, {row.irs_inf_upper:.3f}]"
+    assert shown["IRS_∞,a [interval]"] == f"{row.irs_adj:.3f} [{row.irs_adj_lower:.3f}, {row.irs_adj_upper:.3f}]"
+    assert (shown["n"], shown["IRS_α"], shown["IRS_∞ of real"]) == (row.n, f"{row.irs_alpha:.3f}",
+                                                                     f"{row.irs_inf_real:.3f}")
+    assert [shown[c] for c in ("precision", "recall", "density", "coverage")] == [
+        f"{row[c]:.3f}" for c in ("precision", "recall", "density", "coverage")]
+    assert (row.fid, shown["FID"]) == (pytest.approx(29.967, abs=1e-3), "30.0")  # 3 significant digits,
+    assert knn.loc[("efficientnet_lite0", "pca-T0.5"), "FID"] == "1933"  # and no exponent (1933.03)
+    assert irs_table.index.equals(knn.index) and len(irs_table) == len(toy)
 
 
 def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):

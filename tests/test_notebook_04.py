@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from findings import check_findings
 from notebook_runner import (
+    TABLE_WIDTH_PX,
     assert_clean_outputs,
     assert_fails_fast,
     assert_parameters_are_named,
     assert_results_page_renders,
     config_cell_fixture,
+    displayed_table_widths,
     notebook_runner,
     reading_outputs,
     smoke_fixture,
@@ -29,6 +31,15 @@ config_cell = config_cell_fixture(run)
 
 def test_smoke_run_reads_cleanly(smoke):
     assert_clean_outputs(smoke["notebook"])
+
+
+def test_every_table_shown_fits_the_page(smoke):
+    """No table of the executed notebook is wider than TABLE_WIDTH_PX (the toy-generator table was 1,300 px wide
+    as one table of 16 columns; it is shown as two)."""
+    widths = displayed_table_widths(smoke["notebook"])
+    assert any(cell == "cell-24" for cell, _ in widths), "the toy-generator tables are not shown"
+    wide = [(cell, round(px)) for cell, px in widths if px > TABLE_WIDTH_PX]
+    assert not wide, f"tables wider than {TABLE_WIDTH_PX} px (cell id, estimated px): {wide}"
 
 
 def test_results_page_renders_from_the_smoke_run(smoke):

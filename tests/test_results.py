@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from lib import results
 from lib.results import TemplateError, render, update_readme, value_tables
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
@@ -83,3 +84,36 @@ def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, mo
     assert wall_time(run_info(executed)) == "2 min 5 s (`cpu`, stored results; from scratch 40 min 0 s)"
     executed.write_text(executed.read_text().replace('"PRESET": "cpu"', '"PRESET": "cpu", "SOURCE": "compute"'))
     assert run_info(executed)["stored"] is None
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES.glob("*.md")), ids=lambda p: p.stem)
+def test_no_template_types_a_number_of_the_run(template):
+    """Every decimal number and percentage a template states in its own words (outside its placeholders, or typed
+    into them) is declared with its source in its front matter, and every declared one is still stated."""
+    literals, _ = results.split_template(template.read_text(encoding="utf-8"))
+    undeclared = results.undeclared_numbers(template)
+    assert not undeclared, (f"{template.name} types numbers that are not declared literals (render the run's from "
+                            f"its glue, declare the paper's in the front matter): {undeclared}")
+    assert all(isinstance(source, str) and len(source) > 10 for source in literals.values())
+    assert not results.unused_literals(template), f"{template.name}: literals it no longer states"
+
+
+def test_a_typed_number_is_found_in_the_text_and_in_an_expression_but_not_in_a_key(tmp_path):
+    template = tmp_path / "01-x.md"
+    template.write_text('---\nliterals:\n  "0.964": "paper, Table 1"\n---\n'
+                        'Band width 0.38 (paper 0.964); {{ r["t"]["0.25"] :.2f }} at T = {{ r.get("0.5") }};'
+                        ' {{ dict(zip("12", (0.0030, "0.42"))) }}; {{ f"{r[\'x\']:.1%}" }}\n')
+    assert results.undeclared_numbers(template) == ["0.38", "0.0030", "0.42"]
+    assert results.unused_literals(template) == []
+    page = results.render_page({"t": {"0.25": 1.0}, "x": 0.5}, {"commit": "abc", "notebook": "01_x.ipynb",
+                                                                "preset": "smoke", "date": "2026-12-02"}, template)
+    assert "literals:" not in page and "Band width 0.38" in page and "50.0%" in page
+
+
+def test_a_template_reads_a_committed_study_as_typed_rows():
+    rows = results.csv_rows("results/01/budget_study.csv")
+    authors = [row for row in rows if row["variant"] == "paper" and row["steps"] == 1000 and not row["ema"]]
+    assert [row["C"] for row in authors] == [2, 4] and all(0 < row["width"] < 1 for row in authors)
+    text = render('{{ " and ".join(f\'{row["width"]:.2f}\' for row in csv_rows("results/01/budget_study.csv") '
+                  'if row["variant"] == "paper" and row["steps"] == 1000 and not row["ema"]) }}', {})
+    assert text == " and ".join(f"{row['width']:.2f}" for row in authors)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from lib.cache import cache_path, cached_npz, cached_torch
@@ -34,6 +35,7 @@ from lib.params import (
     resolve_preset,
     shown,
 )
+from lib.reading import sig
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "04"
@@ -522,3 +524,28 @@ def _toy_rows(config: IRSConfig, name: str, run: dict, sets: dict, generated: di
         rows.append({"extractor": name, "generator": label, "n": n, **{k: float(v) for k, v in scores.items()}})
     return rows
 
+
+# ----------------------------------------------------------------------------------------------------
+# The toy-generator table as notebook 04 shows it
+# ----------------------------------------------------------------------------------------------------
+def toy_tables(toy: pd.DataFrame, config: IRSConfig) -> dict[str, pd.DataFrame]:
+    """`toy` (the rows of `toy_rows`) as two tables that fit a page (about 800 and 650 px wide where the
+    one table of 16 columns took 1,300-1,450), each indexed by (extractor, generator) and keyed by its title:
+    the IRS scores, each estimate with its interval, and FID with the k-NN precision, recall, density and
+    coverage. Every value of `toy` is shown, IRS to 3 decimals, FID to 3 significant digits."""
+    level = f"{1 - 2 * config.alpha_e:.0%}".replace("%", " %")
+    rows = toy.set_index(["extractor", "generator"])
+
+    def estimate(name: str) -> pd.Series:
+        return pd.Series([f"{e:.3f} [{lo:.3f}, {hi:.3f}]" for e, lo, hi in
+                          zip(rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"])], index=rows.index)
+
+    irs_table = pd.DataFrame({"n": rows["n"].astype(int), "IRS_α": rows["irs_alpha"].map("{:.3f}".format),
+                              "IRS_∞ [interval]": estimate("irs_inf"),
+                              "IRS_∞ of real": rows["irs_inf_real"].map("{:.3f}".format),
+                              "IRS_∞,a [interval]": estimate("irs_adj")})
+    knn = {"FID": rows["fid"].map(lambda v: sig(v, 3)),
+           **{c: rows[c].map("{:.3f}".format) for c in ("precision", "recall", "density", "coverage")}}
+    return {f"IRS of each set of n queries (against as many REF images): estimate [{level} interval]": irs_table,
+            f"FID and k-NN precision / recall / density / coverage (k = {config.prdc_k}), on the same features":
+            pd.DataFrame(knn)}
