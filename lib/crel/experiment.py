@@ -397,9 +397,11 @@ def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: 
 # ----------------------------------------------------------------------------------------------------
 # The synthetic table (§2.3)
 # ----------------------------------------------------------------------------------------------------
-def latent_grid(model: crel.CReL, z_train: np.ndarray, size: int) -> np.ndarray:
-    """Feldman's latent grid: ~size points over the [1 %, 99 %] box of training codes padded by 1 (§3.7)."""
-    return cb.quantile_box_grid(z_train, size, pad=1.0).points
+def _measurement_grids(model: crel.CReL, folds: dict, y_size: int, z_size: int) -> tuple[cb.Grid, np.ndarray]:
+    """(the Y-grid: ~y_size points over the [1 %, 99 %] box of the lgm and dqr folds' outputs padded by 0.2,
+    Feldman's latent grid: ~z_size points, (z_size, r), over that box of the dqr fold's codes padded by 1) (§3.7)."""
+    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), y_size, pad=0.2)
+    return y_grid, cb.quantile_box_grid(model.latent(*folds["dqr"]), z_size, pad=1.0).points
 
 
 def latent_area(model: crel.CReL, q: np.ndarray) -> float:
@@ -503,8 +505,7 @@ def _table_run(config: CReLConfig, models: dict) -> _TableRun:
                   collapsed=list(models["collapsed"]),
                   lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
     return _TableRun(folds["cal"], folds["test"], slice(0, config.area_eval_n_x),
-                     cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2),
-                     latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size),
+                     *_measurement_grids(m, folds, config.y_grid_size, config.z_grid_size),
                      ev_mod.PGDSettings(steps=config.pgd_steps), tol, common)
 
 
@@ -661,8 +662,7 @@ def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) ->
         t0 = time.perf_counter()
         m.scores(x_cal[:n_c], y_cal[:n_c])
         t_crel = (time.perf_counter() - t0) / n_c
-        y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), yg, pad=0.2)
-        z_grid = latent_grid(m, m.latent(*folds["dqr"]), zg)
+        y_grid, z_grid = _measurement_grids(m, folds, yg, zg)
         feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
                                     tol=_tolerance(config, m), pgd=ev_mod.PGDSettings(steps=config.pgd_steps))
         t0 = time.perf_counter()
