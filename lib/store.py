@@ -33,9 +33,7 @@ import json
 import os
 import re
 import resource
-import shlex
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -43,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.cache import PROJECT_ROOT, DamagedCacheEntry, _sha256_from, cache_dir, known_config
+from lib.cli import command_line, command_parser
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
@@ -210,6 +209,23 @@ def summary() -> str:
 # ------------------------------------------------------------------------------------------------------------
 def write_layer(namespace: str, preset: str, records: list[dict], provenance: dict) -> Path:
     """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries and their manifest."""
+    entries, sources = _layer_entries(namespace, records)
+    target = layer_dir(namespace, preset)
+    previous = (read_manifest(target) or {}).get("entries", {})
+    for name, entry in entries.items():  # an entry stored again unchanged keeps what was recorded about its making
+        before = previous.get(name, {})
+        if before.get("sha256") == entry["sha256"]:
+            entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
+    manifest = {**provenance, "namespace": namespace, "preset": preset,
+                "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
+    _replace_layer(target, sources, manifest)
+    return target
+
+
+def _layer_entries(namespace: str, records: list[dict]) -> tuple[dict[str, dict], dict[str, Path]]:
+    """({file name: its manifest entry (config, bytes, sha256, compute_seconds)}, {file name: its cache file}) of
+    the recorded entries, each checked to be a file of the cache namespace `namespace`; an entry recorded twice
+    keeps the config and compute time its first record gave where the second gives none."""
     entries: dict[str, dict] = {}
     sources: dict[str, Path] = {}
     for rec in records:
@@ -226,21 +242,19 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
         entries[name] = {"config": rec.get("config") or previous.get("config"), "bytes": path.stat().st_size,
                          "sha256": sha256_file(path),
                          "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds")}
-    target = layer_dir(namespace, preset)
-    previous = (read_manifest(target) or {}).get("entries", {})
-    for name, entry in entries.items():  # an entry stored again unchanged keeps what was recorded about its making
-        before = previous.get(name, {})
-        if before.get("sha256") == entry["sha256"]:
-            entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
-    target.parent.mkdir(parents=True, exist_ok=True)  # staging beside the target: the final rename stays on one disk
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{preset}."))
+    return entries, sources
+
+
+def _replace_layer(target: Path, sources: dict[str, Path], manifest: dict) -> None:
+    """Fill a folder staged beside `target` (so the final rename stays on one disk) with copies of `sources`
+    ({file name: file}), target's README.md and the manifest, then put it in target's place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
         for name, src in sources.items():
             shutil.copyfile(src, staging / name)
         if (target / "README.md").exists():  # the layer's own notes (how its entries were made) stay
             shutil.copyfile(target / "README.md", staging / "README.md")
-        manifest = {**provenance, "namespace": namespace, "preset": preset,
-                    "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
         if target.exists():
@@ -249,7 +263,6 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    return target
 
 
 def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seconds: dict[str, float],
@@ -288,14 +301,9 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
-    from papermill.cli import _resolve_type
-
-    from lib.device import cpu_model
-    from lib.provenance import git_commit
-    from lib.report import execute, temporary_environ
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def _parser() -> argparse.ArgumentParser:
+    """The options of `python -m lib.store` (module docstring)."""
+    parser = command_parser("lib.store", __doc__)
     parser.add_argument("notebook", type=Path, help="e.g. notebooks/01_ensemble_pr_curves.ipynb")
     parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu)")
     parser.add_argument("--reuse-cache", action="store_true",
@@ -308,38 +316,63 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for the executed notebook of the run")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="another notebook parameter, as papermill's -p (the layer is then not the preset's)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command (module docstring): run the notebook from scratch and write its stored layer."""
+    from papermill.cli import _resolve_type
+
+    parser = _parser()
     args = parser.parse_args(argv)
     if not args.notebook.exists():
         parser.error(f"notebook {args.notebook} does not exist")
-    namespace = args.notebook.name[:2]
     parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False,
                   **{name: _resolve_type(value) for name, value in args.parameter}}
-    commit = git_commit(mark_dirty=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
-        env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
-        if not args.reuse_cache:
-            env["WORKBOOK_CACHE"] = str(Path(tmp) / "cache")
-        start, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        with temporary_environ(env):
-            executed = execute(args.notebook, args.out / args.notebook.name, parameters)
-            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            provenance = {
-                "command": "python -m lib.store " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv)),
-                "commit": commit, "machine": cpu_model(), "threads": os.environ.get("OMP_NUM_THREADS", "default"),
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "wall_seconds": round(time.perf_counter() - start, 1),
-                "cpu_seconds": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
-                "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
-                "parameters": parameters, "executed_notebook": _shown(executed)}
-            if args.scratch_run is not None:
-                provenance["from_scratch"] = scratch_run_info(args.scratch_run)
-            target = write_layer(namespace, args.preset, read_records(Path(env[RECORD_ENV])), provenance)
+    target = _store_run(args, parameters, command_line("lib.store", argv))
     manifest = read_manifest(target)
     print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
           f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
     return 0
 
 
+def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path:
+    """Run the notebook with `parameters`, in an empty temporary cache unless --reuse-cache, recording its stored
+    entries, and write its layer with the run's provenance; returns the layer's folder."""
+    from lib.device import cpu_model
+    from lib.provenance import git_commit
+    from lib.report import temporary_environ
+
+    commit = git_commit(mark_dirty=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
+        env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
+        if not args.reuse_cache:
+            env["WORKBOOK_CACHE"] = str(Path(tmp) / "cache")
+        with temporary_environ(env):  # the layer is written from this cache
+            executed, seconds = _execute_timed(args.notebook, args.out, parameters)
+            provenance = {
+                "command": command, "commit": commit, "machine": cpu_model(),
+                "threads": os.environ.get("OMP_NUM_THREADS", "default"),
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **seconds,
+                "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
+                "parameters": parameters, "executed_notebook": _shown(executed)}
+            if args.scratch_run is not None:
+                provenance["from_scratch"] = scratch_run_info(args.scratch_run)
+            return write_layer(args.notebook.name[:2], args.preset, read_records(Path(env[RECORD_ENV])), provenance)
+
+
+def _execute_timed(notebook: Path, out: Path, parameters: dict) -> tuple[Path, dict]:
+    """The notebook run by papermill into `out`: (the executed copy, {"wall_seconds", "cpu_seconds"} of the run,
+    the CPU time its kernel took)."""
+    from lib.report import execute
+
+    start, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    executed = execute(notebook, out / notebook.name, parameters)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return executed, {"wall_seconds": round(time.perf_counter() - start, 1),
+                      "cpu_seconds": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1)}
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

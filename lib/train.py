@@ -139,10 +139,21 @@ def _save(checkpoint: Path, model: nn.Module, optimiser: torch.optim.Optimizer, 
     atomic_torch_save(saved, checkpoint)
 
 
-def _optimiser_step(optimiser: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+def _batch_step(batch_loss: BatchLoss, idx: torch.Tensor, epoch: int, optimiser: torch.optim.Optimizer, scheduler,
+                plan: Epochs, step: int, total: int) -> float:
+    """Optimiser step `step` (0-based, of `total`) on the batch `idx`: the learning rate of a factor schedule,
+    the step itself, torch's per-step cosine after it; returns the batch's loss summed over its items (the loss
+    itself with plan.summed_loss)."""
+    if callable(plan.schedule):
+        for group in optimiser.param_groups:
+            group["lr"] = group.setdefault("base_lr", group["lr"]) * plan.schedule(step, total)
+    loss = batch_loss(idx, epoch)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
+    if plan.schedule == "cosine_steps":
+        scheduler.step()
+    return loss.item() * (1 if plan.summed_loss else len(idx))
 
 
 def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim.Optimizer, *, num_items: int,
@@ -169,15 +180,8 @@ def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim
             if plan.max_steps is not None and step >= plan.max_steps:
                 complete = False
                 break
-            if callable(plan.schedule):
-                for group in optimiser.param_groups:
-                    group["lr"] = group.setdefault("base_lr", group["lr"]) * plan.schedule(step, total)
-            loss = batch_loss(idx, epoch)
-            _optimiser_step(optimiser, loss)
-            if plan.schedule == "cosine_steps":
-                scheduler.step()
-            step += 1
-            total_loss, seen = total_loss + loss.item() * (1 if plan.summed_loss else len(idx)), seen + len(idx)
+            total_loss += _batch_step(batch_loss, idx, epoch, optimiser, scheduler, plan, step, total)
+            step, seen = step + 1, seen + len(idx)
         if plan.schedule == "cosine_epochs":
             scheduler.step()
         state = {"epoch": epoch + 1, "history": [*state["history"], total_loss / max(seen, 1)],

@@ -384,8 +384,7 @@ def test_a_captioner_run_gives_the_same_bits_at_one_and_two_threads(thread_count
                             mid_band=(5, 20), unrelated_min_rank=40, pca_dim=16, n_directions=16, hidden=(32, 32),
                             epochs=1, pgd_starts=3, pgd_steps=3)
     data = toy_caption_corpus(s)
-    one, two = at_one_and_two_threads(thread_count, lambda: cap._run_captioner(cap.captioner_weights("A"), data, s,
-                                                                                False))
+    one, two = at_one_and_two_threads(thread_count, lambda: cap._run_captioner(cap.captioner_weights("A"), data, s))
     assert differing(one, two) == []
 
 

@@ -236,15 +236,14 @@ def image_folds(n_img: int, s: CaptionSettings) -> dict:
     return {n: perm[a:b] for n, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}
 
 
-def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, force: bool = False,
-                  progress: bool = False) -> dict:
+def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, force: bool = False) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
     calibration on one sample per image, PGD on the test images. Cached by everything it depends on, and computed
     at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it; stored
     (`lib.store`)."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
     path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
-    return cached_torch(path, lambda: _run_captioner(weights, data, s, progress), force=force, stored=True)
+    return cached_torch(path, lambda: _run_captioner(weights, data, s), force=force, stored=True)
 
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
@@ -255,7 +254,7 @@ def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
 
 
 @one_thread()  # cached: its numbers must not depend on the NUM_THREADS of the run that filled the cache
-def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings, progress: bool) -> dict:
+def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings) -> dict:
     emb, roles, pools, folds = data["emb"], data["roles"], data["pools"], data["folds"]
     seed = s.seed + CAPTIONER_STREAM + int(1000 * sum(v * (k + 1) for k, v in enumerate(weights.values())))
     drawn = np.zeros((len(roles["cx"]), s.samples_per_image), int)  # caption indices per image, fold by fold

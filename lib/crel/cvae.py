@@ -95,7 +95,7 @@ class CVAE(nn.Module):
         mu, logvar = self.encode(y, x)
         z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
         recon = ((self.decode(z, x) - y) / self.y_std).pow(2).sum(1).mean()
-        kl_dim = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).mean(0)  # (r,) batch-mean KL per dimension
+        kl_dim = _kl_per_dimension(mu, logvar)
         kl = kl_dim.clamp_min(free_bits).sum() if free_bits > 0 else kl_dim.sum()
         return recon + kl_mult * kl
 
@@ -128,8 +128,12 @@ def latent_kl(model: CVAE, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """(r,) mean KL(q(z | y, x) || N(0, I)) of each latent dimension over the pairs (y: (n, d), x: (n, p))."""
     yt = torch.as_tensor(np.asarray(y, np.float32).reshape(len(y), -1))
     xt = torch.as_tensor(np.asarray(x, np.float32).reshape(len(y), -1))
-    mu, logvar = model.encode(yt, xt)
-    return (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).mean(0).double().numpy()
+    return _kl_per_dimension(*model.encode(yt, xt)).double().numpy()
+
+
+def _kl_per_dimension(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """(r,) KL(N(mu, exp(logvar)) || N(0, 1)) of each latent dimension, averaged over the rows of mu, logvar: (n, r)."""
+    return (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).mean(0)
 
 
 @torch.no_grad()

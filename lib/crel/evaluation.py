@@ -65,8 +65,7 @@ def _project_polygon(Z: np.ndarray, V: np.ndarray) -> np.ndarray:
 def set_projector(U: np.ndarray, q: np.ndarray, gamma: float, inflation: str = "ball"):
     """A function Z (n, r) -> exact projections onto S = {U w >= q} + B_gamma (or the shifted polygon for the
     half-space shift or gamma < 0), vectorised in 2-D; None if S is empty."""
-    shifted = inflation == "halfspace_shift" or gamma < 0
-    q_eff, radius = (q - gamma, 0.0) if shifted else (q, gamma)
+    q_eff, radius = (q - gamma, 0.0) if crel.is_shifted_set(inflation, gamma) else (q, gamma)
     if U.shape[1] == 2:
         try:
             V = crel.polygon(U, q_eff)
@@ -124,7 +123,7 @@ class DecodedSet:
         keep = in_set_mask(z_grid, U, q, gamma, inflation) if math.isfinite(gamma) else np.ones(len(z_grid), bool)
         self.z = z_grid[keep]
         if self.project is not None and len(self.z) == 0:  # a set thinner than the grid: its Chebyshev centre
-            c = crel.chebyshev_center(U, q - (gamma if gamma < 0 or inflation == "halfspace_shift" else 0.0))[0]
+            c = crel.chebyshev_center(U, q - (gamma if crel.is_shifted_set(inflation, gamma) else 0.0))[0]
             self.z = self.project(c[None])
         self.empty = self.project is None or len(self.z) == 0
         spacing = np.ptp(z_grid, axis=0) / max(1, round(len(z_grid) ** (1 / z_grid.shape[1])) - 1)

@@ -142,6 +142,14 @@ def resolve_config(preset: str, **overrides: Any) -> CReLConfig:
 
 def validate(config: CReLConfig) -> None:
     """Raise ValueError naming the parameter, the value and what is allowed."""
+    _validate_levels(config)
+    _validate_models(config)
+    _validate_folds(config)
+    _validate_grids_and_options(config)
+
+
+def _validate_levels(config: CReLConfig) -> None:
+    """The levels, the seeds and the latent dimension of the synthetic table."""
     for a in check_list("alphas", config.alphas):
         check_probability("alphas entry", a)
     if config.tau_dir is not None:
@@ -152,6 +160,10 @@ def validate(config: CReLConfig) -> None:
     if config.latent_dim != 2:
         raise ValueError(f"latent_dim={config.latent_dim} is not supported by the synthetic table, which uses the "
                          "exact 2-D polygon for Coverage-Y, area and the Steiner area; use 2.")
+
+
+def _validate_models(config: CReLConfig) -> None:
+    """The LGMs, their collapse guard and training, and the directions of the DQR and of Feldman's region."""
     check_choice("lgm", config.lgm, LGMS)
     for name in check_list("table_lgms", config.table_lgms):
         check_choice("table_lgms entry", name, LGMS)
@@ -166,6 +178,10 @@ def validate(config: CReLConfig) -> None:
     check_int("pgd_steps", config.pgd_steps, minimum=1)
     check_int("n_directions", config.n_directions, minimum=3)
     check_int("feldman_directions", config.feldman_directions, minimum=3)
+
+
+def _validate_folds(config: CReLConfig) -> None:
+    """The four fold sizes, enough calibration points for the smallest alpha, and the subsets of them used."""
     folds = tuple(config.folds)  # four sizes: equal ones are fine, so no check_list
     if len(folds) != 4 or any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in folds):
         raise ValueError(f"{shown('folds')}={config.folds!r} must be four positive integers (lgm, dqr, cal, test).")
@@ -177,6 +193,10 @@ def validate(config: CReLConfig) -> None:
     if config.feldman_n_cal is not None:
         check_int("feldman_n_cal", config.feldman_n_cal, minimum=need, maximum=n_cal)
     check_int("area_eval_n_x", config.area_eval_n_x, minimum=1, maximum=folds[3])
+
+
+def _validate_grids_and_options(config: CReLConfig) -> None:
+    """Epochs, grid sizes and the runtime study's sizes; the set's options; the captions' settings."""
     for name in ("cvae_epochs", "flow_epochs", "dqr_epochs", "z_grid_size", "y_grid_size", "coverage_resplits",
                  "runtime_n_points", "runtime_n_feldman", "runtime_epochs", "max_cloud_points"):
         check_int(name, getattr(config, name), minimum=1)
@@ -325,51 +345,63 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
     ce, de = epochs or (None, config.dqr_epochs)
     folds = synthetic_folds(config, seed, d)
-    dq = crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3)
-    tau = tau_for(config, alpha)
     chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force,
                          stored=stored)
-    lgm, label = chosen["model"], chosen["label"]
-    kl = None if lgm_name == "flow" else chosen["kl"]
-    collapsed = chosen["dead"]
-    if collapsed:  # the warning (it reads the guard's numbers again, only in this rare case)
-        check_collapse(lgm, folds["dqr"][1], folds["dqr"][0], seed=seed, trainings=len(chosen["collapsed_attempts"]),
-                       threshold=config.collapse_threshold, sensitivity_threshold=config.sensitivity_threshold)
-    key = {**chosen["key"], "tau": tau, "K": config.n_directions, "dqr": dq}
-    opts = dict(inflation=config.inflation, calibration_score=config.calibration_score,
-                empty_region=config.empty_region)
+    if chosen["dead"]:  # the warning (it reads the guard's numbers again, only in this rare case)
+        check_collapse(chosen["model"], folds["dqr"][1], folds["dqr"][0], seed=seed,
+                       trainings=len(chosen["collapsed_attempts"]), threshold=config.collapse_threshold,
+                       sensitivity_threshold=config.sensitivity_threshold)
+    fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau_for(config, alpha),
+                           dqr=crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3), inflation=config.inflation,
+                           calibration_score=config.calibration_score, empty_region=config.empty_region)
+    m = _latent_crel(chosen, folds, fit, seed, alpha, force=force, stored=stored)
+    ident = _identity_dqr(config, folds, fit, seed, alpha, d=d, force=force, stored=stored) if identity else None
+    for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
+        for name in ("inflation", "calibration_score", "empty_region"):
+            setattr(model, name, getattr(fit, name))
+    return {"crel": m, "dqr": ident, "folds": folds, "lgm_kl": None if lgm_name == "flow" else chosen["kl"],
+            "collapsed": chosen["dead"], "lgm_name": lgm_name, "lgm_attempt": chosen["attempt"],
+            "collapsed_attempts": chosen["collapsed_attempts"]}
 
-    fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau, dqr=dq, **opts)
+
+def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, force: bool,
+                 stored: bool) -> crel.CReL:
+    """The DQR of `fit` on the LGM `healthy_lgm` chose, on the dqr fold's codes (cached beside the LGM's key)."""
+    key = {**chosen["key"], "tau": fit.tau_dir, "K": fit.n_directions, "dqr": fit.dqr}
 
     def fit_latent() -> dict:
-        return {"crel": crel.fit(*folds["lgm"], fit, x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1], lgm=lgm,
-                                 seed=seed)}
+        return {"crel": crel.fit(*folds["lgm"], fit, x_dqr=folds["dqr"][0], y_dqr=folds["dqr"][1],
+                                 lgm=chosen["model"], seed=seed)}
 
-    def fit_identity() -> crel.CReL:  # the Y-space DQR does not depend on the LGM: one entry for both
+    # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
+    label = f"{chosen['label'].replace('banana-', 'banana-dqr-')}-a{alpha}"
+    return cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), fit_latent, force=force, allow=MODEL_CLASSES,
+                        stored=stored)["crel"]
+
+
+def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, d: int,
+                  force: bool, stored: bool) -> crel.CReL:
+    """The DQR of `fit` in the output space (transform "identity", §3.8) on the dqr fold; it does not depend on
+    the LGM, so one cache entry serves both."""
+    key = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": fit.tau_dir, "K": fit.n_directions,
+           "dqr": fit.dqr}
+
+    def fit_identity() -> crel.CReL:
         return crel.fit(*folds["dqr"], replace(fit, transform="identity"), x_dqr=folds["dqr"][0],
                         y_dqr=folds["dqr"][1], seed=seed)
 
-    # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
-    m = cached_torch(cache_path(CACHE_NAMESPACE, f"{label.replace('banana-', 'banana-dqr-')}-a{alpha}", key, ".pt"),
-                     fit_latent, force=force, allow=MODEL_CLASSES, stored=stored)["crel"]
-    key_identity = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": tau, "K": config.n_directions,
-                    "dqr": dq}
-    ident = cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key_identity,
-                                    ".pt"), fit_identity, force=force, allow=MODEL_CLASSES,
-                          stored=stored) if identity else None
-    for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
-        for name, value in opts.items():
-            setattr(model, name, value)
-    return {"crel": m, "dqr": ident, "folds": folds, "lgm_kl": kl, "collapsed": collapsed, "lgm_name": lgm_name,
-            "lgm_attempt": chosen["attempt"], "collapsed_attempts": chosen["collapsed_attempts"]}
+    return cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key, ".pt"),
+                        fit_identity, force=force, allow=MODEL_CLASSES, stored=stored)
 
 
 # ----------------------------------------------------------------------------------------------------
 # The synthetic table (§2.3)
 # ----------------------------------------------------------------------------------------------------
-def latent_grid(model: crel.CReL, z_train: np.ndarray, size: int) -> np.ndarray:
-    """Feldman's latent grid: ~size points over the [1 %, 99 %] box of training codes padded by 1 (§3.7)."""
-    return cb.quantile_box_grid(z_train, size, pad=1.0).points
+def _measurement_grids(model: crel.CReL, folds: dict, y_size: int, z_size: int) -> tuple[cb.Grid, np.ndarray]:
+    """(the Y-grid: ~y_size points over the [1 %, 99 %] box of the lgm and dqr folds' outputs padded by 0.2,
+    Feldman's latent grid: ~z_size points, (z_size, r), over that box of the dqr fold's codes padded by 1) (§3.7)."""
+    y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), y_size, pad=0.2)
+    return y_grid, cb.quantile_box_grid(model.latent(*folds["dqr"]), z_size, pad=1.0).points
 
 
 def latent_area(model: crel.CReL, q: np.ndarray) -> float:
@@ -473,8 +505,7 @@ def _table_run(config: CReLConfig, models: dict) -> _TableRun:
                   collapsed=list(models["collapsed"]),
                   lgm_kl=None if models["lgm_kl"] is None else [float(v) for v in models["lgm_kl"]])
     return _TableRun(folds["cal"], folds["test"], slice(0, config.area_eval_n_x),
-                     cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), config.y_grid_size, pad=0.2),
-                     latent_grid(m, m.latent(*folds["dqr"]), config.z_grid_size),
+                     *_measurement_grids(m, folds, config.y_grid_size, config.z_grid_size),
                      ev_mod.PGDSettings(steps=config.pgd_steps), tol, common)
 
 
@@ -631,8 +662,7 @@ def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) ->
         t0 = time.perf_counter()
         m.scores(x_cal[:n_c], y_cal[:n_c])
         t_crel = (time.perf_counter() - t0) / n_c
-        y_grid = cb.quantile_box_grid(np.vstack([folds["lgm"][1], folds["dqr"][1]]), yg, pad=0.2)
-        z_grid = latent_grid(m, m.latent(*folds["dqr"]), zg)
+        y_grid, z_grid = _measurement_grids(m, folds, yg, zg)
         feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
                                     tol=_tolerance(config, m), pgd=ev_mod.PGDSettings(steps=config.pgd_steps))
         t0 = time.perf_counter()

@@ -51,16 +51,19 @@ def sample_captions(model, tokenizer, pixel_values: torch.Tensor, s: SamplingSet
 @torch.no_grad()
 def clip_image_features(clip, pixel_values: torch.Tensor) -> np.ndarray:
     """(n, D) L2-normalised CLIP image embeddings."""
-    f = clip.get_image_features(pixel_values=pixel_values)
-    f = getattr(f, "pooler_output", f)
-    return torch.nn.functional.normalize(f, dim=1).double().numpy()
+    return _normalised(clip.get_image_features(pixel_values=pixel_values))
 
 
 @torch.no_grad()
 def clip_text_features(clip, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> np.ndarray:
     """(n, D) L2-normalised CLIP text embeddings."""
-    f = clip.get_text_features(input_ids=input_ids, attention_mask=attention_mask)
-    f = getattr(f, "pooler_output", f)
+    return _normalised(clip.get_text_features(input_ids=input_ids, attention_mask=attention_mask))
+
+
+def _normalised(features) -> np.ndarray:
+    """(n, D) float64 rows of unit length, from CLIP's features (a tensor, or an output whose pooler_output is
+    one, as newer transformers return)."""
+    f = getattr(features, "pooler_output", features)
     return torch.nn.functional.normalize(f, dim=1).double().numpy()
 
 

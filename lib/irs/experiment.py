@@ -25,16 +25,7 @@ from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_e
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
-from lib.params import (
-    MemoryTerm,
-    check_choice,
-    check_int,
-    check_list,
-    check_memory,
-    check_real,
-    resolve_preset,
-    shown,
-)
+from lib.params import MemoryTerm, check_choice, check_int, check_list, check_memory, check_real, resolve_preset, shown
 from lib.reading import sig
 from lib.seeds import derive_seed
 

@@ -250,14 +250,20 @@ def mle_reachable(n_train: int, n_samples: int, k: int) -> int:
     return lo
 
 
+def _bisect(turned, lo: int, hi: int) -> tuple[int, int]:
+    """(lo, hi) narrowed to neighbours (hi - lo <= 1) around the one place where `turned` turns true, for
+    `turned` false at lo and true at hi (neither evaluated here); each step keeps that invariant."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if turned(mid) else (mid, hi)
+    return lo, hi
+
+
 def _bisect_last_true(predicate, lo: int, hi: int) -> int:
     """The largest s in [lo, hi] with predicate(s), for predicate true on a prefix and predicate(lo)."""
     if predicate(hi):
         return hi
-    while hi - lo > 1:  # predicate(lo) true, predicate(hi) false
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if predicate(mid) else (lo, mid)
-    return lo
+    return _bisect(lambda s: not predicate(s), lo, hi)[0]
 
 
 def _bisect_first_true(predicate, lo: int, hi: int) -> int | None:
@@ -266,10 +272,7 @@ def _bisect_first_true(predicate, lo: int, hi: int) -> int | None:
         return None
     if predicate(lo):
         return lo
-    while hi - lo > 1:  # predicate(lo) false, predicate(hi) true
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if predicate(mid) else (mid, hi)
-    return hi
+    return _bisect(predicate, lo, hi)[1]
 
 
 def check_counts(n_train: int, n_samples: int, k_distinct: int) -> None:

@@ -340,19 +340,10 @@ def _training_step(weights: FlatParams, optimiser, data, batch, alpha_bars, sett
     return losses.detach()
 
 
-def train_ensemble(
-    data: np.ndarray,
-    *,
-    complexity: int,
-    seeds: Sequence[int],
-    num_steps: int,
-    settings: TrainSettings = TrainSettings(),
-    device: torch.device | str = "cpu",
-    checkpoint: Path | None = None,
-    checkpoint_every: int = 1000,
-    snapshots: Sequence[int] = (),
-    progress: bool = True,
-) -> dict:
+def train_ensemble(data: np.ndarray, *, complexity: int, seeds: Sequence[int], num_steps: int,
+                   settings: TrainSettings = TrainSettings(), device: torch.device | str = "cpu",
+                   checkpoint: Path | None = None, checkpoint_every: int = 1000, snapshots: Sequence[int] = (),
+                   progress: bool = True) -> dict:
     """Train len(seeds) members of complexity C on `data` ((n, 2) float) for `num_steps` Adam steps.
 
     Member i uses `seeds[i]` for its initial weights and its `BlockStreams` stream. With `checkpoint`,
@@ -364,10 +355,7 @@ def train_ensemble(
     """
     settings.check("settings")
     device = torch.device(device)
-    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    weights = FlatParams(stack_members([init_member(complexity, g) for g in gens]), device)
-    ema = weights.flat.detach().clone() if settings.ema_decay > 0 else None
-    optimiser = torch.optim.Adam([weights.flat], lr=settings.lr)
+    weights, ema, optimiser = _initial_members(complexity, seeds, settings, device)
     losses = torch.zeros(num_steps, len(seeds), device=device)  # kept on the device: no sync per step
     saved = {}
     start = _resume(checkpoint, weights, ema, optimiser, losses, saved) if checkpoint else 0
@@ -389,6 +377,16 @@ def train_ensemble(
         if checkpoint and (step + 1) % checkpoint_every == 0 and step + 1 < num_steps:
             _save_checkpoint(checkpoint, step + 1, weights, ema, optimiser, losses, saved)
     return {**_result_state(weights, ema), "losses": losses.cpu().numpy(), "snapshots": saved}
+
+
+def _initial_members(complexity: int, seeds: Sequence[int], settings: TrainSettings,
+                     device: torch.device) -> tuple[FlatParams, torch.Tensor | None, torch.optim.Adam]:
+    """The members' initial weights (member i's drawn from seeds[i]) as one `FlatParams` on `device`, their moving
+    average (None when settings.ema_decay is 0) and the Adam optimiser of them all."""
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    weights = FlatParams(stack_members([init_member(complexity, g) for g in gens]), device)
+    ema = weights.flat.detach().clone() if settings.ema_decay > 0 else None
+    return weights, ema, torch.optim.Adam([weights.flat], lr=settings.lr)
 
 
 def sampling_params(result: dict) -> dict[str, torch.Tensor]:

@@ -718,47 +718,58 @@ def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device
     scores the `config.n_ood` first test images ("id") and every OOD set, as the heads' OOD section does.
     """
     inputs = whole_inputs(config, cifar)
-    tensors: dict = {}  # the float images, made only when a network is trained or predicts
-
-    def tensor(name: str, images: np.ndarray) -> torch.Tensor:
-        from lib.models.images import to_tensor
-
-        if name not in tensors:
-            tensors[name] = to_tensor(images)
-        return tensors[name]
-
-    def compute(method: str) -> dict:
-        from lib.provenance import git_commit
-
-        start = time.perf_counter()
-        fit = whole_networks(config, method, tensor("train", inputs["train_images"]), inputs["train_labels"],
-                             device=device, force=force, progress=progress, max_steps=max_steps, variant=variant)
-        settings, versions = whole_variant(config, variant)
-
-        def predict(images: torch.Tensor) -> dict:
-            return wh.predict(method, fit["nets"], images, settings, seed=config.seed + PREDICTION_STREAM,
-                              ddu_fit=fit["ddu_fit"], device=device)
-
-        test = predict(tensor("test", inputs["test_images"]))
-        ood = {name: acquisition_scores(method, predict(tensor(f"ood-{name}", images)), config.seed)
-               for name, images in inputs["ood"].items()}
-        meta = {"settings": wh.describe_settings(settings), "network_version": versions[method], "variant": variant,
-                "seed": config.seed, "n_train": len(inputs["train_labels"]), "n_test": len(inputs["test_images"]),
-                "n_ood": config.n_ood, "data_source": config.data_source,
-                "test_accuracy": wh.accuracy(method, test, cifar["test_labels"]),
-                "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
-                "final_train_loss": [h[-1] for h in fit["histories"] if h],
-                "embedding_dim": int(test.get("embedding_dim", 0)), "device": describe(device),
-                "commit": git_commit(mark_dirty=True), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "compute_seconds": time.perf_counter() - start}
-        return wh.prediction_arrays(method, test, ood, meta)
-
+    tensors = _FloatImages()  # made only when a network is trained or predicts
     out = {}
     for method in config.methods:
         path = whole_prediction_path(config, method, inputs, variant, max_steps)
-        arrays = cached_npz(path, lambda m=method: compute(m), force=force, stored=True)
+        arrays = cached_npz(path, lambda m=method: _trained_whole_predictions(
+            config, m, inputs, tensors, cifar["test_labels"], device=device, force=force, progress=progress,
+            max_steps=max_steps, variant=variant), force=force, stored=True)
         out[method] = {**wh.from_arrays(arrays, str(path)), "path": path}
     return out
+
+
+class _FloatImages(dict):
+    """uint8 image arrays as float tensors (`lib.models.images.to_tensor`), each converted once, by name."""
+
+    def get_or_make(self, name: str, images: np.ndarray) -> torch.Tensor:
+        from lib.models.images import to_tensor
+
+        if name not in self:
+            self[name] = to_tensor(images)
+        return self[name]
+
+
+def _trained_whole_predictions(config: RegretConfig, method: str, inputs: dict, tensors: _FloatImages,
+                               test_labels: np.ndarray, *, device: torch.device, force: bool, progress: bool,
+                               max_steps: int | None, variant: str) -> dict[str, np.ndarray]:
+    """One method's whole networks trained (`whole_networks`, cached per network) and their predictions on the
+    test and OOD images, as `lib.regret.whole.prediction_arrays` with the training's metadata."""
+    from lib.provenance import git_commit
+
+    start = time.perf_counter()
+    fit = whole_networks(config, method, tensors.get_or_make("train", inputs["train_images"]),
+                         inputs["train_labels"], device=device, force=force, progress=progress, max_steps=max_steps,
+                         variant=variant)
+    settings, versions = whole_variant(config, variant)
+
+    def predict(name: str, images: np.ndarray) -> dict:
+        return wh.predict(method, fit["nets"], tensors.get_or_make(name, images), settings,
+                          seed=config.seed + PREDICTION_STREAM, ddu_fit=fit["ddu_fit"], device=device)
+
+    test = predict("test", inputs["test_images"])
+    ood = {name: acquisition_scores(method, predict(f"ood-{name}", images), config.seed)
+           for name, images in inputs["ood"].items()}
+    meta = {"settings": wh.describe_settings(settings), "network_version": versions[method], "variant": variant,
+            "seed": config.seed, "n_train": len(inputs["train_labels"]), "n_test": len(inputs["test_images"]),
+            "n_ood": config.n_ood, "data_source": config.data_source,
+            "test_accuracy": wh.accuracy(method, test, test_labels),
+            "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
+            "final_train_loss": [h[-1] for h in fit["histories"] if h],
+            "embedding_dim": int(test.get("embedding_dim", 0)), "device": describe(device),
+            "commit": git_commit(mark_dirty=True), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "compute_seconds": time.perf_counter() - start}
+    return wh.prediction_arrays(method, test, ood, meta)
 
 
 def whole_diagnostics(evaluation: dict, labels: np.ndarray) -> dict:

@@ -27,6 +27,7 @@ the two folders were removed from the checkout; `git show 0f091fb:results/03/who
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -42,7 +43,8 @@ from lib.regret import whole as wh
 LEGACY_VERSION = 1  # the version field of the files in results/03/whole*/
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command's options (module docstring)."""
     parser = command_parser("lib.regret.store_whole", __doc__)
     parser.add_argument("--preset", choices=sorted(ex.PRESETS), default="cpu",
                         help="the notebook preset whose whole networks are trained (cpu: widths 16 32 32, batch 256)")
@@ -66,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--convert", type=Path, nargs=2, metavar=("OURS_DIR", "RECIPE_DIR"), default=None,
                         help="write the stored layer of --preset from the pre-layer folders results/03/whole and "
                              "results/03/whole-recipe instead of training (no other option applies)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command (module docstring): train the preset's whole networks into the cache, or `--convert`."""
+    args = _parser().parse_args(argv)
     command = command_line("lib.regret.store_whole", argv)
     set_threads(args.threads)
     if args.convert is not None:
@@ -74,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         layer = convert(dict(zip(ex.WHOLE_VARIANTS, args.convert)), config, ex.cifar_data(config), command=command)
         print(f"wrote {layer} ({len(json.loads((layer / 'manifest.json').read_text())['entries'])} entries)")
         return 0
+    _train(args, command)
+    return 0
+
+
+def _train(args: argparse.Namespace, command: str) -> None:
+    """Train (or find in the cache) the whole networks the options ask for, and print what each method got."""
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size, "label_smoothing": args.label_smoothing}
     config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,
@@ -85,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{method}: test accuracy {p['meta']['test_accuracy']:.4f}, {len(p['meta']['train_seconds'])} "
               f"network(s), {sum(p['meta']['train_seconds']) / 60:.1f} min of training; cached as {p['path']}")
     print(f"{command}: {(time.perf_counter() - start) / 60:.1f} min")
-    return 0
 
 
 def _check_legacy(path: Path, meta: dict, config: ex.RegretConfig, variant: str, method: str, cifar: dict) -> None:
@@ -108,40 +120,63 @@ def convert(folders: dict[str, Path], config: ex.RegretConfig, cifar: dict, *, c
     them (replacing it); returns the layer's folder. Each file is checked first (`_check_legacy`), and its arrays
     are kept as they are. Nothing is trained: the key is computed from the images, not from the networks."""
     from lib import store
-    from lib.cache import atomic_savez, known_config
-    from lib.device import cpu_model
     from lib.provenance import git_commit
 
     start = time.perf_counter()
     inputs = ex.whole_inputs(config, cifar)
-    commit = git_commit(mark_dirty=True)
+    made = {"command": command, "commit": git_commit(mark_dirty=True)}
     records, origins = [], {}
     for variant, folder in folders.items():
         for method in config.methods:
-            path = Path(folder) / f"{method}.npz"
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-            meta = json.loads(str(arrays["meta"]))
-            _check_legacy(path, meta, config, variant, method, cifar)
-            if set(k[4:] for k in arrays if k.startswith("ood_")) != {"id", *config.ood_sets}:
-                raise ValueError(f"{path}: its OOD sets are not 'id' and OOD_SETS {config.ood_sets}")
-            origin = {k: meta[k] for k in ("command", "commit", "device", "host", "date", "train_seconds",
-                                           "wall_seconds_all_methods") if k in meta}
-            meta = {**meta, "variant": variant, "network_version": meta.get("network_version", 1),
-                    "converted": {"from": f"results/03/{Path(folder).name}/{method}.npz", "command": command,
-                                  "commit": commit}}
-            target = ex.whole_prediction_path(config, method, inputs, variant)
-            atomic_savez(target, {**arrays, "meta": np.array(json.dumps(meta, default=str))})
-            wh.from_arrays({**arrays, "meta": np.array(json.dumps(meta))}, str(target))  # the format reads back
-            records.append({"path": str(target), "config": known_config(target),
-                            "compute_seconds": round(sum(meta["train_seconds"]), 1)})
-            origins[target.name] = {"file": meta["converted"]["from"], **origin}
+            record, origin = _convert_file(Path(folder), variant, method, config, cifar, inputs, made)
+            records.append(record)
+            origins[Path(record["path"]).name] = origin
+    provenance = _conversion_provenance(config, made, origins, wall_seconds=time.perf_counter() - start)
+    layer = store.write_layer(ex.CACHE_NAMESPACE, config.preset, records, provenance)
+    manifest = store.read_manifest(layer)  # each entry's origin beside its key (kept when stored again unchanged)
+    for name, origin in origins.items():
+        manifest["entries"][name]["origin"] = origin
+    (layer / store.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return layer
+
+
+def _convert_file(folder: Path, variant: str, method: str, config: ex.RegretConfig, cifar: dict, inputs: dict,
+                  made: dict) -> tuple[dict, dict]:
+    """One pre-layer file, folder/<method>.npz, checked and written as its cache entry (arrays unchanged, the
+    metadata told of the conversion, `made`: its command and commit); returns (the layer's record of the entry,
+    the file's origin: where, when and how its networks were trained)."""
+    from lib.cache import atomic_savez, known_config
+
+    path = folder / f"{method}.npz"
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays["meta"]))
+    _check_legacy(path, meta, config, variant, method, cifar)
+    if set(k[4:] for k in arrays if k.startswith("ood_")) != {"id", *config.ood_sets}:
+        raise ValueError(f"{path}: its OOD sets are not 'id' and OOD_SETS {config.ood_sets}")
+    origin = {k: meta[k] for k in ("command", "commit", "device", "host", "date", "train_seconds",
+                                   "wall_seconds_all_methods") if k in meta}
+    meta = {**meta, "variant": variant, "network_version": meta.get("network_version", 1),
+            "converted": {"from": f"results/03/{folder.name}/{method}.npz", **made}}
+    target = ex.whole_prediction_path(config, method, inputs, variant)
+    atomic_savez(target, {**arrays, "meta": np.array(json.dumps(meta, default=str))})
+    wh.from_arrays({**arrays, "meta": np.array(json.dumps(meta))}, str(target))  # the format reads back
+    record = {"path": str(target), "config": known_config(target),
+              "compute_seconds": round(sum(meta["train_seconds"]), 1)}
+    return record, {"file": meta["converted"]["from"], **origin}
+
+
+def _conversion_provenance(config: ex.RegretConfig, made: dict, origins: dict[str, dict], *,
+                           wall_seconds: float) -> dict:
+    """The layer manifest's provenance of a conversion: its own command, commit and time, and (as the cost of the
+    entries) the training of the files' networks, summed from their `origins`."""
+    from lib.device import cpu_model
+
     trained = sum(sum(o["train_seconds"]) for o in origins.values())
     networks = sum(len(o["train_seconds"]) for o in origins.values())
-    provenance = {
-        "command": command, "commit": commit, "machine": cpu_model(), "threads": "1",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "wall_seconds": round(time.perf_counter() - start, 1), "cpu_seconds": None,
+    return {
+        **made, "machine": cpu_model(), "threads": "1", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_seconds": round(wall_seconds, 1), "cpu_seconds": None,
         "cache": "converted from the pre-layer files of results/03/whole and results/03/whole-recipe: no network "
                  f"trained here; their {networks} networks took {trained / 60:.1f} min of one core to train (each "
                  "entry's compute_seconds and origin)",
@@ -149,12 +184,7 @@ def convert(folders: dict[str, Path], config: ex.RegretConfig, cifar: dict, *, c
                          "parameters": {"PRESET": config.preset},
                          "what": f"the training of the {networks} networks, summed (one core each)"},
         "parameters": {"PRESET": config.preset}, "readme": f"results/03/{config.preset}/README.md"}
-    layer = store.write_layer(ex.CACHE_NAMESPACE, config.preset, records, provenance)
-    manifest = store.read_manifest(layer)  # each entry's origin beside its key (kept when stored again unchanged)
-    for name, origin in origins.items():
-        manifest["entries"][name]["origin"] = origin
-    (layer / store.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return layer
+
 
 def annotate_origins(layer: Path, previous_scratch: dict) -> dict:
     """Give every whole-network entry of `layer` that has no `origin` one, from the metadata its predictions carry

@@ -220,17 +220,25 @@ def predict(method: str, modules: list[nn.Module], inputs: torch.Tensor, *, sett
         samples = [batched(lambda x: F.softmax(net(x), 1), inputs, device) for _ in range(settings.mc_samples)]
         net.eval()
         return {"samples": torch.stack(samples).double().numpy()}
+    return predict_without_sampling(method, modules, lambda fn: batched(fn, inputs, device), device, ddu_fit)
+
+
+def predict_without_sampling(method: str, modules: list[nn.Module],
+                             run: Callable[[Callable[[torch.Tensor], torch.Tensor]], torch.Tensor],
+                             device: torch.device, ddu_fit: dict | None) -> dict:
+    """The predictions of "ensemble", "evidential" and "ddu", the methods that draw nothing at test time, in
+    `predict`'s format; `run(fn)`: fn applied to every batch of the inputs on `device`, concatenated on the CPU
+    (`batched`). `predict` and `lib.regret.whole.predict` (MC-Dropout aside, each its own) share it."""
     if method == "ensemble":
         members = [m.to(device) for m in modules]
-        return {"samples": torch.stack([batched(lambda x, m=m: F.softmax(m(x), 1), inputs, device)
-                                        for m in members]).double().numpy()}
+        return {"samples": torch.stack([run(lambda x, m=m: F.softmax(m(x), 1)) for m in members]).double().numpy()}
     net = modules[0].to(device)
     if method == "evidential":
-        return {"alpha": batched(lambda x: evidential_alpha(net(x)), inputs, device).double().numpy()}
-    logits = batched(net, inputs, device)
-    emb = batched(net.embed, inputs, device).double().numpy()
-    return {"probs": F.softmax(logits.double(), 1).numpy(),
-            "log_density": regret.gda_log_density(emb, ddu_fit), "embedding_dim": np.array(emb.shape[1])}
+        return {"alpha": run(lambda x: evidential_alpha(net(x))).double().numpy()}
+    logits = run(net)
+    emb = run(net.embed).double().numpy()
+    return {"probs": F.softmax(logits.double(), 1).numpy(), "log_density": regret.gda_log_density(emb, ddu_fit),
+            "embedding_dim": np.array(emb.shape[1])}
 
 
 def fit_method(method: str, inputs: torch.Tensor, targets: torch.Tensor, *, settings: HeadSettings, seed: int,

@@ -56,7 +56,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.params import check_choice, check_int, check_real, shown
-from lib.regret import method as regret
 from lib.regret import uq
 from lib.train import Epochs, train_epochs
 
@@ -320,17 +319,7 @@ def predict(method: str, nets: list[FastCifarNet], images: torch.Tensor, setting
         out = _batched(samples, images, device).transpose(0, 1)
         net.eval().cpu()
         return {"samples": out.double().numpy()}
-    if method == "ensemble":
-        members = [n.to(device) for n in nets]
-        return {"samples": torch.stack([_batched(lambda x, n=n: F.softmax(n(x), 1), images, device)
-                                        for n in members]).double().numpy()}
-    net = nets[0].to(device)
-    if method == "evidential":
-        return {"alpha": _batched(lambda x: uq.evidential_alpha(net(x)), images, device).double().numpy()}
-    logits = _batched(net, images, device)
-    emb = _batched(net.embed, images, device).double().numpy()
-    return {"probs": F.softmax(logits.double(), 1).numpy(), "log_density": regret.gda_log_density(emb, ddu_fit),
-            "embedding_dim": np.array(emb.shape[1])}
+    return uq.predict_without_sampling(method, nets, lambda fn: _batched(fn, images, device), device, ddu_fit)
 
 
 def accuracy(method: str, prediction: dict, labels: np.ndarray) -> float:
