@@ -317,7 +317,8 @@ def _variant(name: str) -> str:
 
 
 def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_provenance():
-    """results/03/cpu: the eight whole-network entries (four methods, ours and the recipe's) are intact (their
+    """results/03/cpu: the eight whole-network entries (four methods, ours and the recipe's) and the width study's
+    six (`_check_width_entry`) are intact (their
     SHA-256 and checksum header), in the predictions' format (10,000 rows, the recipe's S and M, every OOD set),
     made with the recipe and network version PRESET="cpu" trains for their variant, and the manifest and the
     README beside it name the command and commit of each training and of the conversion."""
@@ -330,12 +331,15 @@ def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_pro
     assert "`cifar10/cifar10-jpeg.zip`" in readme  # the layer is rewritten by each `make store`: its README stays
     assert all(entry["origin"]["commit"][:7] in readme for name, entry in manifest["entries"].items()
                if name.startswith("whole"))  # the command and commit of each network's training
-    seen = set()
+    seen, study = set(), set()
     for name, entry in entries.items():
         assert store.sha256_file(layer / name) == entry["sha256"], name
         stored = wh.from_arrays(load_npz(layer / name), name)
         meta, variant = stored["meta"], _variant(name)
         method, (settings, versions) = meta["method"], ex.whole_variant(config, variant)
+        if tuple(meta["settings"]["widths"]) != config.whole.widths:  # the width study: trained, not converted
+            study.add(_check_width_entry(config, entry, meta, readme))
+            continue
         seen.add((variant, method))
         assert wh.settings_from(meta) == settings and meta["network_version"] == versions[method], name
         assert entry["config"]["network_version"] == versions[method] and entry["config"]["seed"] == config.seed
@@ -349,6 +353,19 @@ def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_pro
         assert entry["origin"]["command"] in readme and entry["origin"]["commit"] in readme, name
         assert entry["compute_seconds"] == pytest.approx(sum(meta["train_seconds"]), abs=0.1)
     assert seen == {(v, m) for v in ex.WHOLE_VARIANTS for m in ex.uq.METHODS}
+    assert study == {(w, m) for w, methods in config.width_study for m in methods}
+
+
+def _check_width_entry(config: ex.RegretConfig, entry: dict, meta: dict, readme: str) -> tuple:
+    """A width-study entry: the cpu recipe at one of the study's widths, for a method the study trains there, with
+    the store_whole command that trains it as its origin, its commit in the README and its computing time."""
+    widths, method = tuple(meta["settings"]["widths"]), meta["method"]
+    assert method in dict(config.width_study)[widths]
+    assert wh.settings_from(meta) == ex.width_config(config, widths, (method,)).whole
+    assert f"--widths {' '.join(map(str, widths))} --methods {method}" in entry["origin"]["command"]
+    assert entry["origin"]["commit"][:7] in readme and meta["data_source"] == "jpeg"
+    assert entry["compute_seconds"] == pytest.approx(meta["compute_seconds"], abs=0.1)
+    return widths, method
 
 
 def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_root):
@@ -358,6 +375,8 @@ def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_r
     inputs = ex.whole_inputs(config, ex.cifar_data(config))
     _, _, entries = _committed_layer()
     expected = {ex.whole_prediction_path(config, m, inputs, v).name for v in ex.WHOLE_VARIANTS for m in config.methods}
+    expected |= {ex.whole_prediction_path(ex.width_config(config, w, methods), m, inputs).name
+                 for w, methods in config.width_study for m in methods}  # the width study's, variant "ours"
     assert expected == set(entries)
 
 
