@@ -116,8 +116,43 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
+TABLE_CHARS = 100  # the most characters a row of an appendix table may hold (about 800 px, the book's column)
+
+
+def column_groups(key_chars: int, widths: Mapping[str, int], budget: int = TABLE_CHARS) -> list[list[str]]:
+    """The columns (name -> characters of its widest cell) in order, cut into consecutive groups whose row fits
+    `budget` characters beside the `key_chars` of the row names (each cell counts 3 more: bars and spaces);
+    a column wider than the budget alone gets a group of its own."""
+    groups: list[list[str]] = [[]]
+    used = key_chars + 3
+    for name, chars in widths.items():
+        if groups[-1] and used + chars + 3 > budget:
+            groups.append([])
+            used = key_chars + 3
+        groups[-1].append(name)
+        used += chars + 3
+    return groups
+
+
+def _rows_tables(name: str, rows: list[tuple[str, dict]]) -> list[str]:
+    """A dict of rows as Markdown tables no wider than TABLE_CHARS: the columns cut into groups (`column_groups`),
+    each group a table of every row, its header naming the part ("`name` (1 of 3)")."""
+    cols = list(dict.fromkeys(c for _, v in rows for c in v))
+    cells = {c: [_cell(v.get(c, "")) for _, v in rows] for c in cols}
+    widths = {c: max(len(c), *(len(x) for x in cells[c])) for c in cols}
+    groups = column_groups(max(len(name) + 2, *(len(str(k)) for k, _ in rows)), widths)
+    tables = []
+    for i, group in enumerate(groups):
+        part = f" ({i + 1} of {len(groups)})" if len(groups) > 1 else ""
+        head = f"| `{name}`{part} | " + " | ".join(group) + " |\n|---|" + "---|" * len(group) + "\n"
+        body = "\n".join(f"| {k} | " + " | ".join(cells[c][j] for c in group) + " |" for j, (k, _) in enumerate(rows))
+        tables.append(head + body)
+    return tables
+
+
 def value_tables(results: Mapping[str, Any]) -> str:
-    """Every glued value as Markdown: scalars in one table, each dict of rows or of scalars in its own."""
+    """Every glued value as Markdown: scalars in one table, each dict of rows or of scalars in its own (a wide
+    dict of rows cut into tables of at most TABLE_CHARS characters a row)."""
     scalars = {k: v for k, v in results.items() if not isinstance(v, dict)}
     parts = ["| result | value |\n|---|---|\n" + "\n".join(f"| `{k}` | {_cell(v)} |" for k, v in scalars.items())]
     for name, value in results.items():
@@ -125,13 +160,9 @@ def value_tables(results: Mapping[str, Any]) -> str:
             continue
         rows = list(value.items())
         if all(isinstance(v, dict) for _, v in rows):
-            cols = list(dict.fromkeys(c for _, v in rows for c in v))
-            head = f"| `{name}` | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n"
-            body = "\n".join(f"| {k} | " + " | ".join(_cell(v.get(c, "")) for c in cols) + " |" for k, v in rows)
+            parts += _rows_tables(name, rows)
         else:
-            head = f"| `{name}` | value |\n|---|---|\n"
-            body = "\n".join(f"| {k} | {_cell(v)} |" for k, v in rows)
-        parts.append(head + body)
+            parts.append(f"| `{name}` | value |\n|---|---|\n" + "\n".join(f"| {k} | {_cell(v)} |" for k, v in rows))
     return "\n\n".join(parts)
 
 

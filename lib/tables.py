@@ -43,3 +43,19 @@ def formatted(table: pd.DataFrame, digits: int = 3, *, significant: bool = False
         whole = _whole(values)
         out.iloc[:, i] = [_cell(v, digits, significant, whole) for v in values]
     return out
+
+
+def grouped(table: pd.DataFrame, groups: dict[str, dict[str, str]]) -> pd.DataFrame:
+    """`table`'s columns under two-level headers, so that a table of ours-beside-the-paper's values fits the page:
+    the quantity's name is written once above its short sub-columns instead of in every column's header.
+
+    groups: {top header: {sub-header: a column of `table`}}, in display order; a column of `table` named nowhere
+    is left out, and a name that `table` lacks is an error (a renamed column would otherwise vanish silently).
+    """
+    missing = [column for subs in groups.values() for column in subs.values() if column not in table.columns]
+    if missing:
+        raise KeyError(f"grouped: columns not in the table: {missing}")
+    pairs = [(top, sub, column) for top, subs in groups.items() for sub, column in subs.items()]
+    out = table[[column for _, _, column in pairs]].copy()
+    out.columns = pd.MultiIndex.from_tuples([(top, sub) for top, sub, _ in pairs])
+    return out

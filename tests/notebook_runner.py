@@ -246,20 +246,29 @@ HEADLINE_ROWS = 40  # the most rows the headline summary may show (about 1,000 p
 
 
 # A displayed table's width as JupyterLab draws it (13 px sans-serif, 0.5 em padding on each side of a cell), from
-# its text: the widest cell of each column, at the width of a digit (0.556 em). It gives 1,300-1,450 px for notebook
-# 04's former 16-column toy-generator table, as chromium measured it (tests/test_browser.py measures every table).
+# its text: the widest cell of each column. Calibrated on chromium's widths of the tables tests/test_browser.py
+# measured at 2e1aae8 (within 2 % of the 972 px and 1,369 px it drew for notebook 02's captioner tables, one of
+# numbers under bold headers, one of sentences): a character of a bold header cell, a digit, a capital or a sign
+# takes CHAR_PX; a lower-case letter, a space or light punctuation in a body cell takes NARROW_CHAR_PX.
 TABLE_WIDTH_PX = 900  # the widest a table may be: the page width left beside JupyterLab's sidebar or the book's menu
-CHAR_PX, CELL_PADDING_PX = 7.2, 13
+CHAR_PX, NARROW_CHAR_PX, CELL_PADDING_PX = 7.8, 6.5, 13
+NARROW = set("abcdefghijklmnopqrstuvwxyz .,:;()'")
+
+
+def text_px(text: str, bold: bool) -> float:
+    """The width in px of a cell's text (CHAR_PX, NARROW_CHAR_PX above)."""
+    return sum(CHAR_PX if bold or ch not in NARROW else NARROW_CHAR_PX for ch in text)
 
 
 class TableText(HTMLParser):
-    """The text of every cell of every <table> in an HTML output, as [table][row] -> [(text, colspan, rowspan)]."""
+    """The text of every cell of every <table> in an HTML output, as [table][row] -> [(text, colspan, rowspan, bold)]
+    (a header cell, <th>, is bold)."""
 
     def __init__(self):
         super().__init__()
-        self.tables: list[list[list[tuple[str, int, int]]]] = []
+        self.tables: list[list[list[tuple[str, int, int, bool]]]] = []
         self._cell: list[str] | None = None
-        self._span = (1, 1)
+        self._span = (1, 1, False)
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
@@ -268,7 +277,7 @@ class TableText(HTMLParser):
             self.tables[-1].append([])
         elif tag in ("td", "th"):
             attrs = dict(attrs)
-            self._cell, self._span = [], (int(attrs.get("colspan") or 1), int(attrs.get("rowspan") or 1))
+            self._cell, self._span = [], (int(attrs.get("colspan") or 1), int(attrs.get("rowspan") or 1), tag == "th")
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
@@ -281,42 +290,73 @@ class TableText(HTMLParser):
 
 
 def table_widths_px(html: str) -> list[float]:
-    """The estimated width in px of each table in `html` at its widest (no cell wrapped): per column, its widest
-    cell (cells spanning several columns left out; a cell spanning rows holds its column in those rows), plus
-    each cell's padding."""
+    """The estimated width in px of each table in `html` at its widest (no cell wrapped)."""
     parser = TableText()
     parser.feed(html)
-    widths = []
-    for rows in parser.tables:
-        chars: dict[int, int] = {}
-        held: dict[int, int] = {}  # column -> rows still covered by a cell from a row above
-        for row in rows:
-            position = 0
-            for text, colspan, rowspan in row:
-                while held.get(position, 0) > 0:
-                    position += 1
-                if colspan == 1:
-                    chars[position] = max(chars.get(position, 0), len(text))
-                for column in range(position, position + colspan):
-                    held[column] = rowspan
-                position += colspan
-            held = {column: left - 1 for column, left in held.items() if left > 1}
-        widths.append(sum(CHAR_PX * n + CELL_PADDING_PX for n in chars.values()))
-    return widths
+    return [_width_px(rows) for rows in parser.tables]
+
+
+def markdown_table_widths_px(markdown: str) -> list[float]:
+    """The estimated width in px of each pipe table in `markdown` (a reading cell's output), as drawn: emphasis
+    marks and backslash escapes take no room."""
+    tables, rows = [], []
+    for line in markdown.splitlines() + [""]:
+        line = line.strip()
+        if line.startswith("|") and line.endswith("|") and len(line) > 1:
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line[1:-1])]
+            if not all(re.fullmatch(r":?-+:?", c) for c in cells):  # the header's separator row
+                rows.append([(re.sub(r"[*`\\]", "", c), 1, 1, not rows) for c in cells])  # the header is bold
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return [_width_px(rows) for rows in tables]
+
+
+def _width_px(rows: list[list[tuple[str, int, int, bool]]]) -> float:
+    """Per column, its widest cell (cells spanning several columns left out; a cell spanning rows holds its column
+    in those rows), plus each cell's padding."""
+    px: dict[int, float] = {}
+    held: dict[int, int] = {}  # column -> rows still covered by a cell from a row above
+    for row in rows:
+        position = 0
+        for text, colspan, rowspan, bold in row:
+            while held.get(position, 0) > 0:
+                position += 1
+            if colspan == 1:
+                px[position] = max(px.get(position, 0), text_px(text, bold))
+            for column in range(position, position + colspan):
+                held[column] = rowspan
+            position += colspan
+        held = {column: left - 1 for column, left in held.items() if left > 1}
+    return sum(width + CELL_PADDING_PX for width in px.values())
 
 
 def displayed_table_widths(executed: Path) -> list[tuple[str, float]]:
-    """(cell id, estimated px) of every HTML table an executed notebook displays."""
+    """(cell id, estimated px) of every table an executed notebook displays: HTML tables and the Markdown tables of
+    its reading cells."""
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
-    return [(cell.get("id", "?"), width) for cell in nb["cells"] for output in cell.get("outputs", [])
-            for width in table_widths_px("".join(output.get("data", {}).get("text/html", "")))]
+    widths = []
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/html" in data:
+                widths += [(cell.get("id", "?"), w) for w in table_widths_px("".join(data["text/html"]))]
+            elif "text/markdown" in data:
+                widths += [(cell.get("id", "?"), w) for w in markdown_table_widths_px("".join(data["text/markdown"]))]
+    return widths
+
+
+def assert_tables_fit(executed: Path) -> None:
+    """No table the executed notebook shows is wider than TABLE_WIDTH_PX (estimated)."""
+    wide = [(cell, round(px)) for cell, px in displayed_table_widths(executed) if px > TABLE_WIDTH_PX]
+    assert not wide, f"tables wider than {TABLE_WIDTH_PX} px (cell id, estimated px): {wide}"
 
 
 def assert_clean_outputs(executed: Path) -> None:
     """What a reader of the executed notebook (and of its HTML report) sees is clean: results are recorded
     silently (the glue outputs carry no text) and one short, labelled summary table shows the headline, every
-    figure has alt text and no legend on its data, no stray `PosixPath(...)` and no widget progress bars
-    (whose state is lost outside a live front end)."""
+    figure has alt text and no legend on its data, no table wider than the page, no stray `PosixPath(...)` and no widget
+    progress bars (whose state is lost outside a live front end)."""
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
     images = 0
     for cell in nb["cells"]:
@@ -334,6 +374,7 @@ def assert_clean_outputs(executed: Path) -> None:
             assert "PosixPath(" not in "".join(data.get("text/plain", "")), f"a stray path in {cell['id']}"
     assert images > 0
     assert_headline_shown(nb)
+    assert_tables_fit(executed)
 
 
 def assert_headline_shown(nb: dict) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lib import results
-from lib.results import TemplateError, render, update_readme, value_tables
+from lib.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
 
@@ -29,6 +29,19 @@ def test_value_tables_render_scalars_rows_and_dicts():
                          "table": {"CReL/0.1": {"z": 0.9, "y": 0.8}, "PCP/0.1": {"y": 0.7}}})
     assert "| `preset` | cpu |" in text and "| 2 | 0.9123 |" in text and "| 4 | 0.5 / 0.25 |" in text
     assert "| `table` | z | y |" in text and "| PCP/0.1 |  | 0.7 |" in text
+
+
+def test_a_wide_dict_of_rows_is_cut_into_tables_that_fit_the_column_and_keep_every_value():
+    columns = [f"quantity_{i:02d}_long" for i in range(12)]
+    rows = {f"row{r}": {c: r + i / 1000 for i, c in enumerate(columns)} for r in range(3)}
+    text = value_tables({"wide": rows})
+    tables = [t.strip() for t in text.split("\n\n") if t.strip().startswith("| `wide`")]
+    assert len(tables) > 1 and tables[0].startswith(f"| `wide` (1 of {len(tables)}) |")
+    assert all(len(line) <= TABLE_CHARS for t in tables for line in t.splitlines())
+    headers = [h.strip() for t in tables for h in t.splitlines()[0].split("|")[2:-1]]
+    assert headers == columns  # every column once, in order
+    assert all(f"| row{r} |" in t for t in tables for r in range(3))  # every row in every part
+    assert column_groups(10, {"a": 200, "b": 5}) == [["a"], ["b"]]  # a column wider than the budget stands alone
 
 
 def test_readme_headlines_are_replaced_between_the_markers_only(tmp_path):

@@ -1,11 +1,12 @@
-"""lib.tables.formatted: what a displayed table prints, cell by cell."""
+"""lib.tables: what a displayed table prints, cell by cell (formatted), and its two-level headers (grouped)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from lib.tables import formatted
+from lib.tables import formatted, grouped
 
 
 def test_counts_print_as_whole_numbers_and_floats_to_the_asked_digits():
@@ -28,3 +29,18 @@ def test_a_transposed_table_is_judged_per_row():
     assert formatted(side, 3, axis=1).to_dict("index") == {"auc_mean": {"C=2": "0.088", "C=4": "0.081"},
                                                            "below_0.9": {"C=2": "4", "C=4": "0"}}
     assert formatted(side, 3).loc["below_0.9", "C=2"] == "4.000"  # per column, a count mixed with AUCs
+
+
+def test_grouped_puts_each_quantity_above_its_sub_columns_and_keeps_the_values():
+    table = pd.DataFrame({"AuReC": [0.2, 0.3], "paper AuReC": [0.07, 0.1], "accuracy": [0.8, 0.7], "other": [1, 2]},
+                         index=["a", "b"])
+    out = grouped(table, {"accuracy": {"ours": "accuracy"}, "AuReC": {"ours": "AuReC", "paper": "paper AuReC"}})
+    assert list(out.columns) == [("accuracy", "ours"), ("AuReC", "ours"), ("AuReC", "paper")]
+    assert out[("AuReC", "paper")].tolist() == [0.07, 0.1] and out[("accuracy", "ours")].tolist() == [0.8, 0.7]
+    assert list(out.index) == ["a", "b"]
+
+
+def test_grouped_names_a_column_the_table_lacks():
+    table = pd.DataFrame({"AuReC": [0.2]})
+    with pytest.raises(KeyError, match="paper AuReC"):
+        grouped(table, {"AuReC": {"ours": "AuReC", "paper": "paper AuReC"}})

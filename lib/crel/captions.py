@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import textwrap
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.crel import method as crel
@@ -293,3 +295,44 @@ def pool_similarity(data: dict, images: np.ndarray) -> dict[str, float]:
     """Mean cos(e(caption), GT) of each pool over `images` (the designed order OWN > NEAR > MID > UNREL)."""
     emb, gt = data["emb"], data["emb"][data["roles"]["gt"]]
     return {p: float(np.mean([np.mean(emb[data["pools"][p][i]] @ gt[i]) for i in images])) for p in POOLS}
+
+
+# ----------------------------------------------------------------------------------------------------
+# What notebook 02 shows of the captioners (tables the width of the page)
+# ----------------------------------------------------------------------------------------------------
+SHOWN_CHARS = 72  # a caption shown in a table is cut to this many characters (the table stays within the page)
+
+
+def captioner_table(results: dict[str, dict]) -> pd.DataFrame:
+    """One column per captioner (`run_captioner` results by name), one row per quantity: mean BERT-SIM, CReL-BERT,
+    the model-free α-quantile of ρ, Coverage-Z, the PGD spread (std over starts), tail sanity, and each captioner's
+    rank by mean BERT-SIM and by CReL-BERT (1 = best). Quantities as rows keep it narrow with any number of
+    captioners."""
+    table = pd.DataFrame({name: {"mean BERT-SIM": r["mean_rho"], "CReL-BERT": r["crel"],
+                                 "model-free q_α": float(np.mean(r["q_alpha"])), "Coverage-Z": r["coverage_z"],
+                                 "PGD spread (std over starts)": r["spread_mean"], "tail sanity": r["tail_sanity"]}
+                          for name, r in results.items()})
+    table.loc["rank by mean BERT-SIM"] = table.loc["mean BERT-SIM"].rank(ascending=False)
+    table.loc["rank by CReL-BERT"] = table.loc["CReL-BERT"].rank(ascending=False)
+    return table.rename_axis("captioner", axis=1)
+
+
+def worst_case_table(results: dict[str, dict], data: dict, n_images: int = 3) -> pd.DataFrame:
+    """For each of the first `n_images` test images: the caption standing in for the image (x), its ground-truth
+    caption, and each captioner's worst case (the corpus caption nearest to the decoded worst point, with its
+    CReL(x)), one caption per row, indexed (image, caption) and cut to SHOWN_CHARS characters.
+
+    The captioners share the test images (one fold split per corpus); a mismatch is an error, not a mixed table."""
+    images = [tuple(r["test_images"][:n_images]) for r in results.values()]
+    if len(set(images)) > 1:
+        raise ValueError("worst_case_table: the captioners' test images differ; their worst cases are not comparable")
+    texts, roles = data["texts"], data["roles"]
+    rows = []
+    for k, i in enumerate(images[0] if images else ()):
+        rows.append({"image": k + 1, "caption": "x (stand-in for the image)", "text": texts[roles["cx"][i]]})
+        rows.append({"image": k + 1, "caption": "ground truth", "text": texts[roles["gt"][i]]})
+        rows += [{"image": k + 1, "caption": f"worst case of {name}", "text": texts[r["worst_caption"][k]],
+                  "CReL(x)": float(r["crel_per_x"][k])} for name, r in results.items()]
+    table = pd.DataFrame(rows, columns=["image", "caption", "text", "CReL(x)"]).set_index(["image", "caption"])
+    table["text"] = [textwrap.shorten(t, SHOWN_CHARS, placeholder=" …") for t in table["text"]]
+    return table

@@ -27,7 +27,7 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, ma
     ax_z.fill(*np.vstack([V, V[:1]]).T, color=PALETTE[0], alpha=0.4, label="R(x)")
     ring = np.concatenate([V[i] + m.gamma * np.stack([np.cos(t), np.sin(t)], 1) for i in range(len(V))])
     hull = ring[ConvexHull(ring).vertices]
-    ax_z.plot(*np.vstack([hull, hull[:1]]).T, color=PALETTE[1], label=f"S^γ, γ = {m.gamma:.3f}")
+    ax_z.plot(*np.vstack([hull, hull[:1]]).T, color=PALETTE[1], label=rf"$S^\gamma$, γ = {m.gamma:.3f}")
     rng = np.random.default_rng(0)
     ys = sample_y(np.full(2000, x_value), rng)
     zs = m.latent(np.full((2000, 1), x_value), ys)
@@ -37,7 +37,7 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, ma
     if not decoded.empty:
         pts = decoded.points
         pts = pts[rng.choice(len(pts), max_points, replace=False)] if len(pts) > max_points else pts
-        ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label="Dec(S^γ grid points)")
+        ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label=r"Dec($S^\gamma$ grid points)")
     ax_z.set(title=f"latent space, x = {x_value}", xlabel="z1", ylabel="z2")
     ax_y.set(title=f"output space, x = {x_value}", xlabel="y1", ylabel="y2")
 

@@ -542,6 +542,8 @@ def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False
 # The paper's numbers (spec §1.2, §1.3; the digest is the only source)
 # ----------------------------------------------------------------------------------------------------
 PAPER_COLUMNS = ("AuReC", "ex-AuReC", "P-gap", "r_s(Â,Ê)", "r_s(A*,E*)")
+# the losses as the figures and the reading text write them
+LOSS_NAMES = {"ce": "CE", "zero_one": "0/1", "squared": "squared", "absolute": "absolute"}
 PAPER_METHOD_NAMES = {"mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble", "ddu": "DDU",
                       "evidential": "Evidential"}
 PAPER_TABLE = {  # (data, loss, method) -> AuReC, ex-AuReC, P-gap, r_s(Â,Ê), r_s(A*,E*)
