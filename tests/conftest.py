@@ -50,6 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     if "WORKBOOK_DATA" not in os.environ and SHARED_DATA.is_dir():
         os.environ["WORKBOOK_DATA"] = str(SHARED_DATA)
+    root = Path(os.environ.get("WORKBOOK_DATA", ROOT / "data"))
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not (root / "cifar10h").is_dir():
+        # one clear line instead of dozens of failed smoke runs (a checkout without ../shared/data beside it)
+        pytest.exit(f"the reference data is not at {root}: set WORKBOOK_DATA to the folder that holds cifar10h/, "
+                    "cifar10/, coco/ and models/ (data/README.md)", returncode=4)
     if os.environ.get("PYTEST_XDIST_WORKER"):  # one core per worker, for this process and the kernels it starts
         from lib.device import set_threads
 

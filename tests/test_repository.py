@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -120,3 +123,14 @@ def test_every_test_file_the_repository_names_exists():
     assert missing - OLD_TEST_NAMES_PENDING == set(), "test files named that do not exist"
     assert OLD_TEST_NAMES_PENDING <= missing, (
         f"{sorted(OLD_TEST_NAMES_PENDING - missing)} no longer named: drop them from OLD_TEST_NAMES_PENDING")
+
+
+def test_the_suite_stops_at_once_with_one_clear_line_when_the_data_is_missing(tmp_path):
+    """A checkout without ../shared/data beside it and no WORKBOOK_DATA: one line naming the folder and the
+    variable, exit status 4, instead of dozens of failed smoke runs."""
+    env = {**os.environ, "WORKBOOK_DATA": str(tmp_path / "nowhere")}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_tables.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"the reference data is not at {tmp_path / 'nowhere'}: set WORKBOOK_DATA" in done.stdout + done.stderr
