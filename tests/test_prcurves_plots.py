@@ -37,3 +37,11 @@ def test_shade_mask_shades_exactly_the_runs_where_the_mask_holds():
     runs = sorted((p.vertices[:, 0].min(), p.vertices[:, 0].max()) for p in shaded.get_paths())
     assert runs == [(3.0, 5.0), (8.0, 8.0)] and shaded.get_label() == "significant"
     plt.close(fig)
+
+
+def test_an_empty_mask_adds_no_legend_entry():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="curve")
+    shade_mask(ax, np.arange(10.0), np.zeros(10, bool), color="green", label="significant")
+    assert [t.get_text() for t in ax.legend().get_texts()] == ["curve"]
+    plt.close(fig)

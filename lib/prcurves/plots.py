@@ -4,6 +4,7 @@ each member's AUC against training steps (the frontier study)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 
 def plot_band(ax: plt.Axes, band: dict, *, label: str, color, members: bool = False) -> None:
@@ -20,9 +21,10 @@ def plot_band(ax: plt.Axes, band: dict, *, label: str, color, members: bool = Fa
 
 
 def shade_mask(ax: plt.Axes, x, mask, *, color, label: str | None = None) -> None:
-    """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant)."""
+    """Shade the x-ranges where the boolean `mask` holds (e.g. where a test is significant); an empty mask shades
+    nothing and adds no legend entry (a legend would otherwise name a region the figure does not show)."""
     ax.fill_between(x, 0, 1, where=mask, transform=ax.get_xaxis_transform(), color=color, alpha=0.15, lw=0,
-                    label=label, step="mid")
+                    label=label if np.any(mask) else None, step="mid")
 
 
 def plot_member_trajectories(ax: plt.Axes, trajectory: dict, *, colors, threshold: float) -> None:
