@@ -245,11 +245,11 @@ def assert_fails_fast(run: Callable[..., dict], tmp_path: Path, parameters: dict
 HEADLINE_ROWS = 40  # the most rows the headline summary may show (about 1,000 px in a browser)
 
 
-# A displayed table's width as JupyterLab draws it (13 px sans-serif, 0.5 em padding on each side of a cell), from
-# its text: the widest cell of each column. Calibrated on chromium's widths of the tables tests/test_browser.py
-# measured at 2e1aae8 (within 2 % of the 972 px and 1,369 px it drew for notebook 02's captioner tables, one of
-# numbers under bold headers, one of sentences): a character of a bold header cell, a digit, a capital or a sign
-# takes CHAR_PX; a lower-case letter, a space or light punctuation in a body cell takes NARROW_CHAR_PX.
+# A displayed table's width as JupyterLab draws it (sans-serif, 0.5 em padding on each side of a cell), from its
+# text: the widest cell of each column. Calibrated on the widths chromium drew in `make test-browser`: a character
+# of a bold header cell, a digit, a capital or a sign takes CHAR_PX; a lower-case letter, a space or light
+# punctuation in a body cell takes NARROW_CHAR_PX. Against chromium, on the 31 tables wider than 500 px of the
+# smoke runs at f86abc9, the estimate was 0.93-1.08 times the drawn width, median 1.00.
 TABLE_WIDTH_PX = 900  # the widest a table may be: the page width left beside JupyterLab's sidebar or the book's menu
 CHAR_PX, NARROW_CHAR_PX, CELL_PADDING_PX = 7.8, 6.5, 13
 NARROW = set("abcdefghijklmnopqrstuvwxyz .,:;()'")
@@ -313,9 +313,10 @@ def markdown_table_widths_px(markdown: str) -> list[float]:
 
 
 def _width_px(rows: list[list[tuple[str, int, int, bool]]]) -> float:
-    """Per column, its widest cell (cells spanning several columns left out; a cell spanning rows holds its column
-    in those rows), plus each cell's padding."""
+    """Per column, its widest cell, plus each cell's padding; a cell spanning rows holds its column in those rows,
+    and a cell spanning columns (a two-level header) widens them evenly where its text is wider than they are."""
     px: dict[int, float] = {}
+    spans: list[tuple[int, int, float]] = []  # (first column, columns, text px) of each cell spanning columns
     held: dict[int, int] = {}  # column -> rows still covered by a cell from a row above
     for row in rows:
         position = 0
@@ -324,10 +325,17 @@ def _width_px(rows: list[list[tuple[str, int, int, bool]]]) -> float:
                 position += 1
             if colspan == 1:
                 px[position] = max(px.get(position, 0), text_px(text, bold))
+            else:
+                spans.append((position, colspan, text_px(text, bold)))
             for column in range(position, position + colspan):
                 held[column] = rowspan
             position += colspan
         held = {column: left - 1 for column, left in held.items() if left > 1}
+    for first, count, width in spans:
+        columns = range(first, first + count)
+        short = width - sum(px.get(c, 0) for c in columns) - (count - 1) * CELL_PADDING_PX
+        for column in columns:
+            px[column] = px.get(column, 0) + max(short, 0) / count
     return sum(width + CELL_PADDING_PX for width in px.values())
 
 
