@@ -452,7 +452,7 @@ def test_the_condition_figure_draws_the_decoded_grid_points_of_the_set_at_most_m
     for cap_points, drawn in ((10_000, int(inside.sum())), (50, 50)):
         fig, (ax_z, ax_y) = plt.subplots(1, 2)
         plots.plot_condition({"model": m, "z_grid": z_grid}, 0.5, ax_z, ax_y, max_points=cap_points)
-        decoded = next(c for c in ax_y.collections if c.get_label() == "Dec(S^γ grid points)").get_offsets()
+        decoded = next(c for c in ax_y.collections if c.get_label() == plots.DECODED_LABEL).get_offsets()
         plt.close(fig)
         assert len(decoded) == drawn
         assert np.isin(np.round(np.arcsinh(np.asarray(decoded)), 6), np.round(z_grid[inside], 6)).all()

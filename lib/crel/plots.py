@@ -12,6 +12,8 @@ from lib.crel.evaluation import DecodedSet
 from lib.data.banana import sample_y
 from lib.plotting import PALETTE
 
+DECODED_LABEL = r"Dec($S^\gamma$ grid points)"  # the legend entry of the decoded grid points of the set
+
 
 def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, max_points: int = 20_000) -> None:
     """At condition x: the latent region R(x), the calibrated set S^gamma(x) and fresh codes (left, `ax_z`),
@@ -37,7 +39,7 @@ def plot_condition(run: dict, x_value: float, ax_z: plt.Axes, ax_y: plt.Axes, ma
     if not decoded.empty:
         pts = decoded.points
         pts = pts[rng.choice(len(pts), max_points, replace=False)] if len(pts) > max_points else pts
-        ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label=r"Dec($S^\gamma$ grid points)")
+        ax_y.scatter(*pts.T, s=3, color=PALETTE[1], alpha=0.5, label=DECODED_LABEL)
     ax_z.set(title=f"latent space, x = {x_value}", xlabel="z1", ylabel="z2")
     ax_y.set(title=f"output space, x = {x_value}", xlabel="y1", ylabel="y2")
 
