@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from lib.cache import atomic_write, config_hash
-from lib.report import temporary_environ
+from lib.report import IPCKernelManager, temporary_environ
 
 GRID_KEYS = ("fixed", "grid", "points", "resources", "timeout")
 HEAD = ("point_id", "status")
@@ -174,8 +174,11 @@ def run_point(notebook_text: str, parameters: dict[str, Any], *, point: str, cwd
         error = ""
         with temporary_environ(kernel_environ(env)):
             try:
+                # IPC sockets, not TCP ports: two workers' kernels starting at once could pick the same free
+                # port (a point failed "Address already in use" in a CI run beside another CPU-bound process)
                 pm.execute_notebook(source, executed, parameters=parameters, progress_bar=False,
-                                    cwd=cwd if Path(cwd).is_dir() else tmp, execution_timeout=timeout)
+                                    cwd=cwd if Path(cwd).is_dir() else tmp, execution_timeout=timeout,
+                                    kernel_manager_class=IPCKernelManager)
             except pm.PapermillExecutionError as exc:
                 error = f"{exc.ename}: {_plain(exc.evalue)} (cell {exc.exec_count})"
             except Exception as exc:  # a kernel that died, a timeout, a bad parameter type

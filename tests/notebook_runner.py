@@ -153,7 +153,6 @@ class ConfigCell:
 
     def __init__(self, notebook: Path, cache: Path):
         import nbformat
-        from jupyter_client import KernelManager
 
         cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
         first = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
@@ -161,7 +160,7 @@ class ConfigCell:
         self.cache = cache
         env = {**os.environ, "WORKBOOK_CACHE": str(cache),
                "WORKBOOK_DATA": str(Path(os.environ.get("WORKBOOK_DATA", "data")).resolve())}
-        self.manager = KernelManager(kernel_name="python3")
+        self.manager = IPCKernelManager(kernel_name="python3")  # no TCP port two kernels could both pick
         self.manager.start_kernel(cwd=str(notebook.parent), env=env)
         self.client = self.manager.blocking_client()
         self.client.start_channels()
