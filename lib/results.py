@@ -116,7 +116,7 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
-TABLE_CHARS = 100  # the most characters a row of an appendix table may hold (about 800 px, the book's column)
+TABLE_CHARS = 88  # the most characters an appendix table row may hold: the book's 784-px column (1,400-px window)
 
 
 def column_groups(key_chars: int, widths: Mapping[str, int], budget: int = TABLE_CHARS) -> list[list[str]]:
@@ -140,7 +140,7 @@ def _rows_tables(name: str, rows: list[tuple[str, dict]]) -> list[str]:
     cols = list(dict.fromkeys(c for _, v in rows for c in v))
     cells = {c: [_cell(v.get(c, "")) for _, v in rows] for c in cols}
     widths = {c: max(len(c), *(len(x) for x in cells[c])) for c in cols}
-    groups = column_groups(max(len(name) + 2, *(len(str(k)) for k, _ in rows)), widths)
+    groups = column_groups(max(len(f"`{name}` (1 of 9)"), *(len(str(k)) for k, _ in rows)), widths)  # the part label
     tables = []
     for i, group in enumerate(groups):
         part = f" ({i + 1} of {len(groups)})" if len(groups) > 1 else ""

@@ -257,10 +257,12 @@ def _legacy_folder(folder, out: dict, **meta) -> None:
         np.savez_compressed(folder / f"{method}.npz", **arrays)
 
 
-def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, monkeypatch, capsys):
+def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, monkeypatch, capsys, thread_count):
     """convert: pre-layer files become the cache entries whole_predictions looks up and a stored layer with
     their provenance; a run with SOURCE="stored" and an empty cache then trains nothing and gets the files'
-    numbers. A file made with another recipe or data source is refused, naming it."""
+    numbers. A file made with another recipe or data source is refused, naming it. At one thread, the notebook's
+    default NUM_THREADS: the keys hold the thread count (`lib.device.threads_key`), and plain pytest runs at more."""
+    thread_count(1)
     from lib import store
     from lib.regret import store_whole
 
@@ -368,9 +370,11 @@ def _check_width_entry(config: ex.RegretConfig, entry: dict, meta: dict, readme:
     return widths, method
 
 
-def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_root):
+def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_root, thread_count):
     """The key whole_predictions computes for PRESET="cpu" from the CIFAR-10 JPEG copy is each committed entry's
-    name, for every method and variant: a default run reads them all and trains nothing."""
+    name, for every method and variant: a default run (NUM_THREADS=1, which the keys hold) reads them all and
+    trains nothing."""
+    thread_count(1)
     config = ex.resolve_config("cpu")
     inputs = ex.whole_inputs(config, ex.cifar_data(config))
     _, _, entries = _committed_layer()
