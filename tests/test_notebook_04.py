@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from findings import check_findings
 from notebook_runner import (
-    TABLE_WIDTH_PX,
     assert_clean_outputs,
     assert_fails_fast,
     assert_parameters_are_named,
     assert_results_page_renders,
+    assert_tables_fit,
     config_cell_fixture,
     displayed_table_widths,
     notebook_runner,
@@ -21,8 +21,6 @@ from lib.glue import without_clocks
 from lib.report import temporary_environ
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
-
-
 
 
 smoke = smoke_fixture(run)
@@ -38,8 +36,7 @@ def test_every_table_shown_fits_the_page(smoke):
     as one table of 16 columns; it is shown as two)."""
     widths = displayed_table_widths(smoke["notebook"])
     assert any(cell == "cell-24" for cell, _ in widths), "the toy-generator tables are not shown"
-    wide = [(cell, round(px)) for cell, px in widths if px > TABLE_WIDTH_PX]
-    assert not wide, f"tables wider than {TABLE_WIDTH_PX} px (cell id, estimated px): {wide}"
+    assert_tables_fit(smoke["notebook"])
 
 
 def test_results_page_renders_from_the_smoke_run(smoke):

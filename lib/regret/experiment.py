@@ -920,9 +920,6 @@ def width_study(config: RegretConfig, cifar: dict, whole: dict, *, device: torch
     return study
 
 
-LOSS_LABELS = {"ce": "CE", "zero_one": "0/1"}
-
-
 def width_rows(config: RegretConfig, study: dict, cifar: dict, known: dict | None = None) -> list[dict]:
     """One row per (widths, method) of `study` (`width_study`): the network's size and training time, its
     accuracy and calibration against CIFAR-10's labels, and the regret metrics on the CIFAR-10H rows for each of
@@ -942,8 +939,8 @@ def width_rows(config: RegretConfig, study: dict, cifar: dict, known: dict | Non
             for loss, ev in evals.items():
                 paper = paper_rows("CIFAR-10H", loss).get(method, {})
                 for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)"):
-                    row[f"{LOSS_LABELS[loss]} {c}"] = ev["metrics"][c]
-                    row[f"paper {LOSS_LABELS[loss]} {c}"] = paper.get(c)
+                    row[f"{LOSS_NAMES[loss]} {c}"] = ev["metrics"][c]
+                    row[f"paper {LOSS_NAMES[loss]} {c}"] = paper.get(c)
             rows.append(row)
     return rows
 
