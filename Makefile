@@ -9,8 +9,10 @@ FIGURES ?= $(if $(filter cpu,$(PRESET)),$(CURDIR)/docs/figures,$(CURDIR)/runs/fi
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 STAMP := $(VENV)/.installed
 
-# Data root: the shared reference copy when it exists beside the checkout, else data/.
-SHARED_DATA := $(wildcard $(abspath ../shared/data))
+# Data root: the shared reference copy beside the checkout, or beside the local checkout this one was cloned from
+# (a clone made in a temporary folder finds it too), else data/.
+ORIGIN := $(patsubst file://%,%,$(shell git config --get remote.origin.url 2>/dev/null))
+SHARED_DATA := $(firstword $(wildcard $(abspath ../shared/data) $(if $(ORIGIN),$(abspath $(ORIGIN)/../shared/data))))
 WORKBOOK_DATA ?= $(if $(SHARED_DATA),$(SHARED_DATA),$(CURDIR)/data)
 export WORKBOOK_DATA
 

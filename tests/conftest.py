@@ -14,7 +14,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+
+
+def _shared_data() -> Path:
+    """The shared reference data beside the checkout, or beside the local checkout it was cloned from (as the
+    Makefile finds it); the first of those paths when neither exists."""
+    import subprocess
+
+    origin = subprocess.run(["git", "config", "--get", "remote.origin.url"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip().removeprefix("file://")
+    candidates = [ROOT / ".." / "shared" / "data"] + ([Path(origin) / ".." / "shared" / "data"] if origin else [])
+    return next((c.resolve() for c in candidates if c.is_dir()), candidates[0].resolve())
+
+
+SHARED_DATA = _shared_data()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
