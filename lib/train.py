@@ -140,10 +140,10 @@ def _save(checkpoint: Path, model: nn.Module, optimiser: torch.optim.Optimizer, 
 
 
 def _batch_step(batch_loss: BatchLoss, idx: torch.Tensor, epoch: int, optimiser: torch.optim.Optimizer, scheduler,
-                plan: Epochs, step: int, total: int) -> float:
+                plan: Epochs, step: int, total: int, after_step: Callable[[int], None] | None = None) -> float:
     """Optimiser step `step` (0-based, of `total`) on the batch `idx`: the learning rate of a factor schedule,
-    the step itself, torch's per-step cosine after it; returns the batch's loss summed over its items (the loss
-    itself with plan.summed_loss)."""
+    the step itself, `after_step(step)` (an EMA), torch's per-step cosine after it; returns the batch's loss
+    summed over its items (the loss itself with plan.summed_loss)."""
     if callable(plan.schedule):
         for group in optimiser.param_groups:
             group["lr"] = group.setdefault("base_lr", group["lr"]) * plan.schedule(step, total)
@@ -151,6 +151,8 @@ def _batch_step(batch_loss: BatchLoss, idx: torch.Tensor, epoch: int, optimiser:
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
+    if after_step is not None:
+        after_step(step)
     if plan.schedule == "cosine_steps":
         scheduler.step()
     return loss.item() * (1 if plan.summed_loss else len(idx))
@@ -158,13 +160,16 @@ def _batch_step(batch_loss: BatchLoss, idx: torch.Tensor, epoch: int, optimiser:
 
 def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim.Optimizer, *, num_items: int,
                  plan: Epochs, generator: torch.Generator, index_device: torch.device | str | None = None,
-                 checkpoint: Path | None = None, progress: bool = False, desc: str = "epochs") -> dict:
+                 checkpoint: Path | None = None, progress: bool = False, desc: str = "epochs",
+                 after_step: Callable[[int], None] | None = None) -> dict:
     """Train `model` (in train mode; left in eval mode) for plan.epochs epochs of `shuffled_batches(num_items, ...)`
     drawn from `generator` (indices on `index_device`), one optimiser step per batch on `batch_loss(idx, epoch)`.
 
     With `checkpoint`, the model, optimiser, schedule, both generators and the history are written there
     (atomically) after every complete epoch, and a run finds it and resumes from it: the result is that of an
-    uninterrupted run. Returns {"history": the mean loss of every epoch, "epoch_seconds": wall time of each}.
+    uninterrupted run. `after_step(step)` runs after every optimiser step (an EMA of weights the model holds as
+    buffers or frozen parameters, so that the checkpoint carries it). Returns {"history": the mean loss of every
+    epoch, "epoch_seconds": wall time of each}.
     """
     check_int("epochs", plan.epochs, minimum=0)
     check_int("batch_size", plan.batch_size, minimum=1)
@@ -180,7 +185,7 @@ def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim
             if plan.max_steps is not None and step >= plan.max_steps:
                 complete = False
                 break
-            total_loss += _batch_step(batch_loss, idx, epoch, optimiser, scheduler, plan, step, total)
+            total_loss += _batch_step(batch_loss, idx, epoch, optimiser, scheduler, plan, step, total, after_step)
             step, seen = step + 1, seen + len(idx)
         if plan.schedule == "cosine_epochs":
             scheduler.step()

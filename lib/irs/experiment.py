@@ -74,6 +74,19 @@ class IRSConfig:
     pca_dims: int = 40  # per-class PCA-Gaussian generator: principal components kept
     prdc_k: int = 5
     alpha_e: float = 0.05
+    # 5. trained generators (§8, lib.irs.generators): three diffusion arms on the database at gen_resolution
+    gen_resolution: int = 16
+    gen_channels: tuple[int, ...] = (32, 16)  # widths; the first is the main one, the others train at 100 % only
+    gen_epochs: int = 25  # the budget, in epochs of the database
+    gen_fractions: tuple[float, ...] = (0.25, 0.5, 1.0)  # checkpoints measured, as fractions of gen_epochs
+    gen_guidance: tuple[float, ...] = (1.0, 2.0, 4.0)  # classifier-free guidance scales of the class arm
+    gen_batch: int = 128
+    gen_lr: float = 1e-3
+    gen_label_dropout: float = 0.1  # the class arm's (DiADM has none, as the authors')
+    gen_steps: int = 18  # Heun steps (2 x steps - 1 network evaluations; EDM's CIFAR-10 setting)
+    gen_eval_extractors: tuple[str, ...] = ("resnet56", "pixels", "randcnn", "efficientnet_lite0")
+    gen_boot: int = 200  # FID bootstrap resamples
+    gen_grid: int = 64  # samples per set kept (stored) for the image grids
     seed: int = 0
 
 
@@ -82,14 +95,16 @@ PRESETS: dict[str, IRSConfig] = {
         preset="smoke", train_per_class=200, pool_per_class=50, extractors=("pixels", "randproj", "resnet20"),
         sim_n_train=2000, sim_s_fractions=(0.3, 0.9), sim_ratios=(0.1, 0.5), sim_reps=40, gap_ns=(250, 500),
         gap_reps=2, fractions=(0.2, 0.5, 1.0), n_fixed=100, e2_reps=2, mem_fractions=(0.1, 0.5), gen_n=250,
-        pca_dims=10),
+        pca_dims=10, gen_channels=(8,), gen_epochs=3, gen_fractions=(0.5, 1.0), gen_guidance=(1.0, 2.0),
+        gen_batch=32, gen_steps=4, efficientnet_size=32, gen_eval_extractors=("resnet20", "pixels"), gen_boot=20,
+        gen_grid=16),
     "cpu": IRSConfig(
         preset="cpu", train_per_class=2000, pool_per_class=500,
         extractors=("pixels", "randproj", "randcnn", "resnet20", "resnet56", "efficientnet_lite0"),
         efficientnet_size=64, gap_ns=(1000, 2500, 5000, 10000), gap_reps=5, e2_reps=10, gen_n=2500),
     # all of CIFAR-10 with the eight offline extractors at their native sizes (GPU recommended); the paper's own
     # setting (ImageNet + SwAV) reads image folders: `python -m lib.irs.folders`
-    "paper": IRSConfig(preset="paper"),
+    "paper": IRSConfig(preset="paper", gen_resolution=32, gen_channels=(64, 32), gen_epochs=200, gen_steps=32),
 }
 # The setting each parameter of notebook 04 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
 NOTEBOOK_PARAMETERS = {name: name.upper() for name in (

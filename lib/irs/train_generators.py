@@ -1,0 +1,208 @@
+"""Train every arm of notebook 04's generator study and sample every generated set into the cache, one process
+per arm and width; on a GPU machine lent for minutes, from an exported inputs file, packing the cache entries
+into a few files to bring back.
+
+    python -m lib.irs.train_generators export --preset cpu --out .gpu/inputs-cpu.npz   # the 16 x 16 sets
+    python -m lib.irs.train_generators train --preset cpu [--inputs FILE] [--workers N] [--device cuda] [--pack DIR]
+    python -m lib.irs.train_generators unpack DIR                                      # the packed entries -> cache
+
+`train` computes exactly what notebook 04 computes for those sets with SOURCE="compute" (the same functions,
+keys and seeds), so the entries it packs are the notebook's cache entries, byte for byte; `unpack` checks each
+entry's checksum header before writing it into the cache. Without --inputs it reads CIFAR-10 from the data root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lib.cache import HEADER_SIZE, MAGIC, _sha256_from, atomic_write, cache_dir, cache_path
+from lib.irs import experiment as ie
+from lib.irs import generators as gen
+from lib.irs.features import cached_features
+
+BUNDLE_BYTES = 12_000_000  # a packed file stays under the device tool's 16 MiB per file
+
+
+def _low_sets(config, inputs: str | None) -> tuple[dict, dict]:
+    """(low, labels): the sets at gen_resolution with their upsampled copies, and the pools' labels."""
+    if inputs:
+        arrays = dict(np.load(inputs))
+        low = {pool: arrays[pool] for pool in ("train", "ref", "syn")}
+        low.update({f"{pool}_up": gen.for_extractor(low[pool]) for pool in ("train", "ref", "syn")})
+        return low, {f"{pool}_labels": arrays[f"{pool}_labels"] for pool in ("train", "ref", "syn")}
+    sets = ie.cifar_sets(config)
+    return gen.low_res_sets(config, sets), {k: v for k, v in sets.items() if k.endswith("_labels")}
+
+
+def conditioning_for(config, device: str | None = None):
+    """(conditioning(images_up, label) -> EfficientNet-Lite0 features (cached), its key) for DiADM."""
+    extractor = ie.extractor_for(config, "efficientnet_lite0", device)
+    return (lambda images, label: cached_features(extractor, images, label=label)), extractor.key
+
+
+def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str) -> dict:
+    torch.set_num_threads(1)
+    config = ie.resolve_config(preset)
+    low, labels = _low_sets(config, inputs)
+    conditioning, key = conditioning_for(config, device)
+    start, done = time.perf_counter(), []
+    for spec in gen.generated_sets_of(config):
+        if spec.arm == arm and spec.channels == channels:
+            gen.generated_images(config, low, labels, spec, conditioning, key, device=device)
+            done.append(spec.label)
+    return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
+
+
+def train(preset: str, inputs: str | None, workers: int, device: str) -> list[dict]:
+    """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
+    config = ie.resolve_config(preset)
+    low, _ = _low_sets(config, inputs)
+    conditioning, _ = conditioning_for(config, device)
+    for pool in ("train", "syn"):
+        conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
+    tasks = [(preset, inputs, arm, ch, device) for ch in config.gen_channels for arm in gen.ARMS]
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pool.starmap(_train_task, tasks)
+
+
+def entry_paths(preset: str, inputs: str | None) -> list[Path]:
+    """The cache entries of every generated set and of each arm's weights at its full budget."""
+    config = ie.resolve_config(preset)
+    low, labels = _low_sets(config, inputs)
+    extractor = ie.extractor_for(config, "efficientnet_lite0")
+    paths = []
+    for spec in gen.generated_sets_of(config):
+        key = gen.set_key(config, low, spec, extractor.key)
+        paths.append(cache_path("04", f"gen-{spec.slug}-n{config.gen_n}", key, ".npz"))
+    for ch in config.gen_channels:
+        for arm in gen.ARMS:
+            key = gen.training_key(config, low, arm, ch, extractor.key)
+            epochs = config.gen_epochs
+            paths.append(cache_path("04", f"diffusion-{arm}-c{ch}-e{epochs}", {**key, "epochs": epochs}, ".pt"))
+    return paths
+
+
+def pack(paths: list[Path], out: Path) -> list[Path]:
+    """The files at `paths` as a few uncompressed .npz files of raw bytes (each under BUNDLE_BYTES)."""
+    out.mkdir(parents=True, exist_ok=True)
+    bundles, current, size = [], {}, 0
+    for path in paths:
+        data = np.frombuffer(path.read_bytes(), np.uint8)
+        if current and size + data.size > BUNDLE_BYTES:
+            bundles.append(current)
+            current, size = {}, 0
+        current[path.name], size = data, size + data.size
+    bundles.append(current)
+    written = []
+    for i, bundle in enumerate(bundles):
+        written.append(out / f"entries-{i}.npz")
+        np.savez(written[-1], **bundle)
+    return written
+
+
+def unpack(folder: Path) -> list[Path]:
+    """Write every entry of the packed files in `folder` into the cache (namespace 04), each checked first."""
+    written = []
+    for bundle in sorted(folder.glob("entries-*.npz")):
+        with np.load(bundle) as arrays:
+            for name in arrays.files:
+                data = arrays[name].tobytes()
+                digest = _sha256_from(io.BytesIO(data), HEADER_SIZE)
+                if data[:len(MAGIC)] != MAGIC or digest != data[len(MAGIC):HEADER_SIZE]:
+                    raise ValueError(f"{bundle}: entry {name} fails its checksum; not unpacked.")
+                target = cache_dir() / "04" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                written.append(atomic_write(target, lambda tmp, data=data: tmp.write_bytes(data)))
+    return written
+
+
+def probe(preset: str, device: str, steps: int = 20) -> dict:
+    """Milliseconds per training image and per image per network evaluation of the preset's main arm (the class
+    arm, its widest) at its resolution, on random images after two warm-up steps: the paper preset's cost."""
+    from lib.diffusion import Recipe, build_denoiser, edm_loss, guided, heun_sample
+
+    config = ie.resolve_config(preset)
+    r, ch = config.gen_resolution, config.gen_channels[0]
+    model = build_denoiser(Recipe(channels=ch), resolution=r, condition="class", cond_dim=10).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x, c = torch.randn(config.gen_batch, 3, r, r, device=device), torch.eye(10, device=device)[
+        torch.arange(config.gen_batch, device=device) % 10]
+    generator = torch.Generator().manual_seed(0)
+
+    def step() -> None:
+        opt.zero_grad()
+        edm_loss(model, x, c, generator=generator).backward()
+        opt.step()
+
+    def synced(fn, repeats: int) -> float:
+        for _ in range(2):
+            fn()
+        torch.cuda.synchronize() if device.startswith("cuda") else None
+        start = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        torch.cuda.synchronize() if device.startswith("cuda") else None
+        return (time.perf_counter() - start) / repeats
+
+    train_s = synced(step, steps)
+    noise = torch.randn(500, 3, r, r, device=device)
+    with torch.no_grad():
+        sample_s = synced(lambda: heun_sample(guided(model.eval(), c[:1].expand(500, 10)), noise, steps=2), 3)
+    parameters = sum(p.numel() for p in model.parameters())
+    return {"preset": preset, "resolution": r, "channels": ch, "parameters": parameters, "batch": config.gen_batch,
+            "train_ms_per_image": 1000 * train_s / config.gen_batch,
+            "sample_ms_per_image_eval": 1000 * sample_s / 500 / 3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lib.irs.train_generators", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export")
+    ex.add_argument("--preset", default="cpu")
+    ex.add_argument("--out", type=Path, required=True)
+    tr = sub.add_parser("train")
+    tr.add_argument("--preset", default="cpu")
+    tr.add_argument("--inputs")
+    tr.add_argument("--workers", type=int, default=1)
+    tr.add_argument("--device", default="cpu")
+    tr.add_argument("--pack", type=Path)
+    pr = sub.add_parser("probe")
+    pr.add_argument("--preset", default="paper")
+    pr.add_argument("--device", default="cpu")
+    un = sub.add_parser("unpack")
+    un.add_argument("folder", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        config = ie.resolve_config(args.preset)
+        low, labels = _low_sets(config, None)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(args.out, **{p: low[p] for p in ("train", "ref", "syn")}, **labels)
+        print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)")
+    elif args.command == "train":
+        start = time.perf_counter()
+        tasks = train(args.preset, args.inputs, args.workers, args.device)
+        record = {"device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+                  "wall_seconds": time.perf_counter() - start, "tasks": tasks}
+        print(json.dumps(record, indent=1))
+        if args.pack:
+            for path in pack(entry_paths(args.preset, args.inputs), args.pack):
+                print(f"packed {path} ({path.stat().st_size / 1e6:.1f} MB)")
+            (args.pack / "train-record.json").write_text(json.dumps(record, indent=1))
+    elif args.command == "probe":
+        print(json.dumps(probe(args.preset, args.device), indent=1))
+    else:
+        for path in unpack(args.folder):
+            print(f"unpacked {path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
