@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from lib.cache import cache_path, cached_npz, cached_torch
+from lib.irs import generators
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
@@ -76,6 +77,7 @@ class IRSConfig:
     alpha_e: float = 0.05
     # 5. trained generators (§8, lib.irs.generators): three diffusion arms on the database at gen_resolution
     gen_resolution: int = 16
+    gen_train_per_class: int = 2000  # the generators' database: the first m of each class of the retrieval database
     gen_channels: tuple[int, ...] = (32, 16)  # widths; the first is the main one, the others train at 100 % only
     gen_epochs: int = 25  # the budget, in epochs of the database
     gen_fractions: tuple[float, ...] = (0.25, 0.5, 1.0)  # checkpoints measured, as fractions of gen_epochs
@@ -95,21 +97,23 @@ PRESETS: dict[str, IRSConfig] = {
         preset="smoke", train_per_class=200, pool_per_class=50, extractors=("pixels", "randproj", "resnet20"),
         sim_n_train=2000, sim_s_fractions=(0.3, 0.9), sim_ratios=(0.1, 0.5), sim_reps=40, gap_ns=(250, 500),
         gap_reps=2, fractions=(0.2, 0.5, 1.0), n_fixed=100, e2_reps=2, mem_fractions=(0.1, 0.5), gen_n=250,
-        pca_dims=10, gen_channels=(8,), gen_epochs=3, gen_fractions=(0.5, 1.0), gen_guidance=(1.0, 2.0),
-        gen_batch=32, gen_steps=4, efficientnet_size=32, gen_eval_extractors=("resnet20", "pixels"), gen_boot=20,
-        gen_grid=16),
+        pca_dims=10, gen_channels=(8,), gen_epochs=11, gen_fractions=(0.5, 1.0), gen_guidance=(1.0, 2.0),
+        gen_batch=16, gen_steps=4, efficientnet_size=32, gen_train_per_class=30,
+        gen_eval_extractors=("resnet20", "pixels"), gen_boot=20, gen_grid=16),
     "cpu": IRSConfig(
         preset="cpu", train_per_class=2000, pool_per_class=500,
         extractors=("pixels", "randproj", "randcnn", "resnet20", "resnet56", "efficientnet_lite0"),
         efficientnet_size=64, gap_ns=(1000, 2500, 5000, 10000), gap_reps=5, e2_reps=10, gen_n=2500),
     # all of CIFAR-10 with the eight offline extractors at their native sizes (GPU recommended); the paper's own
     # setting (ImageNet + SwAV) reads image folders: `python -m lib.irs.folders`
-    "paper": IRSConfig(preset="paper", gen_resolution=32, gen_channels=(64, 32), gen_epochs=200, gen_steps=32),
+    "paper": IRSConfig(preset="paper", gen_train_per_class=5000, gen_resolution=32, gen_channels=(64, 32),
+                       gen_epochs=200, gen_steps=32),
 }
 # The setting each parameter of notebook 04 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
 NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
     "extractors", "cifar_source", "train_per_class", "pool_per_class", "efficientnet_size", "sim_reps", "gap_ns",
-    "fractions", "pool_split", "n_fixed", "mem_fractions", "mem_noise", "gen_n", "alpha_e", "seed")} | {
+    "fractions", "pool_split", "n_fixed", "mem_fractions", "mem_noise", "gen_n", "alpha_e", "seed", "gen_channels",
+    "gen_epochs", "gen_guidance", "gen_steps", "gen_eval_extractors")} | {
     "e2_reps": "CLASS_DRAWS"}
 FEATURE_DIMS = {"pixels": 3072, "randcnn": 64, "efficientnet_lite0": 1280, **{name: 64 for name in RESNETS}}
 
@@ -160,6 +164,7 @@ def validate(config: IRSConfig) -> None:
     check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
     check_int("seed", config.seed, minimum=0)
+    generators.validate_generators(config)
 
 
 def memory_estimate(config: IRSConfig) -> list[MemoryTerm]:

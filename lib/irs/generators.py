@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.diffusion import Recipe, load_denoiser, one_hot, sample, train_denoiser
 from lib.irs import method as irs
+from lib.irs.features import cached_features
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.seeds import derive_seed
@@ -78,6 +80,34 @@ def generated_sets_of(config: Any) -> list[GeneratedSet]:
     return [*out, GeneratedSet("diadm", main, 1.0, heldout=True)]
 
 
+def validate_generators(config: Any) -> None:
+    """The generator study's settings (errors name the notebook's parameters through lib.params.shown)."""
+    from lib.irs.features import OFFLINE
+    from lib.params import check_choice, check_int, check_list, check_real, shown
+
+    check_choice("gen_resolution", config.gen_resolution, (8, 16, 32))
+    check_int("gen_train_per_class", config.gen_train_per_class, minimum=2, maximum=config.train_per_class)
+    check_int("gen_n", config.gen_n, minimum=2, maximum=10 * config.gen_train_per_class)
+    for ch in check_list("gen_channels", config.gen_channels):
+        check_int("gen_channels entry", ch, minimum=8, maximum=512)
+    check_int("gen_epochs", config.gen_epochs, minimum=1, maximum=100_000)
+    for f in check_list("gen_fractions", config.gen_fractions):
+        check_real("gen_fractions entry", f, low=0.0, high=1.0, open_low=True)
+    for w in check_list("gen_guidance", config.gen_guidance):
+        check_real("gen_guidance entry", w, low=0.0, high=100.0)
+    if 1.0 not in config.gen_fractions or 1.0 not in config.gen_guidance:
+        raise ValueError(f"{shown('gen_fractions')} and {shown('gen_guidance')} must each hold 1.0 (the full budget, "
+                         f"no guidance), got {config.gen_fractions!r} and {config.gen_guidance!r}.")
+    check_int("gen_batch", config.gen_batch, minimum=1, maximum=10 * config.gen_train_per_class)
+    check_real("gen_lr", config.gen_lr, low=0.0, high=1.0, open_low=True)
+    check_real("gen_label_dropout", config.gen_label_dropout, low=0.0, high=1.0, open_high=True)
+    check_int("gen_steps", config.gen_steps, minimum=1, maximum=1000)
+    for name in check_list("gen_eval_extractors", config.gen_eval_extractors):
+        check_choice("gen_eval_extractors entry", name, OFFLINE)
+    check_int("gen_boot", config.gen_boot, minimum=2, maximum=100_000)
+    check_int("gen_grid", config.gen_grid, minimum=1, maximum=config.gen_n)
+
+
 def recipe_of(config: Any, channels: int, arm: str) -> Recipe:
     return Recipe(channels=channels, batch_size=config.gen_batch, lr=config.gen_lr,
                   label_dropout=config.gen_label_dropout if arm == "class" else 0.0)
@@ -105,18 +135,29 @@ def for_extractor(images: np.ndarray, size: int = 32) -> np.ndarray:
 
 
 def low_res_sets(config: Any, sets: dict) -> dict:
-    """The database and both held-out pools at gen_resolution, each with its upsampled copy for extractors."""
-    out = {}
-    for pool in ("train", "ref", "syn"):
-        low = downsample(sets[pool], config.gen_resolution)
+    """The generators' database (the first gen_train_per_class images of each class of the retrieval database)
+    and both held-out pools at gen_resolution, each with its labels and its upsampled copy for extractors."""
+    from lib.irs.experiment import first_per_class
+
+    rows = first_per_class(sets["train_labels"], config.gen_train_per_class)
+    out = {"train_labels": sets["train_labels"][rows], "ref_labels": sets["ref_labels"],
+           "syn_labels": sets["syn_labels"]}
+    for pool, images in (("train", sets["train"][rows]), ("ref", sets["ref"]), ("syn", sets["syn"])):
+        low = downsample(images, config.gen_resolution)
         out[pool], out[f"{pool}_up"] = low, for_extractor(low)
     return out
+
+
+def conditioning_for(config: Any, extractor_for, device=None):
+    """(conditioning(images_up, label) -> the conditioning extractor's features (cached), its key) for DiADM."""
+    extractor = extractor_for(config, "efficientnet_lite0", device)
+    return (lambda images, label: cached_features(extractor, images, label=label)), extractor.key
 
 
 # ----------------------------------------------------------------------------------------------------
 # Conditions, training and sampling (cached, not stored)
 # ----------------------------------------------------------------------------------------------------
-def condition_rows(config: Any, low: dict, sets: dict, arm: str, conditioning, *, heldout: bool = False,
+def condition_rows(config: Any, low: dict, arm: str, conditioning, *, heldout: bool = False,
                    rows: np.ndarray | None = None) -> np.ndarray | None:
     """The condition vectors of database rows `rows` (all by default), or of SYN rows when `heldout`:
     EfficientNet-Lite0 features for DiADM, one-hot classes for the class arm, None for the unconditional."""
@@ -124,7 +165,7 @@ def condition_rows(config: Any, low: dict, sets: dict, arm: str, conditioning, *
         return None
     pool = "syn" if heldout else "train"
     if arm == "class":
-        cond = one_hot(sets[f"{pool}_labels"], 10)
+        cond = one_hot(low[f"{pool}_labels"], 10)
     else:
         cond = conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
     return cond if rows is None else cond[rows]
@@ -136,7 +177,7 @@ def training_key(config: Any, low: dict, arm: str, channels: int, conditioning_k
             "conditioning": conditioning_key if arm == "diadm" else None}
 
 
-def trained_weights(config: Any, low: dict, sets: dict, arm: str, channels: int, fraction: float, conditioning,
+def trained_weights(config: Any, low: dict, arm: str, channels: int, fraction: float, conditioning,
                     conditioning_key: dict, *, device="cpu", progress: bool = False) -> dict:
     """The EMA weights after round(fraction * gen_epochs) epochs (cached); every fraction continues one run
     through its checkpoint, so the 100 % weights are those of a single uninterrupted run."""
@@ -146,7 +187,7 @@ def trained_weights(config: Any, low: dict, sets: dict, arm: str, channels: int,
     path = cache_path("04", f"diffusion-{arm}-c{channels}-e{epochs}", {**key, "epochs": epochs}, ".pt")
 
     def compute() -> dict:
-        cond = condition_rows(config, low, sets, arm, conditioning)
+        cond = condition_rows(config, low, arm, conditioning)
         return train_denoiser(low["train"], cond, recipe_of(config, channels, arm), condition=CONDITION_OF[arm],
                               epochs=epochs, seed=derive_seed(config.seed, TRAIN_STREAM), checkpoint=checkpoint,
                               device=device, progress=progress)
@@ -167,17 +208,17 @@ def set_key(config: Any, low: dict, spec: GeneratedSet, conditioning_key: dict) 
             "heldout_pool": low["syn"] if spec.heldout else None}
 
 
-def generated_images(config: Any, low: dict, sets: dict, spec: GeneratedSet, conditioning, conditioning_key: dict,
+def generated_images(config: Any, low: dict, spec: GeneratedSet, conditioning, conditioning_key: dict,
                      *, device="cpu", progress: bool = False) -> dict:
     """{"images": (gen_n, r, r, 3) uint8, "sources": the conditioning row of each sample (-1: none)} (cached)."""
     path = cache_path("04", f"gen-{spec.slug}-n{config.gen_n}", set_key(config, low, spec, conditioning_key), ".npz")
 
     def compute() -> dict:
-        weights = trained_weights(config, low, sets, spec.arm, spec.channels, spec.fraction, conditioning,
+        weights = trained_weights(config, low, spec.arm, spec.channels, spec.fraction, conditioning,
                                   conditioning_key, device=device, progress=progress)
         pool = len(low["syn" if spec.heldout else "train"])
         rows = source_rows(config, pool, spec.heldout)
-        cond = condition_rows(config, low, sets, spec.arm, conditioning, heldout=spec.heldout, rows=rows)
+        cond = condition_rows(config, low, spec.arm, conditioning, heldout=spec.heldout, rows=rows)
         model = load_denoiser(weights["ema"], recipe_of(config, spec.channels, spec.arm),
                               resolution=config.gen_resolution, condition=CONDITION_OF[spec.arm],
                               cond_dim=0 if cond is None else cond.shape[1], device=device)
@@ -192,12 +233,16 @@ def generated_images(config: Any, low: dict, sets: dict, spec: GeneratedSet, con
 # Measurements (stored)
 # ----------------------------------------------------------------------------------------------------
 def fid_interval(real: np.ndarray, fake: np.ndarray, *, reps: int, seed: int, alpha_e: float) -> dict:
-    """FID with a percentile bootstrap interval (both sets resampled with replacement, `reps` times)."""
+    """FID with a bias-corrected percentile bootstrap interval: both sets resampled with replacement `reps`
+    times; since a resample repeats points, FID of a resample is biased upward (real against real of the same
+    distribution gives about twice the FID), so the percentiles are shifted by the bootstrap's bias
+    mean(boot) - FID."""
     rng = np.random.default_rng(seed)
-    boots = [frechet_distance(real=real[rng.integers(0, len(real), len(real))],
-                              fake=fake[rng.integers(0, len(fake), len(fake))]) for _ in range(reps)]
-    lower, upper = np.quantile(boots, [alpha_e, 1 - alpha_e])
-    return {"fid": frechet_distance(real=real, fake=fake), "fid_lower": float(lower), "fid_upper": float(upper)}
+    fid = frechet_distance(real=real, fake=fake)
+    boots = np.array([frechet_distance(real=real[rng.integers(0, len(real), len(real))],
+                                       fake=fake[rng.integers(0, len(fake), len(fake))]) for _ in range(reps)])
+    lower, upper = np.quantile(boots, [alpha_e, 1 - alpha_e]) - (boots.mean() - fid)
+    return {"fid": fid, "fid_lower": float(max(lower, 0.0)), "fid_upper": float(upper)}
 
 
 def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
@@ -219,3 +264,214 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
             "irs_adj_lower": adj["lower"], "irs_adj_upper": adj["upper"], **test,
             **{f"{k}_train": v for k, v in train.items()}, **prdc,
             "nn_ratio": float(np.median(np.sqrt(fake_dist)) / np.median(np.sqrt(real_dist)))}
+
+
+def evaluation_runs(config: Any, low: dict, extractor_for, device=None) -> dict[str, dict]:
+    """Per evaluation extractor: {"extractor", "train", "ref"}, the last two functions returning the features
+    (cached) of the upsampled low-resolution database and REF pool, extracted at their first call."""
+    import functools
+
+    runs = {}
+    for name in config.gen_eval_extractors:
+        ex = extractor_for(config, name, device)
+        runs[name] = {"extractor": ex, **{pool: functools.cache(
+            lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"],
+                                                     label=f"{pool}{len(low[pool])}-lr{config.gen_resolution}"))
+            for pool in ("train", "ref")}}
+    return runs
+
+
+def grid_rows(n: int, count: int) -> np.ndarray:
+    """`count` rows spread evenly over n samples (a conditioned set's rows run through the classes in order)."""
+    return np.unique(np.linspace(0, n - 1, min(count, n)).round().astype(int))
+
+
+def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
+                key: dict, force: bool = False) -> dict:
+    """Stored: the scores of one set of gen_n images under every evaluation extractor, against the REF rows
+    `reference`, with each sample's retrieved training index and squared distance, and `gen_grid` samples.
+
+    `images`: a function returning (gen_n, r, r, 3) uint8, called only when the entry is computed; `sources`:
+    likewise, the training row each sample came from or was conditioned on (-1: none)."""
+    full = {"v": GENERATORS_VERSION, **key, "extractors": {k: r["extractor"].key for k, r in runs.items()},
+            "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
+            "boot": config.gen_boot, "grid": config.gen_grid}
+    path = cache_path("04", f"genscores-{slug}-n{config.gen_n}", full, ".pt")
+
+    def compute() -> dict:
+        from lib.knn import nearest_neighbour
+
+        fake, src = images(), np.asarray(sources())
+        rows = grid_rows(len(fake), config.gen_grid)
+        out = {"grid": fake[rows], "grid_sources": src[rows], "by_extractor": {}}
+        for name, run in runs.items():
+            train_f, ref_f = run["train"](), run["ref"]()[reference]
+            fake_f = cached_features(run["extractor"], for_extractor(fake), label=f"gen-{slug}")
+            fake_d, fake_i = nearest_neighbour(fake_f, train_f)
+            ref_d, ref_i = nearest_neighbour(ref_f, train_f)
+            scores = set_scores(len(train_f), fake_idx=fake_i, real_idx=ref_i, fake_feats=fake_f, real_feats=ref_f,
+                                train_feats=train_f, fake_dist=fake_d, real_dist=ref_d, config=config,
+                                seed=derive_seed(config.seed, BOOT_STREAM))
+            hit = float(np.mean(fake_i[src >= 0] == src[src >= 0])) if (src >= 0).any() else float("nan")
+            out["by_extractor"][name] = {"idx": fake_i.astype(np.int32), "dist": fake_d.astype(np.float32),
+                                         "source_hit": hit, **{k: float(v) for k, v in scores.items()}}
+        return out
+
+    return cached_torch(path, compute, force=force, stored=True)
+
+
+def anchors(config: Any, low: dict) -> dict[str, dict]:
+    """The reference points of the ranking at gen_resolution: real held-out images (SYN rows at the reference's
+    positions) and the memorising generator of notebook 04 §3 at each g, on the low-resolution database."""
+    from lib.irs.experiment import memorised_copies, reference_rows
+
+    real_rows = reference_rows(config, config.gen_n)
+    out = {"real held-out (SYN)": {"images": low["syn"][real_rows], "sources": np.full(config.gen_n, -1),
+                                   "key": {"anchor": "real", "syn": low["syn"], "rows": real_rows}}}
+    for g in config.mem_fractions:
+        copies = memorised_copies(low["train"], g, config.gen_n, config.mem_noise, seed=config.seed)
+        out[f"memorise {g:g}"] = {**copies, "key": {"anchor": "memorise", "g": g, "train": low["train"],
+                                                     "noise": config.mem_noise, "seed": config.seed}}
+    return out
+
+
+def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioning_key: dict, *,
+                    device="cpu", force: bool = False, progress: bool = False) -> tuple[pd.DataFrame, dict]:
+    """(rows, grids): one row per (set, evaluation extractor) with the set's description and `set_scores`, and
+    per set {"grid", "grid_sources", "idx" (resnet-like first extractor's retrievals of the grid)}. Generated
+    sets first (`generated_sets_of`), then the anchors (`anchors`)."""
+    from lib.irs.experiment import reference_rows
+
+    reference = reference_rows(config, config.gen_n)
+    rows, grids = [], {}
+    for spec in generated_sets_of(config):
+        def images(spec=spec):
+            return generated_images(config, low, spec, conditioning, conditioning_key, device=device,
+                                    progress=progress)
+        m = measure_set(config, low, runs, reference, slug=spec.slug, images=lambda: images()["images"],
+                        sources=lambda: images()["sources"], key=set_key(config, low, spec, conditioning_key),
+                        force=force)
+        rows += _rows_of(m, spec.label, {"kind": "generator", "arm": spec.arm, "channels": spec.channels,
+                                         "fraction": spec.fraction, "guidance": spec.guidance,
+                                         "heldout": spec.heldout})
+        grids[spec.label] = _grid_of(m)
+    for label, anchor in anchors(config, low).items():
+        slug = label.split(" (")[0].replace(" ", "-")
+        m = measure_set(config, low, runs, reference, slug=f"anchor-{slug}", images=lambda a=anchor: a["images"],
+                        sources=lambda a=anchor: a["sources"], key=anchor["key"], force=force)
+        rows += _rows_of(m, label, {"kind": "anchor", "arm": label.split(" ")[0]})
+        grids[label] = _grid_of(m)
+    return pd.DataFrame(rows), grids
+
+
+def _rows_of(measured: dict, label: str, about: dict) -> list[dict]:
+    return [{"set": label, **about, "extractor": name,
+             **{k: v for k, v in scores.items() if k not in ("idx", "dist")}}
+            for name, scores in measured["by_extractor"].items()]
+
+
+def _grid_of(measured: dict) -> dict:
+    first = next(iter(measured["by_extractor"].values()))
+    rows = grid_rows(len(first["idx"]), len(measured["grid"]))
+    return {"grid": measured["grid"], "grid_sources": measured["grid_sources"], "idx": first["idx"][rows]}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Tables and the facts the notebook states
+# ----------------------------------------------------------------------------------------------------
+# The paper's DiADM ablation (EDM -> DiADM at 1/10 of EDM's training budget; FID and IRS_inf,a): the FID
+# reference set and the guidance of these numbers are not in the authors' code (their pipeline computes FID
+# against train and test, and samples with and without guidance 1.4)
+PAPER_DIADM = pd.DataFrame(
+    {"EDM FID": [51.59, 40.92, 24.29, 68.41], "DiADM FID": [22.28, 6.24, 6.76, 13.64],
+     "EDM IRS_∞,a": [0.09, 0.23, 0.19, 0.18], "DiADM IRS_∞,a": [0.15, 1.51, 1.08, 0.69]},
+    index=pd.Index(["ImageNet-512", "FFHQ", "ChestX-ray14", "CelebV-HQ"], name="dataset"))
+# The paper's main table (ImageNet, SwAV): EDM-2-XL conditional against unconditional, and the XS -> XL trend
+PAPER_CONDITIONAL, PAPER_UNCONDITIONAL, PAPER_XS, PAPER_XL = 0.77, 0.03, 0.46, 0.77
+RANKED_BY = {"irs_adj": False, "fid": True, "recall": False}  # metric -> ascending (True: lower is better)
+
+
+def _interval(rows: pd.DataFrame, name: str, fmt: str = "{:.3f}") -> pd.Series:
+    return pd.Series([f"{fmt.format(e)} [{fmt.format(lo)}, {fmt.format(hi)}]" for e, lo, hi in
+                      zip(rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"])], index=rows.index)
+
+
+def main_sets(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+    """The three arms at the main width and full budget, unguided, conditioned on the database."""
+    keep = ((rows.kind == "generator") & (rows.channels == config.gen_channels[0]) & (rows.fraction == 1.0)
+            & (rows.guidance == 1.0) & ~rows.heldout.astype(bool))
+    return rows[keep]
+
+
+def diadm_table(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+    """Per evaluation extractor and arm (main width, full budget): IRS_inf,a and FID against the test reference,
+    each with its interval, FID against as many database images, recall and coverage."""
+    t = main_sets(rows, config).set_index(["extractor", "arm"])
+    t = t.reindex([(e, a) for e in config.gen_eval_extractors for a in ARMS if (e, a) in t.index])
+    return pd.DataFrame({"IRS_∞,a [interval]": _interval(t, "irs_adj"),
+                         "FID test [interval]": _interval(t, "fid", "{:.3g}"),
+                         "FID train": t["fid_train"].map("{:.3g}".format),
+                         "recall": t["recall"].map("{:.3f}".format), "coverage": t["coverage"].map("{:.3f}".format)})
+
+
+def diadm_facts(rows: pd.DataFrame, config: Any) -> dict:
+    """Per extractor: DiADM's IRS_inf,a and FID (test) against the unconditional arm's, whether IRS_inf,a rose
+    beyond the intervals' overlap, and whether FID got worse beyond the intervals' overlap."""
+    t = main_sets(rows, config).set_index(["extractor", "arm"])
+    out = {}
+    for e in config.gen_eval_extractors:
+        d, u = t.loc[(e, "diadm")], t.loc[(e, "unconditional")]
+        out[e] = {"irs_diadm": d.irs_adj, "irs_uncond": u.irs_adj, "fid_diadm": d.fid, "fid_uncond": u.fid,
+                  "irs_rose": bool(d.irs_adj_lower > u.irs_adj_upper),
+                  "irs_fell": bool(d.irs_adj_upper < u.irs_adj_lower),
+                  "fid_worse": bool(d.fid_lower > u.fid_upper), "fid_better": bool(d.fid_upper < u.fid_lower)}
+    return out
+
+
+def ranking(rows: pd.DataFrame, extractor: str) -> pd.DataFrame:
+    """Every set under one extractor: IRS_inf,a, FID (test), recall and their ranks (1 = judged best)."""
+    t = rows[rows.extractor == extractor].set_index("set")[list(RANKED_BY)]
+    ranks = pd.DataFrame({f"rank {m}": t[m].rank(ascending=asc, method="min").astype(int)
+                          for m, asc in RANKED_BY.items()})
+    return pd.concat([t, ranks], axis=1)
+
+
+def ranking_agreement(table: pd.DataFrame) -> dict:
+    """Kendall tau between each pair of the rankings of `ranking`, and the pairs of sets IRS_inf,a and FID order
+    oppositely (each pair once, IRS's better one first)."""
+    from scipy.stats import kendalltau
+
+    sign = {m: (1 if asc else -1) for m, asc in RANKED_BY.items()}
+    taus = {f"{a} / {b}": float(kendalltau(sign[a] * table[a], sign[b] * table[b]).statistic)
+            for i, a in enumerate(RANKED_BY) for b in list(RANKED_BY)[i + 1:]}
+    sets = list(table.index)
+    disagree = [(x, y) for i, x in enumerate(sets) for y in sets[i + 1:]
+                if (table.at[x, "irs_adj"] - table.at[y, "irs_adj"]) * (table.at[y, "fid"] - table.at[x, "fid"]) < 0]
+    disagree = [(x, y) if table.at[x, "irs_adj"] > table.at[y, "irs_adj"] else (y, x) for x, y in disagree]
+    return {"tau": taus, "disagree": disagree, "pairs": len(sets) * (len(sets) - 1) // 2}
+
+
+def copy_controls(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+    """Per extractor, for DiADM conditioned on the database and on held-out images, the other arms, the real
+    held-out images and the memorisers: source-hit rate (how often a sample retrieves its own conditioning or
+    copied image), the median distance to the nearest training image over that of real held-out images, and
+    IRS_inf,a."""
+    keep = (rows.kind == "anchor") | (
+        (rows.channels == config.gen_channels[0]) & (rows.fraction == 1.0) & (rows.guidance == 1.0))
+    t = rows[keep].set_index(["extractor", "set"])
+    return pd.DataFrame({"source hit": t["source_hit"].map(lambda v: "" if np.isnan(v) else f"{v:.3f}"),
+                         "NN distance / real's": t["nn_ratio"].map("{:.2f}".format),
+                         "IRS_∞,a": t["irs_adj"].map("{:.3f}".format)})
+
+
+def trend_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
+    """IRS_inf,a and FID of each arm at each checkpoint fraction (main width) and at each width (full budget),
+    and the class arm's at each guidance scale, under one extractor: {"fractions", "widths", "guidance"}."""
+    t = rows[(rows.extractor == extractor) & (rows.kind == "generator") & ~rows.heldout.astype(bool)]
+    main = t[(t.channels == config.gen_channels[0]) & (t.guidance == 1.0)]
+    full = t[(t.fraction == 1.0) & (t.guidance == 1.0)]
+    guided = t[(t.arm == "class") & (t.channels == config.gen_channels[0]) & (t.fraction == 1.0)]
+    pick = lambda frame, by: {a: {k: (r.irs_adj, r.fid) for k, r in g.set_index(by).iterrows()}  # noqa: E731
+                              for a, g in frame.groupby("arm")}
+    return {"fractions": pick(main, "fraction"), "widths": pick(full, "channels"),
+            "guidance": {w: (r.irs_adj, r.fid) for w, r in guided.set_index("guidance").iterrows()}}

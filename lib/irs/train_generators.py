@@ -26,37 +26,31 @@ import torch
 from lib.cache import HEADER_SIZE, MAGIC, _sha256_from, atomic_write, cache_dir, cache_path
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
-from lib.irs.features import cached_features
 
 BUNDLE_BYTES = 12_000_000  # a packed file stays under the device tool's 16 MiB per file
 
 
-def _low_sets(config, inputs: str | None) -> tuple[dict, dict]:
-    """(low, labels): the sets at gen_resolution with their upsampled copies, and the pools' labels."""
-    if inputs:
-        arrays = dict(np.load(inputs))
-        low = {pool: arrays[pool] for pool in ("train", "ref", "syn")}
-        low.update({f"{pool}_up": gen.for_extractor(low[pool]) for pool in ("train", "ref", "syn")})
-        return low, {f"{pool}_labels": arrays[f"{pool}_labels"] for pool in ("train", "ref", "syn")}
-    sets = ie.cifar_sets(config)
-    return gen.low_res_sets(config, sets), {k: v for k, v in sets.items() if k.endswith("_labels")}
+POOLS = ("train", "ref", "syn")
 
 
-def conditioning_for(config, device: str | None = None):
-    """(conditioning(images_up, label) -> EfficientNet-Lite0 features (cached), its key) for DiADM."""
-    extractor = ie.extractor_for(config, "efficientnet_lite0", device)
-    return (lambda images, label: cached_features(extractor, images, label=label)), extractor.key
+def _low_sets(config, inputs: str | None) -> dict:
+    """The sets at gen_resolution with their labels and upsampled copies (`generators.low_res_sets`), from an
+    exported inputs file or from CIFAR-10."""
+    if not inputs:
+        return gen.low_res_sets(config, ie.cifar_sets(config))
+    arrays = dict(np.load(inputs))
+    return {**arrays, **{f"{pool}_up": gen.for_extractor(arrays[pool]) for pool in POOLS}}
 
 
 def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str) -> dict:
     torch.set_num_threads(1)
     config = ie.resolve_config(preset)
-    low, labels = _low_sets(config, inputs)
-    conditioning, key = conditioning_for(config, device)
+    low = _low_sets(config, inputs)
+    conditioning, key = gen.conditioning_for(config, ie.extractor_for, device)
     start, done = time.perf_counter(), []
     for spec in gen.generated_sets_of(config):
         if spec.arm == arm and spec.channels == channels:
-            gen.generated_images(config, low, labels, spec, conditioning, key, device=device)
+            gen.generated_images(config, low, spec, conditioning, key, device=device)
             done.append(spec.label)
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
@@ -64,8 +58,8 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
 def train(preset: str, inputs: str | None, workers: int, device: str) -> list[dict]:
     """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
     config = ie.resolve_config(preset)
-    low, _ = _low_sets(config, inputs)
-    conditioning, _ = conditioning_for(config, device)
+    low = _low_sets(config, inputs)
+    conditioning, _ = gen.conditioning_for(config, ie.extractor_for, device)
     for pool in ("train", "syn"):
         conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
     tasks = [(preset, inputs, arm, ch, device) for ch in config.gen_channels for arm in gen.ARMS]
@@ -76,7 +70,7 @@ def train(preset: str, inputs: str | None, workers: int, device: str) -> list[di
 def entry_paths(preset: str, inputs: str | None) -> list[Path]:
     """The cache entries of every generated set and of each arm's weights at its full budget."""
     config = ie.resolve_config(preset)
-    low, labels = _low_sets(config, inputs)
+    low = _low_sets(config, inputs)
     extractor = ie.extractor_for(config, "efficientnet_lite0")
     paths = []
     for spec in gen.generated_sets_of(config):
@@ -182,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "export":
         config = ie.resolve_config(args.preset)
-        low, labels = _low_sets(config, None)
+        low = _low_sets(config, None)
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.out, **{p: low[p] for p in ("train", "ref", "syn")}, **labels)
+        np.savez_compressed(args.out, **{k: low[k] for pool in POOLS for k in (pool, f"{pool}_labels")})
         print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)")
     elif args.command == "train":
         start = time.perf_counter()
