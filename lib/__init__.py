@@ -12,7 +12,7 @@ written by the run), `cli` (the one style of the `python -m lib...` commands), `
 run`, HTML reports), `results` (the pages of `make results`), `book` (the static site of `make book`),
 `tables` (tables rounded to what their numbers mean), `sweep` (parameter sweeps on Dask), `data` (data root,
 checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the image
-normaliser).
+normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and training; notebooks 04 and 02).
 
 One package per paper, each with the same anatomy: `<paper>/method.py` is the paper's mathematics,
 `<paper>/experiment.py` the notebook's pipeline (presets, validation, cached stages), `<paper>/plots.py` the

@@ -118,7 +118,7 @@ def test_a_training_run_killed_and_resumed_equals_an_uninterrupted_one(tmp_path)
     run = dict(condition="class", seed=3)
     whole = train_denoiser(images, conds, recipe, epochs=3, **run)
     checkpoint = tmp_path / "ckpt.pt"
-    cut = train_denoiser(images, conds, recipe, epochs=3, checkpoint=checkpoint, max_steps=4, **run)  # killed in epoch 2
+    cut = train_denoiser(images, conds, recipe, epochs=3, checkpoint=checkpoint, max_steps=4, **run)  # dies in epoch 2
     assert len(cut["history"]) == 2 and checkpoint.exists()
     resumed = train_denoiser(images, conds, recipe, epochs=3, checkpoint=checkpoint, **run)
     assert resumed["history"][0] == whole["history"][0] and len(resumed["history"]) == 3

@@ -48,7 +48,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     numbers in it are the recorded (glued) results, formatted as the text gives them."""
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-simulation", "reading-gap", "reading-class-fraction", "reading-memoriser",
-                         "reading-toy", "reading-closing"}
+                         "reading-toy", "reading-diadm", "reading-ranking", "reading-copying", "reading-closing"}
     coverage = r["sim_coverage"].values()
     assert f"between {min(coverage):.3f} and {max(coverage):.3f}" in text["reading-simulation"]
     for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
@@ -58,6 +58,11 @@ def test_reading_cells_state_the_recorded_results(smoke):
     irs_inf, lower, upper = r["e3"]["pixels/g0.1"][:3]
     assert f"pixels, g = 0.1: {irs_inf:.3f} [{lower:.3f}, {upper:.3f}]" in text["reading-memoriser"]
     assert f"its FID ({r['toy']['resnet20/memorise-0.1'][1]:.2f})" in text["reading-toy"]
+    diadm, uncond = r["generators"]["resnet20/diadm c8 100%"], r["generators"]["resnet20/unconditional c8 100%"]
+    assert f"IRS_∞,a is {diadm[0]:.3f} against the unconditional arm's {uncond[0]:.3f}" in text["reading-diadm"]
+    assert f"Kendall τ between the rankings: irs_adj / fid {r['gen_tau']['irs_adj / fid']:.2f}" in text[
+        "reading-ranking"]
+    assert f"retrieve their own conditioning image {diadm[3]:.1%}" in text["reading-copying"]
 
 
 def test_smoke_run_records_its_results(smoke):
@@ -95,9 +100,26 @@ def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
     assert memoriser[2] > 0.8 and memoriser[3] > 0.7
 
 
+def test_the_trained_generators_are_measured_with_their_controls(smoke):
+    """Section 5 in the smoke preset: every generated set and anchor under both evaluation extractors; the anchors
+    behave as the coupon-collector model says, whatever the tiny generators learned in their 72 steps."""
+    g = smoke["results"]["generators"]  # [irs_adj, fid, recall, source_hit, nn_ratio]
+    sets = {key.split("/", 1)[1] for key in g}
+    assert sets == {"unconditional c8 50%", "diadm c8 50%", "class c8 50% w1", "unconditional c8 100%",
+                    "diadm c8 100%", "class c8 100% w1", "class c8 100% w2", "diadm c8 100% held-out cond.",
+                    "real held-out (SYN)", "memorise 0.1", "memorise 0.5"}
+    assert {key.split("/")[0] for key in g} == {"resnet20", "pixels"}
+    for name in ("resnet20", "pixels"):
+        real, copies = g[f"{name}/real held-out (SYN)"], g[f"{name}/memorise 0.1"]
+        assert copies[0] < real[0] and copies[3] > 0.9 and copies[4] < 1 < g[f"{name}/diadm c8 100%"][4]
+        assert 0.8 < real[4] < 1.25  # real held-out images against themselves' median: about one
+    assert set(smoke["results"]["gen_tau"]) == {"irs_adj / fid", "irs_adj / recall", "fid / recall"}
+
+
 def test_smoke_run_stays_small(smoke):
-    # about 50 s on a loaded 2-core machine with a cold cache; the bound guards against a preset that grew
-    assert smoke["results"]["runtime_s"] < 150
+    # about 90 s on a loaded 2-core machine with a cold cache (section 5 trains three tiny generators); the bound
+    # guards against a preset that grew
+    assert smoke["results"]["runtime_s"] < 240
 
 
 @pytest.mark.parametrize("parameters, message", [
@@ -105,6 +127,10 @@ def test_smoke_run_stays_small(smoke):
     ({"EXTRACTORS": ["pixels", "vgg"]}, "EXTRACTORS entry='vgg'"),
     ({"FRACTIONS": [0.0, 0.5]}, "FRACTIONS entry=0.0"),
     ({"GEN_N": 1}, "GEN_N=1"),
+    ({"GEN_GUIDANCE": [2.0]}, "GEN_GUIDANCE must each hold 1.0"),
+    ({"GEN_CHANNELS": [4]}, "GEN_CHANNELS entry=4 must be >= 8"),
+    ({"GEN_EVAL_EXTRACTORS": ["vgg"]}, "GEN_EVAL_EXTRACTORS entry='vgg'"),
+    ({"GEN_STEPS": 0}, "GEN_STEPS=0 must be >= 1"),
     ({"GAP_NS": []}, r"GAP_NS=\(\) must hold at least 1 value"),
     ({"EXPLORER": "false"}, "EXPLORER='false' must be True or False"),
     ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
@@ -165,7 +191,8 @@ def test_a_stored_layer_of_the_smoke_run_round_trips(smoke, tmp_path):
         store.write_layer("04", "smoke", store.read_records(smoke["records"]), {"command": "test", "commit": "x",
                                                                                "date": "now"})
     manifest = store.read_manifest(tmp_path / "results" / "04" / "smoke")
-    assert {name.split("-")[0] for name in manifest["entries"]} == {"nn", "toy"}  # retrievals and the toy table
+    # retrievals, the toy table and the generator study's measurements
+    assert {name.split("-")[0] for name in manifest["entries"]} == {"nn", "toy", "genscores"}
     stored = run(tmp_path, "stored", tmp_path / "cache", env=environ, SOURCE="stored")
     assert without_clocks(stored) == without_clocks(smoke["results"])
     text = (tmp_path / "stored.ipynb").read_text()

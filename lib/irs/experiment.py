@@ -97,7 +97,8 @@ PRESETS: dict[str, IRSConfig] = {
         preset="smoke", train_per_class=200, pool_per_class=50, extractors=("pixels", "randproj", "resnet20"),
         sim_n_train=2000, sim_s_fractions=(0.3, 0.9), sim_ratios=(0.1, 0.5), sim_reps=40, gap_ns=(250, 500),
         gap_reps=2, fractions=(0.2, 0.5, 1.0), n_fixed=100, e2_reps=2, mem_fractions=(0.1, 0.5), gen_n=250,
-        pca_dims=10, gen_channels=(8,), gen_epochs=11, gen_fractions=(0.5, 1.0), gen_guidance=(1.0, 2.0),
+        pca_dims=10, gen_resolution=8, gen_channels=(8,), gen_epochs=4, gen_fractions=(0.5, 1.0),
+        gen_guidance=(1.0, 2.0),
         gen_batch=16, gen_steps=4, efficientnet_size=32, gen_train_per_class=30,
         gen_eval_extractors=("resnet20", "pixels"), gen_boot=20, gen_grid=16),
     "cpu": IRSConfig(

@@ -239,6 +239,8 @@ def fid_interval(real: np.ndarray, fake: np.ndarray, *, reps: int, seed: int, al
     mean(boot) - FID."""
     rng = np.random.default_rng(seed)
     fid = frechet_distance(real=real, fake=fake)
+    if reps == 0:
+        return {"fid": fid, "fid_lower": float("nan"), "fid_upper": float("nan")}
     boots = np.array([frechet_distance(real=real[rng.integers(0, len(real), len(real))],
                                        fake=fake[rng.integers(0, len(fake), len(fake))]) for _ in range(reps)])
     lower, upper = np.quantile(boots, [alpha_e, 1 - alpha_e]) - (boots.mean() - fid)
@@ -247,17 +249,17 @@ def fid_interval(real: np.ndarray, fake: np.ndarray, *, reps: int, seed: int, al
 
 def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
                real_feats: np.ndarray, train_feats: np.ndarray, fake_dist: np.ndarray, real_dist: np.ndarray,
-               config: Any, seed: int) -> dict:
+               config: Any, seed: int, boot: int) -> dict:
     """IRS_alpha, IRS_inf and IRS_inf,a (against the real reference at equal n), FID against the reference
-    (test) and against as many database images, each with its bootstrap interval, k-NN precision / recall /
-    density / coverage, and the median distance to the nearest training image over that of the real images."""
+    (test) and against as many database images, each with a bootstrap interval of `boot` resamples (none, NaN,
+    for boot = 0), k-NN precision / recall / density / coverage, and the median distance to the nearest training
+    image over that of the real images."""
     fake, real = irs.retrieval_result(n_train, fake_idx, config.alpha_e), irs.retrieval_result(
         n_train, real_idx, config.alpha_e)
     adj = irs.adjusted_score(fake, real)
     train_rows = np.random.default_rng(seed).choice(len(train_feats), len(fake_feats), replace=False)
-    test = fid_interval(real_feats, fake_feats, reps=config.gen_boot, seed=seed, alpha_e=config.alpha_e)
-    train = fid_interval(train_feats[train_rows], fake_feats, reps=config.gen_boot, seed=seed + 1,
-                         alpha_e=config.alpha_e)
+    test = fid_interval(real_feats, fake_feats, reps=boot, seed=seed, alpha_e=config.alpha_e)
+    train = fid_interval(train_feats[train_rows], fake_feats, reps=boot, seed=seed + 1, alpha_e=config.alpha_e)
     prdc = precision_recall_density_coverage(real=real_feats, fake=fake_feats, k=config.prdc_k)
     return {"irs_alpha": fake["irs_alpha"], "irs_inf": fake["estimate"], "irs_inf_lower": fake["lower"],
             "irs_inf_upper": fake["upper"], "irs_inf_real": real["estimate"], "irs_adj": adj["estimate"],
@@ -289,7 +291,9 @@ def grid_rows(n: int, count: int) -> np.ndarray:
 def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
                 key: dict, force: bool = False) -> dict:
     """Stored: the scores of one set of gen_n images under every evaluation extractor, against the REF rows
-    `reference`, with each sample's retrieved training index and squared distance, and `gen_grid` samples.
+    `reference`, with each sample's retrieved training index and squared distance, and `gen_grid` samples. FID's
+    bootstrap interval (gen_boot resamples) is computed for the main (first) extractor only: for 3072-d pixels or
+    1280-d EfficientNet features at n = 2,500 each resample costs seconds.
 
     `images`: a function returning (gen_n, r, r, 3) uint8, called only when the entry is computed; `sources`:
     likewise, the training row each sample came from or was conditioned on (-1: none)."""
@@ -304,14 +308,14 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
         fake, src = images(), np.asarray(sources())
         rows = grid_rows(len(fake), config.gen_grid)
         out = {"grid": fake[rows], "grid_sources": src[rows], "by_extractor": {}}
-        for name, run in runs.items():
+        for i, (name, run) in enumerate(runs.items()):
             train_f, ref_f = run["train"](), run["ref"]()[reference]
             fake_f = cached_features(run["extractor"], for_extractor(fake), label=f"gen-{slug}")
             fake_d, fake_i = nearest_neighbour(fake_f, train_f)
             ref_d, ref_i = nearest_neighbour(ref_f, train_f)
             scores = set_scores(len(train_f), fake_idx=fake_i, real_idx=ref_i, fake_feats=fake_f, real_feats=ref_f,
                                 train_feats=train_f, fake_dist=fake_d, real_dist=ref_d, config=config,
-                                seed=derive_seed(config.seed, BOOT_STREAM))
+                                seed=derive_seed(config.seed, BOOT_STREAM), boot=config.gen_boot if i == 0 else 0)
             hit = float(np.mean(fake_i[src >= 0] == src[src >= 0])) if (src >= 0).any() else float("nan")
             out["by_extractor"][name] = {"idx": fake_i.astype(np.int32), "dist": fake_d.astype(np.float32),
                                          "source_hit": hit, **{k: float(v) for k, v in scores.items()}}
@@ -392,8 +396,10 @@ RANKED_BY = {"irs_adj": False, "fid": True, "recall": False}  # metric -> ascend
 
 
 def _interval(rows: pd.DataFrame, name: str, fmt: str = "{:.3f}") -> pd.Series:
-    return pd.Series([f"{fmt.format(e)} [{fmt.format(lo)}, {fmt.format(hi)}]" for e, lo, hi in
-                      zip(rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"])], index=rows.index)
+    """"estimate [lower, upper]" per row; the estimate alone where no interval was computed (NaN)."""
+    return pd.Series([fmt.format(e) if np.isnan(lo) else f"{fmt.format(e)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+                      for e, lo, hi in zip(rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"])],
+                     index=rows.index)
 
 
 def main_sets(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
@@ -475,3 +481,41 @@ def trend_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
                               for a, g in frame.groupby("arm")}
     return {"fractions": pick(main, "fraction"), "widths": pick(full, "channels"),
             "guidance": {w: (r.irs_adj, r.fid) for w, r in guided.set_index("guidance").iterrows()}}
+
+
+def grid_labels(config: Any) -> list[str]:
+    """The sets the image grid shows: each arm at the main width and full budget (the class arm unguided and at
+    its strongest guidance), DiADM on held-out conditions, the smallest memoriser and real held-out images."""
+    main = config.gen_channels[0]
+    specs = [GeneratedSet(a, main) for a in ARMS] + [GeneratedSet("class", main, 1.0, max(config.gen_guidance)),
+                                                     GeneratedSet("diadm", main, 1.0, heldout=True)]
+    return [*dict.fromkeys(s.label for s in specs), f"memorise {min(config.mem_fractions):g}", "real held-out (SYN)"]
+
+
+def copy_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
+    """Under one extractor: DiADM's source-hit rate conditioned on the database, its IRS_inf,a conditioned on the
+    database and on held-out images, the NN-distance ratios of DiADM, the unconditional arm and the smallest
+    memoriser, and the memoriser's source-hit rate."""
+    t = rows[rows.extractor == extractor].set_index("set")
+    main = config.gen_channels[0]
+    diadm, held = GeneratedSet("diadm", main).label, GeneratedSet("diadm", main, heldout=True).label
+    uncond, mem = GeneratedSet("unconditional", main).label, f"memorise {min(config.mem_fractions):g}"
+    return {"diadm_hit": t.at[diadm, "source_hit"], "heldout_hit": t.at[held, "source_hit"],
+            "irs_diadm": t.at[diadm, "irs_adj"], "irs_heldout": t.at[held, "irs_adj"],
+            "ratio_diadm": t.at[diadm, "nn_ratio"], "ratio_heldout": t.at[held, "nn_ratio"],
+            "ratio_uncond": t.at[uncond, "nn_ratio"], "ratio_memoriser": t.at[mem, "nn_ratio"],
+            "memoriser_hit": t.at[mem, "source_hit"]}
+
+
+def headline(rows: pd.DataFrame, config: Any) -> dict:
+    """What the README row and the results page state, on the main extractor: [IRS_inf,a, FID (test)] of each arm
+    at the main width and full budget, of the class arm at its strongest guidance and of DiADM on held-out
+    conditions, and DiADM's source-hit rate."""
+    e, main = config.gen_eval_extractors[0], config.gen_channels[0]
+    t = rows[rows.extractor == e].set_index("set")
+    pick = lambda spec: [float(t.at[spec.label, "irs_adj"]), float(t.at[spec.label, "fid"])]  # noqa: E731
+    return {"extractor": e, **{arm: pick(GeneratedSet(arm, main)) for arm in ARMS},
+            "class_guided": pick(GeneratedSet("class", main, 1.0, max(config.gen_guidance))),
+            "guidance": max(config.gen_guidance),
+            "heldout": pick(GeneratedSet("diadm", main, heldout=True)),
+            "diadm_hit": float(t.at[GeneratedSet("diadm", main).label, "source_hit"])}

@@ -63,3 +63,37 @@ def explorer_figure(results: tuple[dict, dict, dict], f: float, title: str) -> p
     ax.axvline(f, color="k", ls="--", lw=0.8)
     ax.set(yticks=[0, 1, 2], yticklabels=["IRS_inf synth", "IRS_inf real", "IRS_inf,a"], xlim=(0, 1.5), title=title)
     return fig
+
+
+def generator_grid_figure(grids: dict[str, dict], train: np.ndarray, labels: list[str], count: int = 8) -> plt.Figure:
+    """Section 5's image grids: per set in `labels`, a row of `count` samples (spread over the stored grid) and
+    below it each sample's nearest training image under the first evaluation extractor (`train`: the
+    generators' database at their resolution, (N, r, r, 3) uint8)."""
+    fig, axes = plt.subplots(2 * len(labels), 1, figsize=(count * 0.75 + 2.2, 1.55 * len(labels)))
+    for i, label in enumerate(labels):
+        g = grids[label]
+        pick = np.linspace(0, len(g["grid"]) - 1, count).round().astype(int)
+        for j, (images, title) in enumerate(((g["grid"][pick], label), (train[g["idx"][pick]], "nearest training"))):
+            ax = axes[2 * i + j]
+            ax.imshow(np.concatenate(list(images), axis=1), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_ylabel(title, rotation=0, ha="right", va="center", fontsize=9)
+    fig.subplots_adjust(left=0.3, right=0.99, top=0.99, bottom=0.01, hspace=0.08)
+    return fig
+
+
+def generator_trend_figure(trends: dict, extractor: str) -> plt.Figure:
+    """Section 5: IRS_inf,a (left) and FID (right) of each arm against the fraction of the training budget."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for i, (arm, points) in enumerate(sorted(trends["fractions"].items())):
+        fractions = sorted(points)
+        for ax, k in zip(axes, (0, 1)):
+            ax.plot(fractions, [points[f][k] for f in fractions], marker=MARKERS[i], color=PALETTE[i], label=arm)
+    axes[0].set_ylabel(r"IRS$_{\infty,a}$")
+    axes[1].set_ylabel("FID (test reference)")
+    for ax in axes:
+        ax.set_xlabel("fraction of the training budget")
+    axes[1].legend(title=f"{extractor} features")
+    fig.tight_layout()
+    return fig
