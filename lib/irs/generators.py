@@ -38,7 +38,8 @@ from lib.seeds import derive_seed
 
 ARMS = ("unconditional", "diadm", "class")
 CONDITION_OF = {"unconditional": "none", "diadm": "feature", "class": "class"}
-GENERATORS_VERSION = 1  # bump when a trained arm, a generated set or a measurement is computed differently
+GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed differently
+MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2: first extractor's retrievals only)
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
@@ -291,13 +292,14 @@ def grid_rows(n: int, count: int) -> np.ndarray:
 def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
                 key: dict, force: bool = False) -> dict:
     """Stored: the scores of one set of gen_n images under every evaluation extractor, against the REF rows
-    `reference`, with each sample's retrieved training index and squared distance, and `gen_grid` samples. FID's
+    `reference`, with each sample's retrieved training index under the first extractor (the grids' nearest
+    training images; kept small for results/), and `gen_grid` samples. FID's
     bootstrap interval (gen_boot resamples) is computed for the main (first) extractor only: for 3072-d pixels or
     1280-d EfficientNet features at n = 2,500 each resample costs seconds.
 
     `images`: a function returning (gen_n, r, r, 3) uint8, called only when the entry is computed; `sources`:
     likewise, the training row each sample came from or was conditioned on (-1: none)."""
-    full = {"v": GENERATORS_VERSION, **key, "extractors": {k: r["extractor"].key for k, r in runs.items()},
+    full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r["extractor"].key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
     path = cache_path("04", f"genscores-{slug}-n{config.gen_n}", full, ".pt")
@@ -317,8 +319,9 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
                                 train_feats=train_f, fake_dist=fake_d, real_dist=ref_d, config=config,
                                 seed=derive_seed(config.seed, BOOT_STREAM), boot=config.gen_boot if i == 0 else 0)
             hit = float(np.mean(fake_i[src >= 0] == src[src >= 0])) if (src >= 0).any() else float("nan")
-            out["by_extractor"][name] = {"idx": fake_i.astype(np.int32), "dist": fake_d.astype(np.float32),
-                                         "source_hit": hit, **{k: float(v) for k, v in scores.items()}}
+            out["by_extractor"][name] = {"source_hit": hit, **{k: float(v) for k, v in scores.items()}}
+            if i == 0:
+                out["idx"] = fake_i.astype(np.int32)
         return out
 
     return cached_torch(path, compute, force=force, stored=True)
@@ -369,15 +372,12 @@ def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioni
 
 
 def _rows_of(measured: dict, label: str, about: dict) -> list[dict]:
-    return [{"set": label, **about, "extractor": name,
-             **{k: v for k, v in scores.items() if k not in ("idx", "dist")}}
-            for name, scores in measured["by_extractor"].items()]
+    return [{"set": label, **about, "extractor": name, **scores} for name, scores in measured["by_extractor"].items()]
 
 
 def _grid_of(measured: dict) -> dict:
-    first = next(iter(measured["by_extractor"].values()))
-    rows = grid_rows(len(first["idx"]), len(measured["grid"]))
-    return {"grid": measured["grid"], "grid_sources": measured["grid_sources"], "idx": first["idx"][rows]}
+    rows = grid_rows(len(measured["idx"]), len(measured["grid"]))
+    return {"grid": measured["grid"], "grid_sources": measured["grid_sources"], "idx": measured["idx"][rows]}
 
 
 # ----------------------------------------------------------------------------------------------------

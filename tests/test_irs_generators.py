@@ -1,0 +1,82 @@
+"""lib.irs.generators and lib.irs.train_generators: the resolution maps, the sets a run measures, FID's interval,
+the rankings' agreement, and the packed cache entries that come back from a GPU machine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.cache import atomic_savez, cache_dir, load_npz
+from lib.irs import experiment as ie
+from lib.irs import generators as gen
+from lib.irs import train_generators as tg
+
+
+def test_downsample_averages_blocks_and_upsampling_keeps_a_flat_image_flat():
+    images = np.zeros((1, 32, 32, 3), np.uint8)
+    images[0, :2, :2, 0] = [[0, 100], [200, 101]]  # mean 100.25 -> 100
+    low = gen.downsample(images, 16)
+    assert low.shape == (1, 16, 16, 3) and low[0, 0, 0, 0] == 100 and low[0, 1, 1, 0] == 0
+    flat = np.full((2, 16, 16, 3), 77, np.uint8)
+    assert np.array_equal(gen.for_extractor(flat), np.full((2, 32, 32, 3), 77, np.uint8))
+    with pytest.raises(ValueError, match="whole blocks"):
+        gen.downsample(images, 12)
+
+
+def test_the_sets_a_run_measures():
+    config = ie.PRESETS["cpu"]
+    labels = [s.label for s in gen.generated_sets_of(config)]
+    assert len(labels) == len(set(labels)) == 3 * 3 + 2 + 3 + 1  # arms x fractions, guided, small width, held-out
+    assert "class c32 100% w4" in labels and "diadm c32 100% held-out cond." in labels and "diadm c16 100%" in labels
+    assert all(s.slug.replace("-", "").isalnum() for s in gen.generated_sets_of(config))
+    assert set(gen.grid_labels(config)) <= set(labels) | {"memorise 0.1", "real held-out (SYN)"}
+
+
+def test_fid_interval_covers_its_estimate_and_is_bias_corrected():
+    rng = np.random.default_rng(0)
+    real, fake = rng.standard_normal((500, 4)), rng.standard_normal((500, 4)) + 0.3
+    out = gen.fid_interval(real, fake, reps=50, seed=1, alpha_e=0.05)
+    assert out["fid_lower"] <= out["fid"] <= out["fid_upper"]
+    assert out["fid"] == pytest.approx(4 * 0.09, abs=0.15)  # ||mu||^2 = 4 x 0.3^2, covariances equal
+    none = gen.fid_interval(real, fake, reps=0, seed=1, alpha_e=0.05)
+    assert none["fid"] == out["fid"] and np.isnan(none["fid_lower"])
+
+
+def test_ranking_agreement_counts_opposite_pairs_and_kendall_tau():
+    t = pd.DataFrame({"irs_adj": [0.9, 0.5, 0.1], "fid": [1.0, 3.0, 2.0], "recall": [0.9, 0.5, 0.1]},
+                     index=["a", "b", "c"])
+    agreement = gen.ranking_agreement(t)
+    assert agreement["pairs"] == 3 and agreement["disagree"] == [("b", "c")]  # b more diverse, c lower FID
+    assert agreement["tau"]["irs_adj / recall"] == pytest.approx(1.0)
+    assert agreement["tau"]["irs_adj / fid"] == pytest.approx(1 / 3)
+    ranks = gen.ranking(pd.DataFrame({"extractor": "e", "set": ["a", "b"], "irs_adj": [0.2, 0.4], "fid": [5, 9],
+                                      "recall": [0.1, 0.3]}), "e")
+    assert ranks.loc["b", "rank irs_adj"] == 1 and ranks.loc["a", "rank fid"] == 1
+
+
+def test_validation_names_the_parameter():
+    with pytest.raises(ValueError, match="gen_channels entry=4"):
+        ie.resolve_config("smoke", gen_channels=(4,))
+    with pytest.raises(ValueError, match="must each hold 1.0"):
+        ie.resolve_config("smoke", gen_fractions=(0.5,))
+    with pytest.raises(ValueError, match="gen_n=300"):  # more distinct conditioning rows than the 10 x 20 images
+        ie.resolve_config("smoke", gen_n=300, gen_train_per_class=20)
+
+
+def test_packed_entries_come_back_byte_for_byte_and_a_damaged_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    path = cache_dir() / "04" / "gen-x-n2-0123456789.npz"
+    path.parent.mkdir(parents=True)
+    atomic_savez(path, {"images": np.arange(12, dtype=np.uint8).reshape(1, 2, 2, 3)})
+    original = path.read_bytes()
+    packed = tg.pack([path], tmp_path / "out")
+    path.unlink()
+    assert [p.name for p in tg.unpack(tmp_path / "out")] == [path.name] and path.read_bytes() == original
+    assert load_npz(path)["images"].sum() == sum(range(12))
+    with np.load(packed[0]) as arrays:
+        damaged = arrays[path.name].copy()
+    damaged[-1] ^= 1
+    np.savez(tmp_path / "out" / "entries-0.npz", **{path.name: damaged})
+    with pytest.raises(ValueError, match="fails its checksum"):
+        tg.unpack(tmp_path / "out")
