@@ -177,6 +177,31 @@ def check_output_dir(name: str, value: str | Path) -> Path | None:
     return folder
 
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+def check_name(name: str, value: Any, allowed: Iterable[str] | None = None) -> str:
+    """A name that becomes one component of a path (a preset, a notebook's namespace): letters, digits, '_',
+    '-' and '.', not starting with '.' (so never '..', a '/' or an absolute path), and one of `allowed` when
+    given."""
+    if not isinstance(value, str) or not SAFE_NAME.match(value):
+        raise ValueError(f"{shown(name)}={value!r} is not a plain name (letters, digits, '_', '-', '.'; no '/', "
+                         "not starting with '.').")
+    return value if allowed is None else check_choice(name, value, allowed)
+
+
+def path_inside(root: str | Path, *parts: str, name: str) -> Path:
+    """`root / parts`, refused (ValueError naming the parameter `name`) when it resolves outside `root`: an
+    absolute part, '..' or a symbolic link that leads out. Every path built from a parameter goes through it,
+    so a parameter can never make a write, and above all a delete, land outside its folder."""
+    root = Path(root)
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"{shown(name)}={'/'.join(map(str, parts))!r} leads outside its folder {root} "
+                         f"(to {path.resolve()}); give a plain name.")
+    return path
+
+
 @dataclass(frozen=True)
 class MemoryTerm:
     """Part of what a run holds in memory: `what` it is, its size `nbytes` (an estimate), and the settings

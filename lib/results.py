@@ -38,6 +38,7 @@ from typing import Any
 
 from lib.cache import PROJECT_ROOT, atomic_write
 from lib.glue import read_results
+from lib.params import SAFE_NAME
 from lib.provenance import git_commit
 from lib.reading import pct, span, stated_numbers
 
@@ -58,7 +59,7 @@ def run_info(notebook: Path) -> dict[str, Any]:
     end = meta.get("end_time") or ""
     info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
             "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
-    if params.get("SOURCE", "stored") == "stored":  # the notebooks' default: the layer of its preset, if any
+    if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
         from lib.store import layer_dir, read_manifest
 
         manifest = read_manifest(layer_dir(Path(notebook).name[:2], info["preset"]))

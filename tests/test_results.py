@@ -92,7 +92,8 @@ def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, mo
     layer = tmp_path / "results" / "04" / "cpu"
     layer.mkdir(parents=True)
     (layer / "manifest.json").write_text(json.dumps({"commit": "abcdef123", "date": "2026-12-02 08:00 UTC",
-                                                     "wall_seconds": 30.0, "entries": {"a": {}},
+                                                     "wall_seconds": 30.0, "entries": {"a-0123456789.npz": {
+                                                         "sha256": "0" * 64, "bytes": 1, "config": {}}},
                                                      "from_scratch": {"wall_seconds": 2400.0}}))
     assert wall_time(run_info(executed)) == "2 min 5 s (`cpu`, stored results; from scratch 40 min 0 s)"
     executed.write_text(executed.read_text().replace('"PRESET": "cpu"', '"PRESET": "cpu", "SOURCE": "compute"'))
