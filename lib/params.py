@@ -74,6 +74,15 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return int(value)
 
 
+MAX_SEED = 2**63 - 1  # torch and NumPy take any seed up to here, and the small offsets added to it
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A seed: an integer in [0, 2**63 - 1]. A larger one passes an integer check, then fails at the first
+    random draw ("Overflow when unpacking long long") without naming the parameter."""
+    return check_int(name, value, minimum=0, maximum=MAX_SEED)
+
+
 def _first_repeat(values: Iterable[Any]) -> tuple[bool, Any]:
     """(True, the first entry equal to an earlier one) or (False, None)."""
     hashed: set = set()

@@ -307,3 +307,20 @@ def test_a_path_built_from_a_parameter_stays_in_its_folder(tmp_path, parts):
     with pytest.raises(ValueError, match=rf"^OUT=.* leads outside its folder {root}"):
         params.path_inside(root, *parts, name="OUT")
     assert params.path_inside(root, "a", "b", name="OUT") == root / "a" / "b"
+
+
+@pytest.mark.parametrize("module, setting", [("lib.prcurves.experiment", "base_seed"),
+                                             ("lib.prcurves.experiment", "split_seed"),
+                                             ("lib.crel.experiment", "seed"), ("lib.regret.experiment", "seed"),
+                                             ("lib.irs.experiment", "seed")])
+@pytest.mark.parametrize("value", [2**64, 2**63, -1])
+def test_a_seed_out_of_range_is_refused_naming_the_notebook_parameter(module, setting, value):
+    """A seed >= 2**64 passed the integer check, then stopped the first training cell with 'Overflow when
+    unpacking long long'; now the configuration cell names the parameter."""
+    import importlib
+
+    ex = importlib.import_module(module)
+    with params.parameter_names(ex.NOTEBOOK_PARAMETERS), pytest.raises(
+            ValueError, match=rf"^{setting.upper()}={value} must be (<= {2**63 - 1}|>= 0)"):
+        ex.resolve_config("smoke", **{setting: value})
+    assert params.check_seed("SEED", params.MAX_SEED) == 2**63 - 1

@@ -25,7 +25,17 @@ from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_e
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
-from lib.params import MemoryTerm, check_choice, check_int, check_list, check_memory, check_real, resolve_preset, shown
+from lib.params import (
+    MemoryTerm,
+    check_choice,
+    check_int,
+    check_list,
+    check_memory,
+    check_real,
+    check_seed,
+    resolve_preset,
+    shown,
+)
 from lib.reading import sig
 from lib.seeds import derive_seed
 
@@ -144,7 +154,7 @@ def validate(config: IRSConfig) -> None:
     check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
     check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
-    check_int("seed", config.seed, minimum=0)
+    check_seed("seed", config.seed)
 
 
 def memory_estimate(config: IRSConfig) -> list[MemoryTerm]:

@@ -48,6 +48,7 @@ from lib.params import (
     check_list,
     check_memory,
     check_real,
+    check_seed,
     resolve_preset,
     shown,
 )
@@ -198,7 +199,7 @@ def validate(config: RegretConfig) -> None:
         wh.validate_whole(replace(config.whole, widths=widths))
         _check_subset("width_study methods", methods, uq.METHODS)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
-    check_int("seed", config.seed, minimum=0)
+    check_seed("seed", config.seed)
 
 
 def _whole_network_bytes(widths: tuple[int, int, int], batch: int) -> float:
