@@ -145,6 +145,12 @@ def validate(config: IRSConfig) -> None:
     smallest = min(config.fractions)
     if math.floor(NUM_CLASSES * smallest) < 1:
         raise ValueError(f"{shown('fractions')} entry {smallest!r} keeps floor(10 f) = 0 classes; use f >= 0.1.")
+    for f in config.fractions:  # the draw keeps whole classes: another fraction would be run as floor(10 f) / 10
+        if abs(NUM_CLASSES * f - round(NUM_CLASSES * f)) > 1e-9:
+            kept = math.floor(NUM_CLASSES * f + 1e-9)
+            raise ValueError(f"{shown('fractions')} entry {f!r} is not a multiple of 1/{NUM_CLASSES}: a draw keeps "
+                             f"whole classes, so it would keep {kept} of {NUM_CLASSES} (a fraction of "
+                             f"{kept / NUM_CLASSES}) and be labelled {f!r}; give multiples of 0.1.")
     available = config.pool_per_class * math.floor(NUM_CLASSES * smallest) * (2 if config.pool_split == "shared" else 1)
     check_int("n_fixed", config.n_fixed, minimum=2, maximum=available)
     check_int("e2_reps", config.e2_reps, minimum=1)
