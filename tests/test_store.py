@@ -286,3 +286,11 @@ def test_a_directory_or_fifo_in_place_of_a_stored_file_is_refused_without_blocki
     assert f"stored result {path} refused: it is a {'directory' if kind == 'directory' else 'FIFO'}" in out
     with pytest.raises(ValueError, match="not a regular file"):
         store.sha256_file(path)
+
+
+def test_the_committed_layers_stay_under_40_mb():
+    """Every refresh of a layer stays in git's history: results/ is kept under 40 MB (MiB, as `du -sh` counts)."""
+    from lib.cache import PROJECT_ROOT
+
+    total = sum(p.stat().st_size for p in (PROJECT_ROOT / "results").rglob("*") if p.is_file())
+    assert total < 40 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"
