@@ -1,9 +1,10 @@
-"""How far notebook 03's `SOURCE="compute"` results move with the processor's float rounding (issue 36, item 9).
+"""How far notebook 03's `SOURCE="compute"` results move with the processor's float rounding.
 
-    OMP_NUM_THREADS=1 WORKBOOK_DATA=... python benchmarks/bench_processor_03.py CACHE   # minutes on one core
+    OMP_NUM_THREADS=1 WORKBOOK_DATA=... python benchmarks/bench_processor_03.py [CACHE]   # 9 min on one core
 
-CACHE: an empty folder of its own (the predictions of each precision are cached in CACHE/float32 and
-CACHE/float64; a copy of the checkout's data/cache/cifar10 there saves decoding CIFAR-10 twice).
+CACHE: an empty folder of its own (default: a new temporary one); the predictions of each precision are cached
+in CACHE/float32 and CACHE/float64. Copying the checkout's data/cache/cifar10 and the ResNet-20 features
+(data/cache/03/resnet20-t*.npz) into CACHE/float32 first saves decoding CIFAR-10 and computing them.
 
 Another CPU (AVX2 against AVX-512 kernels) rounds float32 sums in another order. Without a second processor, the
 same kind of change is made here two ways, on the `cpu` preset's own inputs and stored heads:
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -104,7 +106,8 @@ def prediction_shift(config, cifar, feats, cache: Path) -> dict:
 
 
 def main() -> None:
-    start, cache = time.perf_counter(), Path(sys.argv[1]).resolve()
+    start = time.perf_counter()
+    cache = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="bench-processor-03-")).resolve()
     for precision in ("float32", "float64"):  # the stored heads, as the default run reads them, in each cache
         (cache / precision / "03").mkdir(parents=True, exist_ok=True)
         for head in store.layer_dir("03", "cpu").glob("*.pt"):

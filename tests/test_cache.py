@@ -496,7 +496,7 @@ def test_a_read_only_cache_directory_names_the_directory_when_an_entry_is_writte
 
 
 # ----------------------------------------------------------------------------------------------------
-# What an entry's path may be and what a failed write says (issue 36)
+# What an entry's path may be and what a failed write says
 # ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("namespace, label", [("../..", "x"), ("/elsewhere", "x"), ("01", "../x"), ("01", "a/b")])
 def test_a_cache_path_outside_its_namespace_is_refused(tmp_path, monkeypatch, namespace, label):

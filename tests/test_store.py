@@ -179,7 +179,7 @@ def test_rewriting_a_layer_keeps_its_readme_and_what_it_recorded_about_unchanged
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Paths built from parameters, empty layers, the manifest's form and what a layer entry may be (issue 36)
+# Paths built from parameters, empty layers, the manifest's form and what a layer entry may be
 # ------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("namespace, preset", [("xx", "../.."), ("xx", ".."), ("xx", "."), ("../..", "test"),
                                                ("xx", "ABSOLUTE"), ("xx", "a/b"), ("xx", "")])
