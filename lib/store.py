@@ -369,9 +369,12 @@ def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seco
 
 def scratch_run_info(executed: Path) -> dict:
     """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
-    meta = json.loads(Path(executed).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
-    if meta.get("duration") is None:
-        raise ValueError(f"--scratch-run {executed}: not a notebook executed by papermill (no duration recorded)")
+    from lib.glue import run_problem
+
+    problem = run_problem(executed)
+    if problem:
+        raise ValueError(f"--scratch-run: {problem}")
+    meta = json.loads(Path(executed).read_text(encoding="utf-8"))["metadata"]["papermill"]
     return {"executed_notebook": Path(executed).name, "wall_seconds": round(meta["duration"], 1),
             "date": (meta.get("end_time") or "")[:16].replace("T", " ") + " UTC", "parameters": meta.get("parameters")}
 

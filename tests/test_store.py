@@ -294,3 +294,11 @@ def test_the_committed_layers_stay_under_40_mb():
 
     total = sum(p.stat().st_size for p in (PROJECT_ROOT / "results").rglob("*") if p.is_file())
     assert total < 40 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"
+
+
+def test_a_from_scratch_run_that_was_interrupted_is_refused_as_the_layers_cost(tmp_path):
+    from test_book import half_run
+
+    half_run(tmp_path / "03.ipynb")
+    with pytest.raises(ValueError, match=r"^--scratch-run: .*03.ipynb is a run that was interrupted"):
+        store.scratch_run_info(tmp_path / "03.ipynb")
