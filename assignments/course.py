@@ -43,6 +43,8 @@ TIME_LIMIT_ERROR = "TimeLimitExceeded"  # assignments.kernel.TimeLimitExceeded, 
 if str(REPO) not in sys.path:  # this checkout's `lib` and `assignments.hidden`, also when run as a script
     sys.path.insert(0, str(REPO))
 
+from assignments import processes  # noqa: E402  (after the path above)
+
 
 class CourseError(Exception):
     """A problem the instructor can fix (unknown assignment, wrong or unreadable submission, no build)."""
@@ -251,16 +253,20 @@ def grade(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, timeout
     import otter.run
 
     hidden, kernel = _hidden(), importlib.import_module("assignments.kernel")
-    with tempfile.TemporaryDirectory(prefix=f"course-grade-{name}-") as work:
-        work = Path(work)
+    # the hidden folder: a private folder (mkdtemp: mode 0700) of this grading alone, apart from the kernel's
+    # scratch folder; every process the grading starts is killed at its end (processes.contained)
+    with tempfile.TemporaryDirectory(prefix=f"course-grade-{name}-") as work, \
+            tempfile.TemporaryDirectory(prefix="course-hidden-") as hidden_dir, processes.contained() as end_all:
+        work, hidden_dir = Path(work), Path(hidden_dir)
         notebook = work / f"{name}.ipynb"
         notebook.write_text(json.dumps(_with_time_limits(nb, timeout)))
-        hidden.stage(name, ag_zip.parent, work / "hidden")
+        hidden.stage(name, ag_zip.parent, hidden_dir)
         backstop = math.ceil(timeout * (_test_case_count(ag_zip) + 3))  # a cell that runs every test, and more
         sink = io.StringIO()
-        with _lib_importable(), _environ(**{kernel.HIDDEN_DIR_ENV: str(work / "hidden")}), _scratch(work), \
+        with _lib_importable(), _environ(**{kernel.HIDDEN_DIR_ENV: str(hidden_dir)}), _scratch(work), \
                 _cell_backstop(backstop), contextlib.redirect_stdout(sink if quiet else sys.stdout):
             results = _run_otter(otter.run, notebook, ag_zip)
+        end_all()  # before the outputs are read: nothing of the submission may still write them
         if isinstance(results, str):  # the kernel was stopped or died: nothing was graded
             graded = {q: {"score": 0.0, "possible": c["points"], "reason": results}
                       for q, c in questions(name).items() if not c["manual"]}
@@ -268,7 +274,7 @@ def grade(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, timeout
         else:
             if results.catastrophic_error is not None:
                 raise CourseError(f"otter could not grade {submission}: {results.catastrophic_error}")
-            graded = {q: _question_result(name, q, results.get_result(q), work / "hidden", expected, timeout)
+            graded = {q: _question_result(name, q, results.get_result(q), hidden_dir, expected, timeout)
                       for q in results.test_files}
             stopped = _stopped_cells(results.notebook)
     return {"assignment": name, "submission": str(submission), "questions": graded,
@@ -326,7 +332,11 @@ def _question_result(name: str, question: str, result, hidden_dir: Path, expecte
     score, possible = float(result.score), float(result.possible)
     reason = _failure_reason(result, timeout)
     if reason is None and question in _hidden().SPECS[name]:
-        hidden_reason = _hidden().verdict(name, question, hidden_dir / f"{question}-outputs.json", expected[question])
+        try:
+            hidden_reason = _hidden().verdict(name, question, hidden_dir / f"{question}-outputs.json",
+                                              expected[question])
+        except Exception as err:  # noqa: BLE001 (the record is the submission's: whatever it breaks scores 0)
+            hidden_reason = f"its record could not be compared ({type(err).__name__}: {str(err)[:200]})"
         if hidden_reason is not None:
             score, reason = 0.0, f"hidden test: {hidden_reason}"
     if reason is None and score < possible:

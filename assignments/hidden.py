@@ -330,6 +330,11 @@ def stage(name: str, folder: Path, dest: Path) -> None:
         (dest / f"{question}-inputs.json").write_text(json.dumps(staged))
 
 
+# what reading or comparing a record the submission wrote may raise: bad JSON or types, missing keys, nesting
+# deeper than the interpreter recurses, numbers too large to convert
+MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+
+
 def verdict(name: str, question: str, record_path: Path, expected: list) -> str | None:
     """None when the recorded outputs of the hidden test (`record_path`, written in the kernel) match lib's
     answers `expected`; else the reason, for the report."""
@@ -340,8 +345,8 @@ def verdict(name: str, question: str, record_path: Path, expected: list) -> str 
         record = json.loads(record_path.read_text())
         outputs = [decode(item) for item in record["outputs"]]
         replaced, error = list(record["lib_replaced"]), record["error"]
-    except (ValueError, TypeError, KeyError) as err:
-        return f"the hidden test's record is malformed ({type(err).__name__}: {err})"
+    except MALFORMED as err:  # written by the submission's kernel: anything may be there (nesting 100 000 deep)
+        return f"the hidden test's record is malformed ({type(err).__name__}: {str(err)[:200]})"
     if replaced:
         return (f"the submission replaced {', '.join(replaced)}, which the autograder's hidden test uses as the "
                 f"reference: not graded (read the submission)")
@@ -355,6 +360,8 @@ def verdict(name: str, question: str, record_path: Path, expected: list) -> str 
             right = spec.check(got, decode(want))
         except _Wrong as err:
             return f"{spec.function} on hidden input {index + 1}: {err}"
+        except MALFORMED as err:
+            return f"the hidden test's output {index + 1} is malformed ({type(err).__name__}: {str(err)[:200]})"
         if not right:
             wrong.append(index)
     if not wrong:
@@ -369,7 +376,7 @@ def _short(value: Any) -> str:
         return "{" + ", ".join(f"{key!r}: {_short(item)}" for key, item in value.items()) + "}"
     try:
         text = np.array2string(np.asarray(value, dtype=float), precision=6, threshold=6, edgeitems=2)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)[:200]
     text = " ".join(text.split())
     return text if len(text) <= 80 else text[:77] + "..."

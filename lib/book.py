@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from lib.glue import MIME_TYPE
+from lib.glue import MIME_TYPE, run_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "docs" / "book"
@@ -27,16 +27,6 @@ ALT_KEY = "workbook_image_alts"  # page_text's cell metadata: the alt text of th
 
 class BookError(RuntimeError):
     """The book cannot be built from what is in the runs folder (nothing run, a run missing or failed)."""
-
-
-def run_problem(executed: Path) -> str | None:
-    """Why the executed copy `executed` cannot be a page of the book, or None when it can."""
-    meta = json.loads(executed.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
-    if not meta:
-        return f"{executed} was not written by papermill (`make run` writes the executed copies)"
-    if meta.get("exception"):
-        return f"{executed} is a run that stopped on an error (see its error cell)"
-    return None
 
 
 def executed_notebooks(runs: Path, notebooks: Path = NOTEBOOKS) -> list[Path]:

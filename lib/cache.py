@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import pickle
+import stat
 import tempfile
 import threading
 import time
@@ -38,6 +39,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from lib.params import path_inside
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the header
@@ -71,6 +74,26 @@ class CacheNotWritable(OSError):
 
 
 NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+class NotARegularFile(ValueError):
+    """A directory, FIFO, socket or device where a cache entry or stored file should be; names the file."""
+
+    def __init__(self, path: Path, kind: str):
+        self.path, self.reason = Path(path), f"it is a {kind}, not a regular file"
+        super().__init__(f"{path}: {self.reason}; remove it (a FIFO would block a read forever).")
+
+
+_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+def regular_file(path: Path) -> os.stat_result:
+    """The stat of `path`, checked to be a regular file before anything opens it (opening a FIFO blocks)."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotARegularFile(path, next((kind for test, kind in _KINDS if test(info.st_mode)), "special file"))
+    return info
 
 
 def cache_dir() -> Path:
@@ -108,8 +131,13 @@ _CONFIGS: dict[str, Any] = {}  # the configuration of each path cache_path made,
 
 
 def cache_path(namespace: str, label: str, config: Any, suffix: str) -> Path:
-    """<cache_dir>/<namespace>/<label>-<hash(config)><suffix>."""
-    path = cache_dir() / namespace / f"{label}-{config_hash(config)}{suffix}"
+    """<cache_dir>/<namespace>/<label>-<hash(config)><suffix>. A label (often made of parameter values) with a
+    '/' or a namespace that leads outside the cache root is refused, naming it: a damaged entry is deleted, so
+    an entry's path must never land outside the cache."""
+    if "/" in label or os.sep in label:
+        raise ValueError(f"cache label {label!r} holds a path separator; a label names one file of its namespace")
+    folder = path_inside(cache_dir(), namespace, name="cache namespace")
+    path = path_inside(folder, f"{label}-{config_hash(config)}{suffix}", name="cache label")
     _CONFIGS[path.name] = _jsonable(config)
     return path
 
@@ -119,8 +147,21 @@ def known_config(path: Path) -> Any:
     return _CONFIGS.get(Path(path).name)
 
 
+class WriteFailed(OSError):
+    """Writing a file failed part-way (a full disk, a file-size limit): names the file; nothing was left there."""
+
+    def __init__(self, path: Path, err: BaseException):
+        self.path = Path(path)
+        cause = f"{type(err).__name__}: {err}"
+        super().__init__(getattr(err, "errno", None) or errno.EIO,
+                         f"{path} could not be written ({cause}); the disk may be full or a file-size limit "
+                         f"(`ulimit -f`) reached. Nothing was left at {path}.")
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call `write(tmp_path)` on a temporary file beside `path`, then rename it to `path`."""
+    """Call `write(tmp_path)` on a temporary file beside `path`, then rename it to `path`. A write that fails
+    part-way (OSError, or the RuntimeError torch.save's writer raises: "unexpected pos") raises WriteFailed,
+    naming `path`; a folder that refuses writes keeps its OSError (EACCES, EROFS: the callers name the folder)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -131,6 +172,10 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     try:
         write(Path(tmp))
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:
+        if isinstance(err, OSError) and err.errno in NOT_WRITABLE:
+            raise
+        raise WriteFailed(path, err) from err
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -170,7 +215,9 @@ def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
 
 def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
     """Open `path`, check its header and digest; return (open file positioned at the payload, payload
-    offset, its stat). Raises DamagedCacheEntry for a missing header, a bad digest or a truncated header."""
+    offset, its stat). Raises DamagedCacheEntry for a missing header, a bad digest or a truncated header,
+    NotARegularFile for a directory or FIFO at `path`."""
+    regular_file(path)
     fh = open(path, "rb")
     try:
         info = os.fstat(fh.fileno())

@@ -248,6 +248,37 @@ def read_results(notebook: str | Path) -> dict[str, Any]:
     return results
 
 
+class IncompleteRun(ValueError):
+    """An executed notebook that cannot be published: not written by papermill, stopped on an error, or
+    interrupted (killed) before its last cell; names the file."""
+
+
+def run_problem(executed: str | Path) -> str | None:
+    """Why the executed notebook `executed` is not a complete run, or None when it is one: papermill wrote it,
+    recorded its end (metadata `duration`) and no exception, and every code cell completed (papermill's status
+    of each cell; a run killed mid-way leaves 'pending' and 'running' cells and no duration)."""
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    meta = nb.get("metadata", {}).get("papermill", {})
+    if not meta:
+        return f"{executed} was not written by papermill (`make run` writes the executed copies)"
+    if meta.get("exception"):
+        return f"{executed} is a run that stopped on an error (see its error cell)"
+    code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    unfinished = [c for c in code if c.get("metadata", {}).get("papermill", {}).get("status") != "completed"]
+    if meta.get("duration") is None or unfinished:
+        return (f"{executed} is a run that was interrupted ({len(unfinished)} of {len(code)} code cells did not "
+                "complete, and papermill recorded no end): it was killed or stopped mid-way; run it again")
+    return None
+
+
+def read_complete_results(executed: str | Path) -> dict[str, Any]:
+    """`read_results` of a complete run (`run_problem`); IncompleteRun, naming the file, otherwise."""
+    problem = run_problem(executed)
+    if problem:
+        raise IncompleteRun(problem)
+    return read_results(executed)
+
+
 CLOCK_KEYS = re.compile(r"runtime|seconds|_s$|per_s$")  # glued timings: they differ between any two runs
 CLOCK_LAST = ("imagenet_scale",)  # lists whose last element is a timing
 

@@ -74,6 +74,15 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return int(value)
 
 
+MAX_SEED = 2**63 - 1  # torch and NumPy take any seed up to here, and the small offsets added to it
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A seed: an integer in [0, 2**63 - 1]. A larger one passes an integer check, then fails at the first
+    random draw ("Overflow when unpacking long long") without naming the parameter."""
+    return check_int(name, value, minimum=0, maximum=MAX_SEED)
+
+
 def _first_repeat(values: Iterable[Any]) -> tuple[bool, Any]:
     """(True, the first entry equal to an earlier one) or (False, None)."""
     hashed: set = set()
@@ -175,6 +184,31 @@ def check_output_dir(name: str, value: str | Path) -> Path | None:
                          f"{err.strerror or err}); give a folder that can be created and written, or '' for "
                          "none.") from None
     return folder
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+def check_name(name: str, value: Any, allowed: Iterable[str] | None = None) -> str:
+    """A name that becomes one component of a path (a preset, a notebook's namespace): letters, digits, '_',
+    '-' and '.', not starting with '.' (so never '..', a '/' or an absolute path), and one of `allowed` when
+    given."""
+    if not isinstance(value, str) or not SAFE_NAME.match(value):
+        raise ValueError(f"{shown(name)}={value!r} is not a plain name (letters, digits, '_', '-', '.'; no '/', "
+                         "not starting with '.').")
+    return value if allowed is None else check_choice(name, value, allowed)
+
+
+def path_inside(root: str | Path, *parts: str, name: str) -> Path:
+    """`root / parts`, refused (ValueError naming the parameter `name`) when it resolves outside `root`: an
+    absolute part, '..' or a symbolic link that leads out. Every path built from a parameter goes through it,
+    so a parameter can never make a write, and above all a delete, land outside its folder."""
+    root = Path(root)
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"{shown(name)}={'/'.join(map(str, parts))!r} leads outside its folder {root} "
+                         f"(to {path.resolve()}); give a plain name.")
+    return path
 
 
 @dataclass(frozen=True)

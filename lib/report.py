@@ -72,16 +72,31 @@ class IPCKernelManager(KernelManager):
 
 def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: str | Path | None = None,
             timeout: int | None = None, progress_bar: bool = True) -> Path:
-    """Run `notebook` with `parameters` into `output` (papermill, IPC kernel); path parameters relative to cwd."""
+    """Run `notebook` with `parameters` into `output` (papermill, IPC kernel); path parameters relative to cwd.
+
+    Papermill writes the executed copy as it goes; here it writes a hidden file beside `output`, which is renamed
+    to `output` when the run ends: complete, or stopped on an error (papermill records it; `lib.glue.run_problem`
+    refuses it). A run killed or interrupted mid-way never replaces `output` (the previous run stays there); its
+    partial copy is removed when the process can still do so."""
     import papermill as pm
 
     cwd = Path(cwd or Path(notebook).parent)
     parameters = {k: os.path.relpath(Path(v).resolve(), cwd.resolve()) if k in PATH_PARAMETERS and v else v
                   for k, v in parameters.items()}
-    pm.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(cwd),
-                        kernel_manager_class=IPCKernelManager, progress_bar=progress_bar,
-                        execution_timeout=timeout)
-    return Path(output)
+    output = Path(output)
+    partial = output.with_name(f".{output.stem}.running-{os.getpid()}{output.suffix}")
+    try:
+        pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(cwd),
+                            kernel_manager_class=IPCKernelManager, progress_bar=progress_bar,
+                            execution_timeout=timeout)
+    except pm.PapermillExecutionError:
+        os.replace(partial, output)  # complete up to its error cell, which the reader should see
+        raise
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, output)
+    return output
 
 
 def report_title(nb, fallback: str) -> str:

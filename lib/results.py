@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from lib.cache import PROJECT_ROOT, atomic_write
-from lib.glue import read_results
+from lib.glue import IncompleteRun, read_complete_results, run_problem
+from lib.params import SAFE_NAME
 from lib.provenance import git_commit
 from lib.reading import pct, span, stated_numbers
 
@@ -58,7 +59,7 @@ def run_info(notebook: Path) -> dict[str, Any]:
     end = meta.get("end_time") or ""
     info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
             "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
-    if params.get("SOURCE", "stored") == "stored":  # the notebooks' default: the layer of its preset, if any
+    if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
         from lib.store import layer_dir, read_manifest
 
         manifest = read_manifest(layer_dir(Path(notebook).name[:2], info["preset"]))
@@ -246,7 +247,7 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
 
 def results_page(notebook: Path, template: Path) -> str:
     """The Markdown page of one executed notebook."""
-    return render_page(read_results(notebook), run_info(notebook), template)
+    return render_page(read_complete_results(notebook), run_info(notebook), template)
 
 
 def update_readme(readme: Path, headlines: str) -> bool:
@@ -274,16 +275,19 @@ def headline_rows(template: str, namespace: Mapping[str, Any], current: str) -> 
 def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
     """Render the page of every notebook run found in `runs`, and its row of the README's headline table."""
     templates = sorted((out / "templates").glob("[0-9][0-9]-*.md"))
+    found = {t: next(iter(sorted(runs.glob(f"{t.name[:2]}_*.ipynb"))), None) for t in templates}
+    problems = [problem for run in found.values() if run is not None and (problem := run_problem(run))]
+    if problems:  # before any page is written: pages of one run each, or none
+        raise IncompleteRun("; ".join(problems))
     written, namespace = [], {}
-    for template in templates:
+    for template, run in found.items():
         number = template.name[:2]
-        run = next(iter(sorted(runs.glob(f"{number}_*.ipynb"))), None)
         if run is None:
             print(f"no runs/{number}_*.ipynb: {template.name} not regenerated")
             continue
         page = out / template.name
         atomic_write(page, lambda tmp, t=template, r=run: tmp.write_text(results_page(r, t), encoding="utf-8"))
-        namespace[f"r{number}"], namespace[f"run{number}"] = read_results(run), run_info(run)
+        namespace[f"r{number}"], namespace[f"run{number}"] = read_complete_results(run), run_info(run)
         written.append(page)
     headline_template = out / "templates" / "headlines.md"
     if readme is not None and headline_template.exists() and namespace:
@@ -301,7 +305,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "results")
     parser.add_argument("--readme", type=Path, default=PROJECT_ROOT / "README.md")
     args = parser.parse_args(argv)
-    for path in generate(args.runs, args.out, args.readme):
+    try:
+        written = generate(args.runs, args.out, args.readme)
+    except IncompleteRun as err:
+        raise SystemExit(f"make results: {err}") from None
+    for path in written:
         print(f"wrote {path} ({dt.datetime.now():%H:%M:%S})")
 
 

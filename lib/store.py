@@ -40,13 +40,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lib.cache import PROJECT_ROOT, DamagedCacheEntry, _sha256_from, cache_dir, known_config
+from lib.cache import (
+    PROJECT_ROOT,
+    DamagedCacheEntry,
+    NotARegularFile,
+    _sha256_from,
+    cache_dir,
+    known_config,
+    regular_file,
+)
 from lib.cli import command_line, command_parser
+from lib.params import check_name, path_inside
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
 RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by `main`: the file the notebook's kernel lists its stored entries in
 NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
+# the module whose PRESETS the notebook of each namespace resolves its PRESET from (`main` checks --preset there)
+PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", "03": "lib.regret.experiment",
+                  "04": "lib.irs.experiment"}
 
 _active: dict[str, Any] = {"source": "compute", "namespace": None, "preset": None}
 _counts: dict[str, int] = {"loaded": 0, "computed": 0, "stale": 0, "refused": 0}
@@ -59,8 +71,10 @@ def results_root() -> Path:
 
 
 def layer_dir(namespace: str, preset: str) -> Path:
-    """results/<namespace>/<preset>/: the stored layer of one notebook and preset."""
-    return results_root() / namespace / preset
+    """results/<namespace>/<preset>/: the stored layer of one notebook and preset; a namespace or preset that
+    that is not a plain name (`../..`, `.`) or leads outside the results root is refused, naming it."""
+    return path_inside(results_root(), check_name("namespace", namespace), check_name("PRESET", preset),
+                       name="namespace/PRESET")
 
 
 def use(source: str, namespace: str, preset: str) -> str:
@@ -73,9 +87,9 @@ def use(source: str, namespace: str, preset: str) -> str:
     _active.update(source=source, namespace=namespace, preset=preset)
     _counts.update(dict.fromkeys(_counts, 0))
     _told.clear()
-    layer = layer_dir(namespace, preset)
     if source == "compute":
         return f"SOURCE='compute': the long stages are computed (or read from the cache {cache_dir()})."
+    layer = layer_dir(namespace, preset)
     manifest = read_manifest(layer)
     if manifest is None:
         return f"SOURCE='stored': there is no stored layer for PRESET={preset!r} ({_shown(layer)}): computing."
@@ -92,12 +106,58 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+class DamagedManifest(ValueError):
+    """A layer's manifest.json that is not JSON or not of the manifest's form (a merge conflict, a hand edit)."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path = Path(path)
+        super().__init__(f"{_shown(path)} is not a valid stored-layer manifest: {reason}. Restore it "
+                         f"(`git checkout -- {_shown(path)}`) or rewrite its layer (`make store NB=...`).")
+
+
 def read_manifest(layer: Path) -> dict | None:
-    """The layer's manifest, or None when the layer has none."""
+    """The layer's manifest, checked to have the manifest's form (`check_manifest`), or None when the layer has
+    none. A manifest that is not JSON or not of that form raises DamagedManifest, naming the file."""
     path = Path(layer) / MANIFEST
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    try:
+        regular_file(path)
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, OSError) as err:
+        raise DamagedManifest(path, f"{type(err).__name__}: {err}") from None
+    problem = manifest_problem(manifest)
+    if problem:
+        raise DamagedManifest(path, problem)
+    return manifest
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """What keeps `manifest` from being a layer's manifest ({"commit": str, "date": str, "entries": {file name:
+    {"sha256": 64 hex digits, "bytes": int >= 0, "config": ...}}}), or None."""
+    if not isinstance(manifest, dict):
+        return f"it holds a {type(manifest).__name__}, not an object"
+    for key in ("commit", "date"):
+        if not isinstance(manifest.get(key), str):
+            return f"its {key!r} is {manifest.get(key)!r}, not a string"
+    entries = manifest.get("entries")
+    if not isinstance(entries, dict):
+        return f"its 'entries' is {type(entries).__name__}, not an object of file name: entry"
+    for name, entry in entries.items():
+        if not NAME.match(name) or "/" in name:
+            return f"entry name {name!r} is not a cache file name (<label>-<10 hex digits>.<ext>)"
+        if not isinstance(entry, dict):
+            return f"entry {name!r} is a {type(entry).__name__}, not an object"
+        if not isinstance(entry.get("sha256"), str) or not _SHA256.match(entry["sha256"]):
+            return f"entry {name!r} has no valid 'sha256' (64 hex digits): {entry.get('sha256')!r}"
+        if isinstance(entry.get("bytes"), bool) or not isinstance(entry.get("bytes"), int) or entry["bytes"] < 0:
+            return f"entry {name!r} has no valid 'bytes' (an integer >= 0): {entry.get('bytes')!r}"
+        if "config" not in entry:
+            return f"entry {name!r} records no 'config'"
+    return None
 
 
 def _manifest_entries(namespace: str) -> dict[str, dict]:
@@ -109,7 +169,9 @@ def _manifest_entries(namespace: str) -> dict[str, dict]:
 
 
 def sha256_file(path: Path) -> str:
-    """The SHA-256 of the whole file (the manifest's check; the cache's own header covers only the payload)."""
+    """The SHA-256 of the whole file (the manifest's check; the cache's own header covers only the payload).
+    A directory or FIFO at `path` raises NotARegularFile, naming it, instead of blocking on the read."""
+    regular_file(path)
     with open(path, "rb") as fh:
         return _sha256_from(fh, 0).hex()
 
@@ -137,16 +199,7 @@ def load_stored(path: Path, load: Callable[[Path], Any]) -> tuple[bool, Any]:
     if name not in entries:
         _tell_if_stale(namespace, name, entries)
         return False, None
-    reason = None
-    if not stored.exists():
-        reason = "listed in the manifest but missing"
-    elif sha256_file(stored) != entries[name]["sha256"]:
-        reason = f"its SHA-256 differs from the manifest's ({stored.stat().st_size} bytes; damaged or replaced)"
-    else:
-        try:
-            value = load(stored)
-        except DamagedCacheEntry as err:
-            reason = err.reason
+    reason, value = _stored_value(stored, entries[name], load, known_config(path))
     if reason is not None:
         _counts["refused"] += 1
         print(f"stored result {_shown(stored)} refused: {reason}; computing it instead "
@@ -154,6 +207,28 @@ def load_stored(path: Path, load: Callable[[Path], Any]) -> tuple[bool, Any]:
         return False, None
     _counts["loaded"] += 1
     return True, value
+
+
+def _stored_value(stored: Path, entry: dict, load: Callable[[Path], Any], asked: Any) -> tuple[str | None, Any]:
+    """(None, the value) of the layer's file `stored` when it is a regular file, matches its manifest `entry`
+    (SHA-256 and recorded configuration: `asked`, the key the run hashed into the file name) and loads; else
+    (why it is refused, None)."""
+    if not stored.exists():
+        return "listed in the manifest but missing", None
+    if entry["config"] is None or _canonical(entry["config"]) != _canonical(asked):
+        return ("the configuration its manifest records differs from the one this run asks for (the file holds "
+                "another entry, or its manifest was edited)"), None
+    try:
+        if sha256_file(stored) != entry["sha256"]:
+            return f"its SHA-256 differs from the manifest's ({stored.stat().st_size} bytes; damaged or replaced)", None
+        return None, load(stored)
+    except (DamagedCacheEntry, NotARegularFile) as err:
+        return err.reason, None
+
+
+def _canonical(config: Any) -> str:
+    """A configuration as the manifest's JSON holds it (tuples as lists, ...), for comparison."""
+    return json.dumps(config, default=str, sort_keys=True)
 
 
 def _tell_if_stale(namespace: str, name: str, entries: dict) -> None:
@@ -208,9 +283,15 @@ def summary() -> str:
 # Writing a layer
 # ------------------------------------------------------------------------------------------------------------
 def write_layer(namespace: str, preset: str, records: list[dict], provenance: dict) -> Path:
-    """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries and their manifest."""
-    entries, sources = _layer_entries(namespace, records)
+    """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries and their manifest.
+    `namespace` and `preset` must be plain names (`layer_dir`); a run that recorded no entry writes nothing and
+    raises ValueError (the layer it would replace stays as it is)."""
     target = layer_dir(namespace, preset)
+    entries, sources = _layer_entries(namespace, records)
+    if not entries:
+        raise ValueError(f"the run recorded no stored entry of notebook {namespace}, so {_shown(target)} is left as "
+                         "it is: a layer is written from a run that computes (or reads from the cache) its long "
+                         "stages with SOURCE='compute'.")
     previous = (read_manifest(target) or {}).get("entries", {})
     for name, entry in entries.items():  # an entry stored again unchanged keeps what was recorded about its making
         before = previous.get(name, {})
@@ -288,9 +369,12 @@ def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seco
 
 def scratch_run_info(executed: Path) -> dict:
     """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
-    meta = json.loads(Path(executed).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
-    if meta.get("duration") is None:
-        raise ValueError(f"--scratch-run {executed}: not a notebook executed by papermill (no duration recorded)")
+    from lib.glue import run_problem
+
+    problem = run_problem(executed)
+    if problem:
+        raise ValueError(f"--scratch-run: {problem}")
+    meta = json.loads(Path(executed).read_text(encoding="utf-8"))["metadata"]["papermill"]
     return {"executed_notebook": Path(executed).name, "wall_seconds": round(meta["duration"], 1),
             "date": (meta.get("end_time") or "")[:16].replace("T", " ") + " UTC", "parameters": meta.get("parameters")}
 
@@ -305,7 +389,8 @@ def _parser() -> argparse.ArgumentParser:
     """The options of `python -m lib.store` (module docstring)."""
     parser = command_parser("lib.store", __doc__)
     parser.add_argument("notebook", type=Path, help="e.g. notebooks/01_ensemble_pr_curves.ipynb")
-    parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu)")
+    parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu; one of the "
+                                                        "notebook's PRESETS)")
     parser.add_argument("--reuse-cache", action="store_true",
                         help=f"read entries already in the cache ({cache_dir()}) instead of computing everything "
                              "in an empty one; the manifest says so")
@@ -327,13 +412,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.notebook.exists():
         parser.error(f"notebook {args.notebook} does not exist")
-    parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False,
-                  **{name: _resolve_type(value) for name, value in args.parameter}}
+    overrides = {name: _resolve_type(value) for name, value in args.parameter}
+    problem = _store_problem(args.notebook, args.preset, overrides)
+    if problem:
+        parser.error(problem)
+    parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False, **overrides}
     target = _store_run(args, parameters, command_line("lib.store", argv))
     manifest = read_manifest(target)
     print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
           f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
     return 0
+
+
+def _store_problem(notebook: Path, preset: str, overrides: dict) -> str | None:
+    """Why `python -m lib.store notebook --preset preset -p ...` cannot write a layer, before anything runs: a
+    notebook without a layer namespace, a preset outside its PRESETS (`../..` would name a folder outside
+    results/), a PRESET or SOURCE parameter that contradicts the command; else None."""
+    import importlib
+
+    namespace = notebook.name[:2]
+    if namespace not in PRESET_MODULES:
+        return f"notebook {notebook} has no stored layer (notebooks {', '.join(PRESET_MODULES)} have one)"
+    presets = importlib.import_module(PRESET_MODULES[namespace]).PRESETS
+    if preset not in presets:
+        return f"--preset {preset!r} is not one of notebook {namespace}'s PRESETS {sorted(presets)}"
+    if "PRESET" in overrides and overrides["PRESET"] != preset:
+        return f"-p PRESET {overrides['PRESET']!r} contradicts --preset {preset!r}: give the preset with --preset alone"
+    if overrides.get("SOURCE", "compute") != "compute":
+        return (f"-p SOURCE {overrides['SOURCE']!r}: a layer is written from a run that computes its entries "
+                "(SOURCE='compute', the command's own setting; --reuse-cache reads the cache instead)")
+    return None
 
 
 def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path:

@@ -176,6 +176,17 @@ def _grade_on_the_command_line(name: str, submission: Path, out: Path) -> dict:
     return {"json": json.loads(json_path.read_text()), "report": stdout.getvalue(), "status": status}
 
 
+def _add_lingering_cell(notebook: Path, mark: Path) -> Path:
+    """Insert, first, a cell that leaves the LINGERING processes behind (their pids in `mark`.session/.orphan)."""
+    nb = json.loads(notebook.read_text())
+    source = (f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {LINGERING!r}, {str(mark)!r}])\n"
+              f"while not all(os.path.exists({str(mark)!r} + k) for k in ('.session', '.orphan')): time.sleep(0.05)")
+    nb["cells"].insert(0, {"cell_type": "code", "execution_count": None, "id": "lingering", "metadata": {},
+                           "outputs": [], "source": "import os\n" + source})
+    notebook.write_text(json.dumps(nb))
+    return mark
+
+
 def _build_and_grade(name: str, out: str) -> dict:
     """Worker: otter assign NAME into OUT, then grade the solutions, the blank student notebook, a planted
     mistake (a zip, on the command line) and a cheating or a looping submission. Returns the gradings."""
@@ -192,9 +203,12 @@ def _build_and_grade(name: str, out: str) -> dict:
         results["cheat"] = course.grade(name, cheat, out)
     if name == LOOPING[0]:
         looping = _replace_functions(solution, out / f"{name}-looping.ipynb", LOOPING[2], stuck=True)
+        mark = _add_lingering_cell(looping, out / f"{name}-lingering")
         start = time.monotonic()
         results["looping"] = course.grade(name, looping, out, timeout=LOOP_TIMEOUT)
         results["looping_seconds"] = time.monotonic() - start
+        pids = [int(Path(f"{mark}.{kind}").read_text()) for kind in ("session", "orphan")]
+        results["lingering"] = {"pids": pids, "alive_after": [pid for pid in pids if _alive(pid)]}
         results["left_behind"] = glob.glob(os.path.join(tempfile.gettempdir(), f"course-grade-{name}-*"))
     return results
 
@@ -305,6 +319,8 @@ def test_a_looping_submission_is_graded_within_the_time_limit(built):
     assert looping["timeout"] == LOOP_TIMEOUT and looping["stopped_cells"][0] == STUCK_CELL.splitlines()[0]
     assert f"time limit of {LOOP_TIMEOUT:g} s" in course._report(looping)
     assert results[name]["left_behind"] == []
+    lingering = results[name]["lingering"]  # a process in a session of its own and a double-forked orphan
+    assert len(lingering["pids"]) == 2 and lingering["alive_after"] == []
     # the stuck cell, the cell that calls the looping function and q3's first test: about 3 limits, plus the
     # kernel's start and the rest of the notebook (a loose bound: the machine may be shared)
     assert results[name]["looping_seconds"] < 240
@@ -548,3 +564,78 @@ def test_docs_and_masters_name_lib_by_its_current_paths():
         for attr in parts[len(module.split(".")):]:
             assert hasattr(obj, attr), f"{name}: {module} has no {attr}"
             obj = getattr(obj, attr)
+
+
+# a submission's cell that leaves processes behind: one in a session of its own, one double-forked with an empty
+# environment (re-parented to the grader, the subreaper); each writes its pid, then waits to rewrite what it finds
+LINGERING = """
+import os, subprocess, sys
+watcher = "import os, sys, time\\nopen(sys.argv[1], 'w').write(str(os.getpid()))\\nwhile True: time.sleep(0.2)"
+subprocess.Popen([sys.executable, "-c", watcher, sys.argv[1] + ".session"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    subprocess.Popen([sys.executable, "-c", watcher, sys.argv[1] + ".orphan"], env={})
+    os._exit(0)
+os.wait()
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, killed and waiting for its reaper, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for(paths: list[Path], seconds: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while not all(p.exists() and p.read_text() for p in paths):
+        assert time.monotonic() < deadline, f"the lingering processes did not start: {paths}"
+        time.sleep(0.05)
+    return [int(p.read_text()) for p in paths]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="process tracking reads /proc (Linux)")
+def test_every_process_a_grading_starts_is_killed_at_its_end(tmp_path):
+    """A process that left the kernel's session (Popen(start_new_session=True)) or its process tree (a double
+    fork with env={}) outlived its grading and rewrote the next grading's outputs; now each grading ends them."""
+    from assignments import processes
+
+    mark = tmp_path / "pid"
+    with processes.contained():
+        subprocess.run([sys.executable, "-c", LINGERING, str(mark)], check=True, timeout=30)
+        pids = _wait_for([tmp_path / "pid.session", tmp_path / "pid.orphan"])
+        assert all(_alive(pid) for pid in pids)
+    assert not any(_alive(pid) for pid in pids)
+    assert processes.TOKEN_ENV not in os.environ
+
+
+def test_a_grading_runs_in_a_private_hidden_folder_and_contains_its_processes():
+    """`grade` stages the hidden inputs in a folder of its own (mkdtemp: 0700), not under the kernel's scratch
+    folder, and runs otter inside `processes.contained` (the test above checks what that does)."""
+    import inspect
+
+    source = inspect.getsource(course.grade)
+    assert 'TemporaryDirectory(prefix="course-hidden-")' in source and "processes.contained()" in source
+    assert "hidden.stage(name, ag_zip.parent, hidden_dir)" in source and "end_all()" in source
+    with tempfile.TemporaryDirectory(prefix="course-hidden-") as folder:
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("record", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"lib_replaced": [], "error": null, "outputs": ' + "[" * 5000 + "1" + "]" * 5000 + "}",
+    '{"lib_replaced": [], "error": null, "outputs": [{"ndarray": [1, 2], "dtype": "<f8", "shape": [5]}]}',
+    '{"lib_replaced": 3, "error": null, "outputs": []}',
+    '{"lib_replaced": [], "error": null, "outputs": [1e999999]}',
+])
+def test_a_malformed_or_deeply_nested_record_scores_zero_with_a_reason(tmp_path, record):
+    """A record nested 100 000 deep crashed the grader with RecursionError (exit 1, no score, no JSON)."""
+    hidden_tests.write("02_crel", tmp_path)
+    expected = json.loads(hidden_tests.expected_path("02_crel", tmp_path).read_text())["q1"]
+    path = tmp_path / "q1-outputs.json"
+    path.write_text(record)
+    reason = hidden_tests.verdict("02_crel", "q1", path, expected)
+    assert reason is not None and re.match(r"the hidden test('s (record|output \d+) is malformed| recorded)",
+                                           reason), reason

@@ -116,8 +116,33 @@ def test_page_text_shows_streams_as_jupyterlab_does_without_silent_results(tmp_p
 
 
 def fake_run(path: Path, papermill: dict | None) -> None:
+    """An executed copy with papermill metadata `papermill` (a complete run's `duration` unless given)."""
+    if papermill is not None and not papermill.get("exception"):
+        papermill = {"duration": 1.0, **papermill}
     nb = nbformat.v4.new_notebook(metadata={"papermill": papermill} if papermill is not None else {})
     nbformat.write(nb, path)
+
+
+def half_run(path: Path, done: int = 2, total: int = 4) -> None:
+    """What a run killed mid-way left: `done` of `total` code cells completed, the rest pending, no duration."""
+    cells = [nbformat.v4.new_code_cell(f"x = {i}", metadata={"papermill": {
+        "status": "completed" if i < done else "pending"}}) for i in range(total)]
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"papermill": {
+        "parameters": {"PRESET": "smoke"}, "duration": None, "exception": None}})
+    nbformat.write(nb, path)
+
+
+def test_an_interrupted_run_is_refused_naming_the_file(tmp_path):
+    """A run killed after 30 of 40 cells (duration null) was accepted as a page of the book."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for notebook in NOTEBOOKS:
+        fake_run(runs / notebook.name, {"parameters": {"PRESET": "smoke"}})
+    assert book.executed_notebooks(runs)
+    half_run(runs / NOTEBOOKS[1].name)
+    with pytest.raises(book.BookError, match=rf"{NOTEBOOKS[1].name} is a run that was interrupted \(2 of 4 code "
+                                              r"cells did not complete"):
+        book.executed_notebooks(runs)
 
 
 def test_no_executed_notebooks_says_to_run_make_run_first(tmp_path):

@@ -493,3 +493,54 @@ def test_a_read_only_cache_directory_names_the_directory_when_an_entry_is_writte
                                                      r"entry.pt cannot be written: Permission denied\); make it "
                                                      r"writable, or point WORKBOOK_CACHE at a writable folder"):
         cache.atomic_torch_save({"a": 1}, path)
+
+
+# ----------------------------------------------------------------------------------------------------
+# What an entry's path may be and what a failed write says
+# ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("namespace, label", [("../..", "x"), ("/elsewhere", "x"), ("01", "../x"), ("01", "a/b")])
+def test_a_cache_path_outside_its_namespace_is_refused(tmp_path, monkeypatch, namespace, label):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match=r"leads outside its folder|holds a path separator"):
+        cache.cache_path(namespace, label, {"seed": 0}, ".npz")
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_directory_or_fifo_at_an_entry_is_named_not_read(tmp_path, kind):
+    import os
+
+    path = tmp_path / "01" / "entry.npz"
+    path.parent.mkdir()
+    path.mkdir() if kind == "directory" else os.mkfifo(path)
+    with pytest.raises(cache.NotARegularFile, match=rf"^{path}: it is a (directory|FIFO).*not a regular file"):
+        cache.cached_npz(path, lambda: {"x": np.zeros(1)})
+
+
+FSIZE_WRITE = """
+import resource, sys
+import numpy as np
+from lib import cache
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    cache.{writer}({args})
+except cache.WriteFailed as err:
+    print("WriteFailed", err)
+"""
+
+
+@pytest.mark.parametrize("writer, args", [
+    ("atomic_torch_save", "{'w': np.ones(10_000)}, sys.argv[1]"),
+    ("atomic_savez", "sys.argv[1], {'w': np.ones(10_000)}"),
+])
+def test_a_write_cut_by_a_file_size_limit_names_the_file(tmp_path, writer, args):
+    """Under `ulimit -f` (RLIMIT_FSIZE, in a subprocess: the limit is per process), torch.save's writer said only
+    'RuntimeError: ... unexpected pos'; the error now names the file, and no file is left behind."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "entry.pt"
+    out = subprocess.run([sys.executable, "-c", FSIZE_WRITE.format(writer=writer, args=args), str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("WriteFailed [Errno ") and f"{path} could not be written" in out.stdout
+    assert "file-size limit" in out.stdout and list(tmp_path.iterdir()) == []

@@ -278,3 +278,10 @@ def test_fit_cuts_the_training_rows_at_lgm_fraction_and_trains_the_dqr_on_the_re
     assert all(torch.equal(a, b) for a, b in zip(m.dqr.state_dict().values(), alone.state_dict().values()))
     with pytest.raises(ValueError, match="DQR fold has 1 points"):
         crel.fit(x[:4], y[:4], settings)
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (20, 1), (2, 3, 4), ()])
+def test_conformal_radius_refuses_distances_that_are_not_one_dimensional(shape):
+    """A 2-D `distances` was flattened silently (a (n, 1) column as well): n calibration scores are 1-D."""
+    with pytest.raises(ValueError, match=r"^distances must be a 1-D \(n,\) array; got shape"):
+        crel.conformal_radius(np.ones(shape), 0.1)

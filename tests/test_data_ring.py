@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from lib.data import RingSettings, gaussian_ring, ring_draw, ring_train_heldout
+from lib.data import ring as ring_mod
 
 # spec 01 §2.1: the authors' scales with seed 7
 AUTHORS_SCALES = [0.2463, 0.3322, 0.2900, 0.3401, 0.2776, 0.2710, 0.2956, 0.2944]
@@ -55,3 +56,35 @@ def test_variance_quirk_can_be_switched_off():
 def test_bad_n_is_refused():
     with pytest.raises(ValueError, match="n=4"):
         gaussian_ring(4, seed=7)
+
+
+@pytest.mark.parametrize("trunc_factor", [0.05, 0.2, 1e-9])
+def test_a_truncation_that_keeps_almost_nothing_is_refused_before_drawing(trunc_factor):
+    """TRUNC_FACTOR 0.05 passed validation, then the rejection sampling ran for hours (it keeps 0.04 % of the
+    draws); a factor keeping under 1 % of the narrowest mode's draws is refused, naming the parameter."""
+    from lib.params import parameter_names
+    from lib.prcurves import experiment as ex
+
+    with parameter_names(ex.NOTEBOOK_PARAMETERS), pytest.raises(
+            ValueError, match=rf"^TRUNC_FACTOR={trunc_factor!r} keeps only .*% of a mode's draws"):
+        ex.resolve_config("smoke", ring=RingSettings(trunc_factor=trunc_factor))
+    with pytest.raises(ValueError, match=rf"^trunc_factor={trunc_factor!r} keeps only"):
+        ring_mod.gaussian_ring(80, 0, settings=RingSettings(trunc_factor=trunc_factor))
+
+
+def test_the_acceptance_bound_matches_the_draws_and_every_accepted_factor_finishes():
+    """The closed-form acceptance agrees with a Monte Carlo estimate, and the smallest factor the check accepts
+    draws a ring quickly (the loop is bounded by MAX_ROUNDS besides)."""
+    import time
+
+    settings = RingSettings(trunc_factor=0.5)
+    rng = np.random.default_rng(0)
+    scale = 0.3
+    z = rng.normal(scale=np.sqrt(scale), size=(200_000, 2))
+    kept = (np.linalg.norm(z / scale, axis=1) <= settings.trunc_factor).mean()
+    assert ring_mod.acceptance(settings, scale) == pytest.approx(kept, abs=0.005)
+    lowest = 0.3  # just above the bound (0.29 under the variance quirk)
+    assert ring_mod.check_truncation("trunc_factor", RingSettings(trunc_factor=lowest)) >= ring_mod.MIN_ACCEPTANCE
+    start = time.perf_counter()
+    assert ring_mod.gaussian_ring(800, 0, settings=RingSettings(trunc_factor=lowest)).shape == (800, 2)
+    assert time.perf_counter() - start < 5

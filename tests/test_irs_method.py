@@ -366,3 +366,10 @@ def test_cold_call_no_longer_builds_the_whole_row():
     new = cold(lambda: irs.irs_inf(20_000, 5_000, 4_000))
     old = cold(lambda: full_row_interval(20_000, 5_000, 4_000))
     assert new < old / 2, (new, old)  # measured 5-6x on a loaded 2-core machine
+
+
+@pytest.mark.parametrize("n_train, n_samples, k", [(100, 5, 10), (100, 5, 0), (3, 5, 4), (100, 1, 1)])
+def test_mle_reachable_refuses_counts_that_cannot_occur(n_train, n_samples, k):
+    """k distinct retrievals among n queries of N images need 1 <= k <= min(n, N); (100, 5, 10) returned 100."""
+    with pytest.raises(ValueError, match=r"must (lie in|be >=)"):
+        irs.mle_reachable(n_train, n_samples, k)

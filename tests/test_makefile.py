@@ -97,3 +97,40 @@ def test_book_without_executed_notebooks_says_to_run_make_run_first(tmp_path):
     assert out.returncode != 0
     assert "make book: no executed notebooks in runs/" in out.stderr and "run `make run` first" in out.stderr
     assert not (tmp_path / "runs" / "book").exists()
+
+
+FAKE_TOOL = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$CALLS"
+case "$(basename "$0") $*" in
+  *"install -y"*chromium*) printf '#!/bin/sh\\n' > "$WORKBOOK_CHROMIUM"; chmod +x "$WORKBOOK_CHROMIUM";;
+  sudo*) shift 0; "$@";;
+esac
+"""
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_test_after_the_suite(tmp_path, installed):
+    """.ci/run (with make and apt-get replaced by recorders): chromium from apt-get only when it is missing, never
+    `playwright install`; `make test`, then `make test-browser` with a missing chromium made a failure."""
+    (tmp_path / "repo" / ".ci").mkdir(parents=True)
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / "repo" / ".ci" / "run")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("make", "apt-get", "sudo"):
+        (bin_dir / tool).write_text(FAKE_TOOL)
+        (bin_dir / tool).chmod(0o755)
+    chromium, calls = tmp_path / "chromium", tmp_path / "calls"
+    if installed:
+        chromium.write_text("#!/bin/sh\n")
+        chromium.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls),
+           "WORKBOOK_CHROMIUM": str(chromium)}
+    out = subprocess.run(["bash", str(tmp_path / "repo" / ".ci" / "run")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    made = [line.split(" ", 1)[1] for line in calls.read_text().splitlines() if line.startswith("make")]
+    installs = [line for line in calls.read_text().splitlines() if line.startswith("apt-get")]
+    assert made == ["test", "test-browser"]
+    assert installs == ([] if installed else ["apt-get update", "apt-get install -y --no-install-recommends chromium"])
+    assert "playwright install" not in (ROOT / ".ci" / "run").read_text().replace("never `playwright install`", "")
+    assert "WORKBOOK_REQUIRE_BROWSER=1 make test-browser" in (ROOT / ".ci" / "run").read_text()

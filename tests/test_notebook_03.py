@@ -144,7 +144,8 @@ def test_a_stored_layer_of_the_smoke_run_round_trips(smoke, tmp_path):
     manifest = store.read_manifest(tmp_path / "results" / "03" / "smoke")
     labels = {name.rsplit("-", 1)[0] for name in manifest["entries"]}
     assert labels == {f"{stage}-{m}" for stage in ("cifar", "synth", "whole-pred", "whole-recipe-pred")
-                      for m in METHODS}
+                      for m in METHODS} | {f"al-{m}-epistemic-400" for m in METHODS} | {"al-ensemble-random-400",
+                                                                                          "pred-synth-ddu"}
     stored = run(tmp_path, "stored", tmp_path / "cache", env=environ, SOURCE="stored")
     assert without_clocks(stored) == without_clocks(smoke["results"])
     text = (tmp_path / "stored.ipynb").read_text()

@@ -285,3 +285,42 @@ def test_memory_check_names_the_largest_part_its_settings_and_the_estimate():
                                              r"the largest part, the rings, takes about 3,200.0 GB and grows with "
                                              r"N_TRAIN=1000000000000"):
             params.check_memory(terms, available=2e9)
+
+
+@pytest.mark.parametrize("value", ["../..", "..", ".", "", "a/b", "/tmp", ".hidden", 3, None])
+def test_a_name_that_becomes_a_path_must_be_plain(value):
+    with pytest.raises(ValueError, match=r"^PRESET=.* is not a plain name"):
+        params.check_name("PRESET", value)
+
+
+def test_a_plain_name_may_also_be_required_to_be_one_of_a_list():
+    assert params.check_name("PRESET", "cpu", ["cpu", "smoke"]) == "cpu"
+    with pytest.raises(ValueError, match=r"PRESET='gpu' is not allowed; choose one of \['cpu', 'smoke'\]"):
+        params.check_name("PRESET", "gpu", ["cpu", "smoke"])
+
+
+@pytest.mark.parametrize("parts", [("..",), ("a", "../../b"), ("/etc",), ("link",)])
+def test_a_path_built_from_a_parameter_stays_in_its_folder(tmp_path, parts):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(ValueError, match=rf"^OUT=.* leads outside its folder {root}"):
+        params.path_inside(root, *parts, name="OUT")
+    assert params.path_inside(root, "a", "b", name="OUT") == root / "a" / "b"
+
+
+@pytest.mark.parametrize("module, setting", [("lib.prcurves.experiment", "base_seed"),
+                                             ("lib.prcurves.experiment", "split_seed"),
+                                             ("lib.crel.experiment", "seed"), ("lib.regret.experiment", "seed"),
+                                             ("lib.irs.experiment", "seed")])
+@pytest.mark.parametrize("value", [2**64, 2**63, -1])
+def test_a_seed_out_of_range_is_refused_naming_the_notebook_parameter(module, setting, value):
+    """A seed >= 2**64 passed the integer check, then stopped the first training cell with 'Overflow when
+    unpacking long long'; now the configuration cell names the parameter."""
+    import importlib
+
+    ex = importlib.import_module(module)
+    with params.parameter_names(ex.NOTEBOOK_PARAMETERS), pytest.raises(
+            ValueError, match=rf"^{setting.upper()}={value} must be (<= {2**63 - 1}|>= 0)"):
+        ex.resolve_config("smoke", **{setting: value})
+    assert params.check_seed("SEED", params.MAX_SEED) == 2**63 - 1

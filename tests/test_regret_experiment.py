@@ -16,7 +16,7 @@ import pytest
 import torch
 from threads import at_one_and_two_threads, differing
 
-from lib import regret
+from lib import regret, store
 from lib.regret import experiment as ex
 from lib.regret import sandbox as sb
 from lib.regret import uq
@@ -375,7 +375,8 @@ def test_trained_heads_are_stored_entries_read_without_training(method, tmp_path
         np.testing.assert_array_equal(read[key], value)
 
 
-def test_active_learning_trains_its_heads_at_one_thread(thread_count, monkeypatch):
+def test_active_learning_trains_its_heads_at_one_thread(thread_count, monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))  # computed, not read from the session's cache
     counts, fit_method = [], uq.fit_method
     monkeypatch.setattr(uq, "fit_method", lambda *a, **k: counts.append(torch.get_num_threads()) or fit_method(*a, **k))
     rng = np.random.default_rng(6)
@@ -539,3 +540,40 @@ def test_width_rows_give_size_calibration_and_the_paper_beside_each_network():
     assert small["paper CE AuReC"] == ex.paper_rows("CIFAR-10H", "ce")["ensemble"]["AuReC"]
     q = study[(12, 24, 24)]["ensemble"]["test"]["samples"].mean(0)
     assert wide["accuracy"] == pytest.approx(np.mean(q.argmax(1) == labels))
+
+
+def test_active_learning_is_a_stored_entry_that_a_default_run_reads(tmp_path, monkeypatch):
+    """AL retrains float32 heads every round, whose rounding moves with the processor (DDU's NAUC 0.7858 on the
+    build machine, 0.7805 on another CPU): its curve is a stored entry, so a default run reads the published one."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv(store.RECORD_ENV, str(tmp_path / "records.jsonl"))
+    rng = np.random.default_rng(6)
+    labels, feats = rng.integers(0, 10, 200), rng.normal(size=(200, 8)).astype(np.float32)
+    config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=1, al_epochs=2, al_pool=150)
+    args = (config, "ensemble", feats[:150], labels[:150], feats[150:], labels[150:])
+    try:
+        store.use("compute", "03", "smoke")
+        computed = ex.active_learning(*args, device=CPU)
+        records = store.read_records(tmp_path / "records.jsonl")
+        assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == ["al-ensemble-epistemic-150"]
+        store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
+        monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
+        monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored AL curve was recomputed"))
+        store.use("stored", "03", "smoke")
+        read = ex.active_learning(*args, device=CPU)
+        assert store.summary().endswith("1 results read, 0 computed.")
+    finally:
+        store.use("compute", "03", "smoke")
+    assert read["nauc"] == computed["nauc"] and np.array_equal(read["accuracy"], computed["accuracy"])
+
+
+def test_the_committed_cpu_layer_holds_what_moves_with_the_processor():
+    """results/03/cpu holds, besides the heads and whole networks, the AL curves of every method (and of random
+    acquisition) and synth_age's DDU prediction: the default run computes none of them."""
+    from lib.cache import PROJECT_ROOT
+
+    names = store.read_manifest(PROJECT_ROOT / "results" / "03" / "cpu")["entries"]
+    al = sorted(n.rsplit("-", 1)[0] for n in names if n.startswith("al-"))
+    assert al == sorted([f"al-{m}-epistemic-5000" for m in uq.METHODS] + ["al-ensemble-random-5000"])
+    assert [n.rsplit("-", 1)[0] for n in names if n.startswith("pred-")] == ["pred-synth-ddu"]

@@ -311,3 +311,25 @@ def test_calibration_agrees_with_a_loop_over_bins_and_has_known_answers():
     assert R.calibration(half, np.repeat([0, 1], 50))["ece"] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="labels"):
         R.calibration(q, labels[:10])
+
+
+@pytest.mark.parametrize("factor", [1e-13, 1e13, 2.0**-60])
+@pytest.mark.parametrize("ties", ["stable", "average"])
+def test_aurec_does_not_depend_on_the_scale_of_the_scores(factor, ties):
+    """Scores scaled by 1e-13 were rounded to 1e-12 in absolute terms, so all tied and the AuReC was that of the
+    index order (1.938 instead of 1.310 in the report); ties are now relative to the scores' scale."""
+    rng = np.random.default_rng(3)
+    scores, regret = rng.random(500), rng.exponential(size=500)
+    scores[::7] = scores[1]  # real ties stay ties at every scale
+    expected = R.aurec(scores, regret, ties=ties)
+    assert R.aurec(scores * factor, regret, ties=ties) == pytest.approx(expected, rel=1e-12)
+    assert np.array_equal(R.selection_order(scores * factor), R.selection_order(scores))
+    assert expected != pytest.approx(R.aurec(np.zeros(500), regret, ties=ties))  # index order differs
+
+
+def test_float_noise_still_ties_at_any_scale():
+    """Spec B3: 0.6 - 0.4 and 0.4 - 0.2 are the same regret; float noise must not order them, at any scale."""
+    for factor in (1.0, 1e-13, 1e13):
+        scores = np.array([0.6 - 0.4, 0.4 - 0.2, 0.1]) * factor
+        assert scores[0] != scores[1]
+        assert R.selection_order(scores).tolist() == [2, 0, 1]

@@ -82,3 +82,45 @@ def test_report_shows_only_the_output_of_cells_tagged_remove_input(tmp_path):
     assert "<strong>0.970</strong>" in html  # the output, rendered as Markdown
     assert "auc = 0.97  # shown" in text  # an untagged cell keeps its code
     assert "say(" not in text and ":.3f" not in text  # the reading cell's code is not shown
+
+
+def test_a_killed_run_leaves_the_previous_complete_run_in_place(tmp_path):
+    """Papermill wrote the executed copy at its final path as it went: a run killed mid-way left a half-executed
+    notebook there (and over the previous complete run). Now it runs into a hidden file, renamed when done."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from lib.glue import run_problem
+
+    nb = new_notebook(cells=[new_code_cell("x = 1"), new_code_cell("import time\ntime.sleep(60)"),
+                             new_code_cell("y = 2")],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    output = tmp_path / "runs" / "t.ipynb"
+    output.parent.mkdir()
+    output.write_text("the previous complete run")
+    code = "import sys; from lib.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
+    run = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "t.ipynb"), str(output)],
+                           start_new_session=True, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _cell_status(output.parent, 1) != "running":  # the sleeping cell
+        assert time.monotonic() < deadline and run.poll() is None, "the run did not reach its sleeping cell"
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)  # the runner and its kernel, as a killed `make run` would be
+    run.wait(timeout=30)
+    assert output.read_text() == "the previous complete run"
+    partial = next(output.parent.glob(".t.running-*.ipynb"))  # what the killed run left, hidden beside it
+    assert "was interrupted (2 of 3 code cells did not complete" in run_problem(partial)
+
+
+def _cell_status(folder, index: int) -> str | None:
+    """Papermill's status of code cell `index` in the partial copy a run writes in `folder`, if any yet."""
+    for path in folder.glob(".t.running-*.ipynb"):
+        try:
+            return json.loads(path.read_text())["cells"][index]["metadata"]["papermill"]["status"]
+        except (ValueError, KeyError, IndexError):  # being written
+            return None
+    return None

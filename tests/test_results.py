@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from lib import results
+from lib.cache import PROJECT_ROOT
+from lib.glue import IncompleteRun
 from lib.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
@@ -92,7 +94,8 @@ def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, mo
     layer = tmp_path / "results" / "04" / "cpu"
     layer.mkdir(parents=True)
     (layer / "manifest.json").write_text(json.dumps({"commit": "abcdef123", "date": "2026-12-02 08:00 UTC",
-                                                     "wall_seconds": 30.0, "entries": {"a": {}},
+                                                     "wall_seconds": 30.0, "entries": {"a-0123456789.npz": {
+                                                         "sha256": "0" * 64, "bytes": 1, "config": {}}},
                                                      "from_scratch": {"wall_seconds": 2400.0}}))
     assert wall_time(run_info(executed)) == "2 min 5 s (`cpu`, stored results; from scratch 40 min 0 s)"
     executed.write_text(executed.read_text().replace('"PRESET": "cpu"', '"PRESET": "cpu", "SOURCE": "compute"'))
@@ -130,3 +133,24 @@ def test_a_template_reads_a_committed_study_as_typed_rows():
     text = render('{{ " and ".join(f\'{row["width"]:.2f}\' for row in csv_rows("results/01/budget_study.csv") '
                   'if row["variant"] == "paper" and row["steps"] == 1000 and not row["ema"]) }}', {})
     assert text == " and ".join(f"{row['width']:.2f}" for row in authors)
+
+
+def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
+    """A run killed mid-way gave `TemplateError ... KeyError: 'n_train'`, which did not say it was interrupted."""
+    import shutil
+
+    from test_book import half_run
+
+    from lib.results import generate, main
+
+    out = tmp_path / "pages"
+    shutil.copytree(PROJECT_ROOT / "docs" / "results" / "templates", out / "templates")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    half_run(runs / "04_image_retrieval_score.ipynb", done=30, total=40)
+    with pytest.raises(IncompleteRun, match=r"04_image_retrieval_score.ipynb is a run that was interrupted "
+                                            r"\(10 of 40 code cells did not complete"):
+        generate(runs, out, None)
+    assert sorted(p.name for p in out.iterdir()) == ["templates"]
+    with pytest.raises(SystemExit, match="make results: .* was interrupted"):
+        main(["--runs", str(runs), "--out", str(out), "--readme", str(tmp_path / "README.md")])

@@ -176,3 +176,129 @@ def test_rewriting_a_layer_keeps_its_readme_and_what_it_recorded_about_unchanged
     assert (layer / "README.md").read_text() == "how these were made" and again["commit"] == "def"
     assert again["entries"][name]["provenance"] == "trained elsewhere"
     assert again["entries"][name]["config"] == {"seed": 0}  # kept: this run did not know it
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Paths built from parameters, empty layers, the manifest's form and what a layer entry may be
+# ------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("namespace, preset", [("xx", "../.."), ("xx", ".."), ("xx", "."), ("../..", "test"),
+                                               ("xx", "ABSOLUTE"), ("xx", "a/b"), ("xx", "")])
+def test_a_layer_outside_its_folder_is_refused_and_nothing_is_deleted(roots, namespace, preset):
+    # every case stays under roots, so that even the code before the check deletes nothing else
+    preset = str(roots / "victim") if preset == "ABSOLUTE" else preset
+    fill(roots)
+    bystander = roots / "keep.txt"
+    bystander.write_text("mine")
+    records = store.read_records(roots / "records.jsonl")
+    with pytest.raises(ValueError, match=r"(namespace|PRESET)=.* is not a plain name"):
+        store.write_layer(namespace, preset, records, {"command": "test", "commit": "abc", "date": "today"})
+    assert bystander.read_text() == "mine" and (roots / "results" / "xx" / "test" / "manifest.json").exists()
+
+
+def test_a_symbolic_link_out_of_the_results_root_is_refused(roots, tmp_path):
+    (roots / "results").mkdir()
+    (roots / "results" / "xx").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(ValueError, match="leads outside its folder"):
+        store.layer_dir("xx", "test")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "../.."], r"--preset '\.\./\.\.' is not one of notebook 04's PRESETS"),
+    (["-p", "SOURCE", "stored"], "-p SOURCE 'stored': a layer is written from a run that computes"),
+    (["-p", "PRESET", "smoke"], "-p PRESET 'smoke' contradicts --preset 'cpu'"),
+])
+def test_the_store_command_refuses_a_bad_preset_or_source_before_running(roots, capsys, argv, message):
+    bystander = roots / "keep.txt"
+    bystander.write_text("mine")
+    with pytest.raises(SystemExit) as stop:
+        store.main(["notebooks/04_image_retrieval_score.ipynb", "--out", str(roots / "runs"), *argv])
+    assert stop.value.code == 2 and re_search(message, capsys.readouterr().err)
+    assert bystander.read_text() == "mine" and not (roots / "runs").exists()  # refused before the run
+
+
+def re_search(pattern: str, text: str) -> bool:
+    import re
+
+    return re.search(pattern, " ".join(text.split())) is not None
+
+
+def computed_instead(roots, monkeypatch, capsys) -> str:
+    """Read seed 0's samples from the layer into an empty cache, check that they were computed instead of read,
+    and return what the run printed."""
+    empty_cache(roots, monkeypatch)
+    store.use("stored", "xx", "test")
+    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(1, 9.0)}, stored=True)["x"]
+    assert np.array_equal(x, np.full(1, 9.0))
+    return capsys.readouterr().out
+
+
+def test_a_run_that_recorded_nothing_leaves_the_layer_and_fails_loudly(roots):
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    before = (layer / "manifest.json").read_text()
+    with pytest.raises(ValueError, match="recorded no stored entry of notebook xx"):
+        store.write_layer("xx", "test", [], {"command": "test", "commit": "abc", "date": "today"})
+    assert (layer / "manifest.json").read_text() == before
+
+
+def test_a_stored_file_recorded_for_another_configuration_is_refused_by_name(roots, monkeypatch, capsys):
+    """The layer's file of seed 0 replaced by the bytes (and the manifest entry) of seed 1's: the manifest's
+    recorded configuration differs from the key the run asks for, so it is refused, not read."""
+    fill(roots)
+    fill(roots, seed=1)  # the layer now holds seed 1's entries
+    layer = roots / "results" / "xx" / "test"
+    manifest = json.loads((layer / "manifest.json").read_text())
+    zero, one = (cache_path("xx", "samples", {"seed": seed}, ".npz").name for seed in (0, 1))
+    (layer / zero).write_bytes((layer / one).read_bytes())
+    manifest["entries"][zero] = manifest["entries"][one]
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    out = computed_instead(roots, monkeypatch, capsys)
+    assert f"stored result {layer / zero} refused: the configuration its manifest records differs" in out
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("<<<<<<< HEAD\n{}", "JSONDecodeError"),
+    ("[1, 2]", "it holds a list, not an object"),
+    ('{"commit": "abc", "date": "today", "entries": []}', "its 'entries' is list"),
+    ('{"commit": "abc", "date": "today", "entries": {"a-0123456789.npz": {"bytes": 1, "config": {}}}}',
+     "entry 'a-0123456789.npz' has no valid 'sha256'"),
+    ('{"commit": "abc", "date": "today", "entries": {"../../x-0123456789.npz": {}}}', "is not a cache file name"),
+    ('{"commit": 3, "date": "today", "entries": {}}', "its 'commit' is 3, not a string"),
+])
+def test_a_malformed_manifest_is_an_error_naming_the_file(roots, text, reason):
+    layer = roots / "results" / "xx" / "test"
+    layer.mkdir(parents=True)
+    (layer / "manifest.json").write_text(text)
+    with pytest.raises(store.DamagedManifest, match="is not a valid stored-layer manifest") as err:
+        store.use("stored", "xx", "test")
+    assert str(layer / "manifest.json") in str(err.value) and reason in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_directory_or_fifo_in_place_of_a_stored_file_is_refused_without_blocking(roots, monkeypatch, capsys, kind):
+    import os
+
+    fill(roots)
+    path = next((roots / "results" / "xx" / "test").glob("samples-*.npz"))
+    path.unlink()
+    path.mkdir() if kind == "directory" else os.mkfifo(path)
+    out = computed_instead(roots, monkeypatch, capsys)
+    assert f"stored result {path} refused: it is a {'directory' if kind == 'directory' else 'FIFO'}" in out
+    with pytest.raises(ValueError, match="not a regular file"):
+        store.sha256_file(path)
+
+
+def test_the_committed_layers_stay_under_40_mb():
+    """Every refresh of a layer stays in git's history: results/ is kept under 40 MB (MiB, as `du -sh` counts)."""
+    from lib.cache import PROJECT_ROOT
+
+    total = sum(p.stat().st_size for p in (PROJECT_ROOT / "results").rglob("*") if p.is_file())
+    assert total < 40 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"
+
+
+def test_a_from_scratch_run_that_was_interrupted_is_refused_as_the_layers_cost(tmp_path):
+    from test_book import half_run
+
+    half_run(tmp_path / "03.ipynb")
+    with pytest.raises(ValueError, match=r"^--scratch-run: .*03.ipynb is a run that was interrupted"):
+        store.scratch_run_info(tmp_path / "03.ipynb")

@@ -34,6 +34,7 @@ from lib.params import (
     check_memory,
     check_probability,
     check_real,
+    check_seed,
     resolve_preset,
     shown,
 )
@@ -155,7 +156,7 @@ def _validate_levels(config: CReLConfig) -> None:
     if config.tau_dir is not None:
         check_probability("tau_dir", config.tau_dir)
     check_int("num_seeds", config.num_seeds, minimum=1)
-    check_int("seed", config.seed, minimum=0)
+    check_seed("seed", config.seed)
     check_int("latent_dim", config.latent_dim, minimum=1)
     if config.latent_dim != 2:
         raise ValueError(f"latent_dim={config.latent_dim} is not supported by the synthetic table, which uses the "

@@ -24,7 +24,7 @@ from torch import nn
 
 from lib.crel import cvae as cvae_mod
 from lib.nn import mlp
-from lib.params import check_choice, check_int, check_probability
+from lib.params import check_choice, check_int, check_ndim, check_probability
 from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 INFLATIONS = ("ball", "halfspace_shift")
@@ -58,7 +58,7 @@ def conformal_radius(distances: np.ndarray, alpha: float, *, allow_infinite: boo
     order statistic falls on a +inf score, gamma = +inf (the set is the whole space) with a RuntimeWarning.
     NaN is rejected.
     """
-    d = np.asarray(distances, dtype=np.float64).ravel()
+    d = check_ndim("distances", distances, 1, "1-D (n,)").astype(np.float64, copy=False)
     if d.size == 0:
         raise ValueError("distances is empty: conformal calibration needs at least one calibration point.")
     if np.isnan(d).any():

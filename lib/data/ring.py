@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.params import check_int, check_real
+from lib.params import check_int, check_real, shown
+
+MIN_ACCEPTANCE = 0.01  # a mode keeps at least 1 % of its draws, so its rejection loop ends in about a thousand rounds
+MAX_ROUNDS = 100_000  # a backstop the check above keeps far away
 
 
 @dataclass(frozen=True)
@@ -45,11 +48,39 @@ def ring_centers(settings: RingSettings = RingSettings()) -> np.ndarray:
     return settings.radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
 
 
+def acceptance(settings: RingSettings, scale: float) -> float:
+    """The share of a mode's draws that the truncation keeps: ||x - c|| / s <= t with per-axis std sigma
+    (sqrt(s) under the variance quirk, else s) is a chi distribution with 2 degrees of freedom below
+    t s / sigma, so 1 - exp(-(t s / sigma)^2 / 2)."""
+    sigma = np.sqrt(scale) if settings.s_is_variance else scale
+    return float(-np.expm1(-0.5 * (settings.trunc_factor * scale / sigma) ** 2))
+
+
+def check_truncation(name: str, settings: RingSettings) -> float:
+    """`settings.trunc_factor` (named `name`) must be a positive real that keeps at least MIN_ACCEPTANCE of the
+    draws of the narrowest mode a draw can give (scale base (1 - variability / 2)); a smaller one would make the
+    rejection sampling run for hours. Returns that smallest acceptance."""
+    check_real(name, settings.trunc_factor, low=0.0, open_low=True)
+    base = settings.overlap * settings.radius / settings.num_modes
+    narrowest = acceptance(settings, base * (1 - settings.variability / 2))
+    if narrowest < MIN_ACCEPTANCE:
+        raise ValueError(f"{shown(name)}={settings.trunc_factor!r} keeps only {narrowest:.2%} of a mode's draws "
+                         f"(at least {MIN_ACCEPTANCE:.0%} needed, or the rejection sampling of the ring runs "
+                         "practically forever); give a larger truncation factor (the authors' is 3.0).")
+    return narrowest
+
+
 def _draw_mode(rs: np.random.RandomState, center: np.ndarray, scale: float, count: int, settings: RingSettings):
-    """`count` points of one truncated mode, drawn in batches until the mode is full."""
+    """`count` points of one truncated mode, drawn in batches until the mode is full (at most MAX_ROUNDS)."""
     cov = np.eye(2) * (scale if settings.s_is_variance else scale**2)
     kept: list[np.ndarray] = []
+    rounds = 0
     while sum(len(k) for k in kept) < count:
+        if rounds == MAX_ROUNDS:
+            raise RuntimeError(f"trunc_factor={settings.trunc_factor!r}: a mode of scale {scale:.4g} was not full "
+                               f"after {MAX_ROUNDS} rounds of rejection sampling (acceptance "
+                               f"{acceptance(settings, scale):.2e}).")
+        rounds += 1
         points = rs.multivariate_normal(center, cov, count - sum(len(k) for k in kept))
         kept.append(points[np.linalg.norm((points - center) / scale, axis=1) <= settings.trunc_factor])
     return np.concatenate(kept)[:count]
@@ -62,8 +93,8 @@ def ring_draw(n: int, seed: int, *, params: RingParams | None = None, settings: 
     With `params` (the training draw's), the held-out set reuses its centres and scales, as the authors do.
     """
     check_int("n", n, minimum=settings.num_modes)
-    check_int("seed", seed, minimum=0)
-    check_real("trunc_factor", settings.trunc_factor, low=0.0, open_low=True)
+    check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # RandomState's range
+    check_truncation("trunc_factor", settings)
     rs = np.random.RandomState(seed)
     per_mode = n // settings.num_modes
     centers = ring_centers(settings) if params is None else params.centers

@@ -26,7 +26,17 @@ from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_e
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
-from lib.params import MemoryTerm, check_choice, check_int, check_list, check_memory, check_real, resolve_preset, shown
+from lib.params import (
+    MemoryTerm,
+    check_choice,
+    check_int,
+    check_list,
+    check_memory,
+    check_real,
+    check_seed,
+    resolve_preset,
+    shown,
+)
 from lib.reading import sig
 from lib.seeds import derive_seed
 
@@ -155,6 +165,12 @@ def validate(config: IRSConfig) -> None:
     smallest = min(config.fractions)
     if math.floor(NUM_CLASSES * smallest) < 1:
         raise ValueError(f"{shown('fractions')} entry {smallest!r} keeps floor(10 f) = 0 classes; use f >= 0.1.")
+    for f in config.fractions:  # the draw keeps whole classes: another fraction would be run as floor(10 f) / 10
+        if abs(NUM_CLASSES * f - round(NUM_CLASSES * f)) > 1e-9:
+            kept = math.floor(NUM_CLASSES * f + 1e-9)
+            raise ValueError(f"{shown('fractions')} entry {f!r} is not a multiple of 1/{NUM_CLASSES}: a draw keeps "
+                             f"whole classes, so it would keep {kept} of {NUM_CLASSES} (a fraction of "
+                             f"{kept / NUM_CLASSES}) and be labelled {f!r}; give multiples of 0.1.")
     available = config.pool_per_class * math.floor(NUM_CLASSES * smallest) * (2 if config.pool_split == "shared" else 1)
     check_int("n_fixed", config.n_fixed, minimum=2, maximum=available)
     check_int("e2_reps", config.e2_reps, minimum=1)
@@ -164,7 +180,7 @@ def validate(config: IRSConfig) -> None:
     check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
     check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
-    check_int("seed", config.seed, minimum=0)
+    check_seed("seed", config.seed)
     generators.validate_generators(config)
 
 

@@ -234,6 +234,7 @@ def mle_reachable(n_train: int, n_samples: int, k: int) -> int:
     order term that float64 computes as the difference of two first-order ones, so it came out <= 0 for
     small n at N >= 1e16 (s_hat = 6.9e15 instead of N = 1e16 at n = k = 2).
     """
+    check_counts(n_train, n_samples, k)
     if k == n_samples:  # L(s) = prod_{i<n} (1 - i/s) grows with s
         return n_train
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from lib.cache import cache_path, cached_npz, cached_torch
-from lib.data.ring import RingSettings, ring_train_heldout
+from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
     MemoryTerm,
     check_choice,
@@ -27,7 +27,7 @@ from lib.params import (
     check_memory,
     check_percentiles,
     check_probability,
-    check_real,
+    check_seed,
     resolve_preset,
     shown,
 )
@@ -176,9 +176,9 @@ def validate(config: EnsemblePRConfig) -> None:
         check_int("frontier complexity", complexity, minimum=1)
         check_ints("frontier budgets", budgets, minimum=1)
     check_int("num_resplits", config.num_resplits, minimum=2)
-    check_int("base_seed", config.base_seed, minimum=0)
-    check_int("split_seed", config.split_seed, minimum=0)
-    check_real("ring.trunc_factor", config.ring.trunc_factor, low=0.0, open_low=True)
+    check_seed("base_seed", config.base_seed)
+    check_seed("split_seed", config.split_seed)
+    check_truncation("ring.trunc_factor", config.ring)
     config.train.check("train")
 
 

@@ -48,6 +48,7 @@ from lib.params import (
     check_list,
     check_memory,
     check_real,
+    check_seed,
     resolve_preset,
     shown,
 )
@@ -198,7 +199,7 @@ def validate(config: RegretConfig) -> None:
         wh.validate_whole(replace(config.whole, widths=widths))
         _check_subset("width_study methods", methods, uq.METHODS)
     check_real("sandbox.reject", config.sandbox.reject, low=0.0, high=1.0, open_low=True, open_high=True)
-    check_int("seed", config.seed, minimum=0)
+    check_seed("seed", config.seed)
 
 
 def _whole_network_bytes(widths: tuple[int, int, int], batch: int) -> float:
@@ -396,15 +397,16 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
 
 
 def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: torch.Tensor, *, label: str,
-                      head: uq.HeadSettings, device: torch.device, force: bool = False) -> dict:
-    """The method's prediction (lib.regret.uq.predict) on `inputs`; cached as .npz."""
+                      head: uq.HeadSettings, device: torch.device, force: bool = False, stored: bool = False) -> dict:
+    """The method's prediction (lib.regret.uq.predict) on `inputs`; cached as .npz, and `stored` (lib.store)
+    where it moves with the processor (synth_run's DDU density)."""
     key = {"stage": "predict", "version": 1, "method": method, "inputs": inputs.numpy(), "head": head,
            "seed": config.seed, "weights": [float(sum(p.double().sum() for p in m.state_dict().values()
                                                        if p.is_floating_point())) for m in trained["modules"]]}
     path = cache_path(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
     return cached_npz(path, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
                                                seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
-                                               device=device), force=force)
+                                               device=device), force=force, stored=stored)
 
 
 def evaluate(config: RegretConfig, method: str, prediction: dict, p_true: np.ndarray, loss: str,
@@ -468,17 +470,33 @@ def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
     return uq.estimates(method, prediction, "ce", seed=seed)["E_hat"]
 
 
-@one_thread()  # heads retrained every round: small, and at one thread the same at any NUM_THREADS
 def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
                     test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str = "epistemic",
-                    device: torch.device, progress: bool = False) -> dict:
+                    device: torch.device, progress: bool = False, force: bool = False) -> dict:
     """Pool-based AL on frozen features: retrain the head from scratch each round, acquire the al_batch
     pool points with the highest Ê (strategy "epistemic") or at random ("random").
 
     Returns {"budget": (rounds+1,), "accuracy": (rounds+1,), "nauc"}; NAUC is the trapezoid area of
     accuracy over the budget divided by the budget range (the OpenML-style normalised AUC [inferred]).
+    Cached, and stored (`lib.store`: a few hundred bytes): the heads' float32 training moves with the processor
+    (DDU's NAUC was 0.7858 here and 0.7805 on another CPU), so a default run reads the stored curve.
     """
     check_choice("strategy", strategy, ("epistemic", "random"))
+    key = {"stage": "al", "version": 1, "method": method, "strategy": strategy, "pool_feats": pool_feats,
+           "pool_labels": pool_labels, "test_feats": test_feats, "test_labels": test_labels, "head": config.head,
+           "seed": config.seed, **{f: getattr(config, f) for f in ("al_initial", "al_batch", "al_rounds",
+                                                                    "al_epochs", "al_lr")}}
+    path = cache_path(CACHE_NAMESPACE, f"al-{method}-{strategy}-{len(pool_labels)}", key, ".npz")
+    arrays = cached_npz(path, lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats,
+                                                       test_labels, strategy=strategy, device=device),
+                        force=force, stored=True)
+    return {"budget": arrays["budget"], "accuracy": arrays["accuracy"], "nauc": float(arrays["nauc"])}
+
+
+@one_thread()  # heads retrained every round: small, and at one thread the same at any NUM_THREADS
+def _active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
+                     test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str, device: torch.device) -> dict:
+    """`active_learning`'s rounds, uncached."""
     rng = np.random.default_rng(config.seed)
     labelled = train_subset(pool_labels, config.al_initial, config.seed)
     head = replace(config.head, epochs=config.al_epochs, lr=config.al_lr)
@@ -507,7 +525,7 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
         labelled = np.sort(np.concatenate([labelled, new]))
     budgets, accs = np.array(budgets, dtype=float), np.array(accs)
     nauc = float(np.trapezoid(accs, budgets) / (budgets[-1] - budgets[0]))
-    return {"budget": budgets, "accuracy": accs, "nauc": nauc}
+    return {"budget": budgets, "accuracy": accs, "nauc": np.float64(nauc)}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -532,7 +550,7 @@ def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False
         trained = trained_method(frozen, method, x_train, soft, groups, head=config.synth_head, num_groups=10,
                                  label="synth", device=device, force=force, progress=progress)
         pred = method_prediction(frozen, method, trained, x_test, label="synth", head=config.synth_head,
-                                 device=device, force=force)
+                                 device=device, force=force, stored=method == "ddu")  # DDU's moves with the CPU
         for loss in ("squared", "absolute"):
             out["results"][(method, loss)] = evaluate(config, method, pred, data["test"]["p_true"], loss, AGES)
     return out

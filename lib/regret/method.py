@@ -291,9 +291,17 @@ def check_scores(scores: np.ndarray) -> np.ndarray:
     return check_finite("scores", check_ndim("scores", scores, 1, "1-D (n,)")).astype(float, copy=False)
 
 
+def tie_keys(scores: np.ndarray) -> np.ndarray:
+    """The `scores` rounded to SCORE_DECIMALS relative to their largest magnitude (spec B3: float noise must not
+    break a tie): scores equal up to 1e-12 of that scale tie, whatever the scale. Rounding to 1e-12 in absolute
+    terms made every score tie once the scores were scaled by 1e-13."""
+    scale = float(np.max(np.abs(scores), initial=0.0)) or 1.0
+    return np.round(scores / scale, SCORE_DECIMALS)
+
+
 def selection_order(scores: np.ndarray) -> np.ndarray:
-    """Indices sorting the uncertainty `scores` ascending, ties in index order (spec B3 'stable')."""
-    return np.argsort(np.round(check_scores(scores), SCORE_DECIMALS), kind="stable")
+    """Indices sorting the uncertainty `scores` ascending, ties (`tie_keys`) in index order (spec B3 'stable')."""
+    return np.argsort(tie_keys(check_scores(scores)), kind="stable")
 
 
 def _sorted_metric(scores: np.ndarray, metric: np.ndarray, ties: str) -> np.ndarray:
@@ -305,8 +313,7 @@ def _sorted_metric(scores: np.ndarray, metric: np.ndarray, ties: str) -> np.ndar
     order = selection_order(scores)
     sorted_metric = metric[order]
     if ties == "average":  # expectation under random tie-breaking: group means within tied scores
-        sorted_scores = np.round(np.asarray(scores, dtype=float), SCORE_DECIMALS)[order]
-        _, start, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+        _, start, counts = np.unique(tie_keys(scores)[order], return_index=True, return_counts=True)
         group_sums = np.add.reduceat(sorted_metric, start)
         sorted_metric = np.repeat(group_sums / counts, counts)
     return sorted_metric
@@ -357,7 +364,7 @@ def aurc(scores: np.ndarray, total: np.ndarray, *, norm: str = "selective", ties
 def spearman(a: np.ndarray, b: np.ndarray) -> dict:
     """Spearman r_s with average ranks (scipy), and the number of rows in tied groups of each input (spec §6)."""
     def tied(x: np.ndarray) -> int:
-        _, counts = np.unique(np.round(x, SCORE_DECIMALS), return_counts=True)
+        _, counts = np.unique(tie_keys(x), return_counts=True)
         return int(counts[counts > 1].sum())
 
     r = spearmanr(a, b).statistic
