@@ -34,6 +34,7 @@ from lib.irs import method as irs
 from lib.irs.features import cached_features
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
+from lib.reading import sig
 from lib.seeds import derive_seed
 
 ARMS = ("unconditional", "diadm", "class")
@@ -395,9 +396,9 @@ PAPER_CONDITIONAL, PAPER_UNCONDITIONAL, PAPER_XS, PAPER_XL = 0.77, 0.03, 0.46, 0
 RANKED_BY = {"irs_adj": False, "fid": True, "recall": False}  # metric -> ascending (True: lower is better)
 
 
-def _interval(rows: pd.DataFrame, name: str, fmt: str = "{:.3f}") -> pd.Series:
+def _interval(rows: pd.DataFrame, name: str, fmt=lambda v: f"{v:.3f}") -> pd.Series:
     """"estimate [lower, upper]" per row; the estimate alone where no interval was computed (NaN)."""
-    return pd.Series([fmt.format(e) if np.isnan(lo) else f"{fmt.format(e)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+    return pd.Series([fmt(e) if np.isnan(lo) else f"{fmt(e)} [{fmt(lo)}, {fmt(hi)}]"
                       for e, lo, hi in zip(rows[name], rows[f"{name}_lower"], rows[f"{name}_upper"])],
                      index=rows.index)
 
@@ -415,19 +416,21 @@ def diadm_table(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
     t = main_sets(rows, config).set_index(["extractor", "arm"])
     t = t.reindex([(e, a) for e in config.gen_eval_extractors for a in ARMS if (e, a) in t.index])
     return pd.DataFrame({"IRS_∞,a [interval]": _interval(t, "irs_adj"),
-                         "FID test [interval]": _interval(t, "fid", "{:.3g}"),
-                         "FID train": t["fid_train"].map("{:.3g}".format),
+                         "FID test [interval]": _interval(t, "fid", lambda v: sig(v, 3)),
+                         "FID train": t["fid_train"].map(lambda v: sig(v, 3)),
                          "recall": t["recall"].map("{:.3f}".format), "coverage": t["coverage"].map("{:.3f}".format)})
 
 
 def diadm_facts(rows: pd.DataFrame, config: Any) -> dict:
-    """Per extractor: DiADM's IRS_inf,a and FID (test) against the unconditional arm's, whether IRS_inf,a rose
-    beyond the intervals' overlap, and whether FID got worse beyond the intervals' overlap."""
+    """Per extractor: DiADM's IRS_inf,a and FID (test) against the unconditional arm's; whether IRS_inf,a is
+    higher and FID lower (point estimates); whether IRS_inf,a rose (fell) beyond both intervals, and whether FID
+    got worse (better) beyond both intervals (FID intervals exist on the first extractor only)."""
     t = main_sets(rows, config).set_index(["extractor", "arm"])
     out = {}
     for e in config.gen_eval_extractors:
         d, u = t.loc[(e, "diadm")], t.loc[(e, "unconditional")]
         out[e] = {"irs_diadm": d.irs_adj, "irs_uncond": u.irs_adj, "fid_diadm": d.fid, "fid_uncond": u.fid,
+                  "irs_higher": bool(d.irs_adj > u.irs_adj), "fid_lower": bool(d.fid < u.fid),
                   "irs_rose": bool(d.irs_adj_lower > u.irs_adj_upper),
                   "irs_fell": bool(d.irs_adj_upper < u.irs_adj_lower),
                   "fid_worse": bool(d.fid_lower > u.fid_upper), "fid_better": bool(d.fid_upper < u.fid_lower)}
