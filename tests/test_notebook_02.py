@@ -111,6 +111,10 @@ def test_smoke_run_records_conditional_coverage_spread_and_runtime_steps(smoke):
         (step,) = r["runtime_steps"][method]
         assert (step["from"], step["to"]) == (2, 3)
         assert step["factor"] == pytest.approx(r["runtime"]["3"][i] / r["runtime"]["2"][i])
+    for d, (inside, in_s, out_s) in r["runtime_feldman_split"].items():  # 3 timed points per d in the smoke preset
+        parts = [(inside, in_s), (3 - inside, out_s)]
+        assert r["runtime"][d][1] == pytest.approx(sum(c * t for c, t in parts if c) / 3)
+    assert "of the 3 timed points lay inside" in " ".join(text["reading-summary"].split())
 
 
 def test_smoke_run_records_the_caption_experiment(smoke):
