@@ -45,7 +45,7 @@ def test_space_facts_by_hand():
                               "fraction_change": 0.0}
     assert facts["mlp"]["best_C"] == 2 and not facts["mlp"]["same_best"] and not facts["mlp"]["same_order"]
     assert facts["mlp"]["width_ratio"] == pytest.approx(2.0) and facts["mlp"]["fraction_change"] == pytest.approx(-0.2)
-    assert spaces.space_verdict(facts) == {"order_kept": False, "fraction_lower": True, "fraction_higher": False}
+    assert spaces.space_verdict(facts) == {"order_kept": False, "lower": ["mlp"], "higher": [], "same": []}
 
 
 def test_space_rows_plane_reproduces_the_ensembles_own_curves():

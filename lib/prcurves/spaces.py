@@ -117,11 +117,12 @@ def space_rows(config, results: dict, data: dict) -> list[dict]:
     return rows
 
 
-def space_verdict(facts: dict, reference: str = "plane") -> dict:
+def space_verdict(facts: dict, reference: str = "plane", tol: float = 5e-4) -> dict:
     """Across the other spaces of `space_facts`: {"order_kept": the AUC order of C is the reference's everywhere;
-    "fraction_lower": the significant share is below the reference's everywhere; "fraction_higher": above it
-    everywhere}."""
-    others = [f for space, f in facts.items() if space != reference]
-    return {"order_kept": all(f["same_order"] for f in others),
-            "fraction_lower": all(f["fraction_change"] < 0 for f in others),
-            "fraction_higher": all(f["fraction_change"] > 0 for f in others)}
+    "lower", "higher", "same": the spaces whose significant share is below, above or within `tol` (half a grid
+    point of 1000) of the reference's}."""
+    others = {space: f for space, f in facts.items() if space != reference}
+    return {"order_kept": all(f["same_order"] for f in others.values()),
+            "lower": [s for s, f in others.items() if f["fraction_change"] < -tol],
+            "higher": [s for s, f in others.items() if f["fraction_change"] > tol],
+            "same": [s for s, f in others.items() if abs(f["fraction_change"]) <= tol]}
