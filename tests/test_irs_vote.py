@@ -109,3 +109,10 @@ def test_pairwise_agreement_and_bloc():
     assert summary["threshold"] == 4 and summary["merged_threshold"] == 3
     assert summary["chosen"] in ("base", "twin") and summary["ranking"]["linear_order"][0] == "o0"
     assert not summary["ranking"]["same_best"]
+
+
+def test_vote_summary_needs_two_extractors():
+    with pytest.raises(ValueError, match="at least 2 extractors"):
+        vote.vote_summary({"pixels": np.arange(5)}, {"pixels": 0.1})
+    two = vote.vote_summary({"a": np.array([1, 2, 3]), "b": np.array([1, 2, 4])}, {"a": 0.1, "b": 0.2})
+    assert two["threshold"] == 2 and two["share"] == pytest.approx(2 / 3) and two["merged_chosen"] == "a"

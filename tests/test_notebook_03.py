@@ -60,6 +60,11 @@ def test_label_density_study(smoke):
     assert set(r["label_density_stable_k"]) == {"ce", "zero_one"}
     ce1 = r["label_density"]["ce/1"]
     assert f"k = 1 gives τ {ce1['median_tau']:.2f} [{ce1['low']:.2f}, {ce1['high']:.2f}]" in text
+    aurec = r["label_density_aurec"]  # the AuReC table at k = 1, 5, all: with every annotation it is the main table's
+    assert {k.rsplit("/", 1)[1] for k in aurec} == {"1", "5", "all"}
+    for key, row in r["table"].items():
+        loss, method = key.split("/")
+        assert aurec[f"{loss}/{ex.PAPER_METHOD_NAMES[method]}/all"] == pytest.approx(row["AuReC"], rel=1e-9)
 
 
 def test_reading_cells_state_the_recorded_results(smoke):

@@ -685,6 +685,9 @@ def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha
             "DQR (Y-space)": {"x": x_te[:, 0], "covered": np.asarray(ident.contains(x_te, y_te), bool)}}
 
 
+SPREAD_REFERENCE_STREAM = 1  # `worst_case_starts`: the fresh outputs whose mean is the reference E[Y|x]
+
+
 def worst_case_starts(config: CReLConfig, model: crel.CReL, seed: int) -> np.ndarray:
     """Each PGD start's worst case at `config.spread_n_x` conditions evenly inside (0.8, 3.2): ρ(y) = −‖y − E[Y|x]‖
     (the explorer's; E[Y|x] from 2,000 fresh outputs), `config.spread_starts` starts of `config.spread_steps` steps
@@ -693,7 +696,8 @@ def worst_case_starts(config: CReLConfig, model: crel.CReL, seed: int) -> np.nda
     from lib.data.banana import sample_y
 
     xs = np.linspace(0.8, 3.2, config.spread_n_x + 2)[1:-1]
-    ref = np.stack([sample_y(np.full(2000, v), np.random.default_rng(seed + 1)).mean(0) for v in xs])
+    ref = np.stack([sample_y(np.full(2000, v), np.random.default_rng(seed + SPREAD_REFERENCE_STREAM)).mean(0)
+                    for v in xs])
     rel = model.reliability(xs[:, None], ref, negative_distance, starts=config.spread_starts,
                             steps=config.spread_steps, lr=0.05, seed=seed)
     return rel["start_scores"]

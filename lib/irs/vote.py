@@ -120,6 +120,8 @@ def vote_summary(retrievals: dict[str, np.ndarray], slope_gaps: dict[str, float]
     extractor and its ranking against linearity (`slope_gaps`: |slope - 1| of the class-fraction fit); the pair
     that agrees most with each other beside the median pair; and the choice once that pair votes as one (its
     second member left out)."""
+    if len(retrievals) < 2:
+        raise ValueError(f"the vote needs at least 2 extractors, got {len(retrievals)}: {list(retrievals)}")
     rows = vote_table(retrievals)
     t = paper_threshold(len(retrievals))
     at_t = next(row for row in rows if row["min_agree"] == t)

@@ -14,6 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lib.seeds import derive_seed
+
+FOURIER_STREAM = 1  # derive_seed(seed, FOURIER_STREAM) seeds the random Fourier map's W and b
+MLP_STREAM = 2  # derive_seed(seed, MLP_STREAM) seeds the random MLP's weights
 Embedding = Callable[[np.ndarray], np.ndarray]
 SPACES = ("plane", "standardised", "fourier", "mlp")
 
@@ -52,8 +56,9 @@ def embeddings(reference: np.ndarray, seed: int = 0) -> dict[str, Embedding]:
     """The notebook's spaces: {"plane": identity, "standardised", "fourier" (64-d, ℓ = 1, about a mode's width),
     "mlp" (64 -> 32, on the standardised plane so that tanh does not saturate at radius 5)}."""
     standard = standardiser(reference)
-    mlp = random_mlp(seed=seed + 1)
-    return {"plane": lambda x: x, "standardised": standard, "fourier": random_fourier(seed=seed),
+    mlp = random_mlp(seed=derive_seed(seed, MLP_STREAM))
+    fourier = random_fourier(seed=derive_seed(seed, FOURIER_STREAM))
+    return {"plane": lambda x: x, "standardised": standard, "fourier": fourier,
             "mlp": lambda x: mlp(standard(x))}
 
 
