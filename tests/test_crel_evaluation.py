@@ -437,7 +437,12 @@ def test_the_runtime_study_times_the_feldman_region_the_table_measures(monkeypat
     monkeypatch.setattr(ev.FeldmanRegion, "scores", counted)
     rows = ex.runtime_rows(config)
     assert [r["d"] for r in rows] == [2, 3] and all(r["feldman_s"] > 0 and r["crel_s"] > 0 for r in rows)
-    assert timed == [((config.feldman_directions, 2), 2), ((config.feldman_directions, 3), 2)]
+    for r in rows:  # the mean over the timed points is the inside and outside means weighted by their counts
+        n, k = min(config.runtime_n_feldman, config.folds[2]), r["feldman_inside"]
+        parts = [(k, r["feldman_in_s"]), (n - k, r["feldman_out_s"])]
+        assert r["feldman_s"] == pytest.approx(sum(c * t for c, t in parts if c) / n)
+    # point by point (inside and outside timed apart): two calls of one point at each d
+    assert timed == [((config.feldman_directions, 2), 1)] * 2 + [((config.feldman_directions, 3), 1)] * 2
 
 
 def test_the_condition_figure_draws_the_decoded_grid_points_of_the_set_at_most_max_points():

@@ -37,6 +37,23 @@ def test_results_page_renders_from_the_smoke_run(smoke):
     assert_results_page_renders(smoke)
 
 
+def test_feature_space_dependence(smoke):
+    """The stored samples re-evaluated in three fixed embeddings: the plane's own row reproduces the main table
+    (same splits, same seeds), the isotropic ring barely moves when standardised, and the reading states the
+    recorded shares."""
+    r, text = smoke["results"], reading_outputs(smoke["notebook"])["reading-spaces"]
+    facts, rows = r["feature_spaces"], r["feature_space_rows"]
+    assert set(facts) == {"plane", "standardised", "fourier", "mlp"}
+    for C, (auc, _sd) in r["auc_raw"].items():
+        assert rows[f"plane/C{C}"][0] == pytest.approx(auc, abs=1e-12)
+        assert rows[f"plane/C{C}"][1] == pytest.approx(r["band_width"][C], abs=1e-12)
+    assert facts["plane"]["fraction"] == pytest.approx(r["fraction_significant"]["paired_t/none"])
+    assert facts["standardised"]["width_ratio"] == pytest.approx(1, abs=0.2)
+    for f in facts.values():
+        assert 0 <= f["fraction"] <= 1 and f["width_ratio"] > 0 and f["best_C"] in (2, 4)
+    assert f"{100 * facts['mlp']['fraction']:.1f} % (mlp)" in text
+
+
 def test_reading_cells_state_the_recorded_results(smoke):
     """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
     numbers in it are the recorded (glued) results, formatted as the text gives them; the budget study's are the
@@ -47,7 +64,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
 
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-table", "reading-table-claims", "reading-budget-study", "reading-figure-3",
-                         "reading-figure-4", "reading-decomposition"}
+                         "reading-figure-4", "reading-decomposition", "reading-spaces"}
     aucs = " / ".join(f"{mean:.3f}" for mean, _ in r["auc_raw"].values())
     assert f"mean AUC **{aucs}** for C = 2 / 4" in text["reading-table"]
     assert f"mean band width {' / '.join(f'{w:.3f}' for w in r['band_width'].values())}" in text["reading-table"]

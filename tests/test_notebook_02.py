@@ -39,7 +39,8 @@ def test_reading_cells_state_the_recorded_results(smoke):
     numbers in it are the recorded (glued) results, formatted as the text gives them."""
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-collapse", "reading-guarantee", "reading-table", "reading-table-claims",
-                         "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary"}
+                         "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary",
+                         "reading-conditional", "reading-spread"}
     assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
     for lgm, label in (("flow", "exact"), ("cvae", "decoded set")):
         row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]
@@ -90,6 +91,30 @@ def test_smoke_run_records_the_guarantee_and_the_runtime(smoke):
     assert set(r["runtime"]) == {"2", "3"}
     for crel_s, feldman_s in r["runtime"].values():
         assert 0 < crel_s < feldman_s  # the exact QP is cheaper than the grid at every dimension
+
+
+def test_smoke_run_records_conditional_coverage_spread_and_runtime_steps(smoke):
+    """Coverage per bin of x for CReL, Feldman and DQR; the worst case across PGD starts beside the paper's 0.00027;
+    the runtime's step-by-step growth factors (each the ratio of the recorded seconds)."""
+    r, text = smoke["results"], reading_outputs(smoke["notebook"])
+    assert set(r["conditional"]) == {"CReL", "Feldman", "DQR (Y-space)"}
+    for gap in r["conditional"].values():
+        assert 0 <= gap["worst_coverage"] <= 1 and gap["spread"] >= 0 and gap["target"] == pytest.approx(0.9)
+        assert set(gap["under"]) <= {"0.8–1.6", "1.6–2.4", "2.4–3.2"}
+    crel = r["conditional"]["CReL"]
+    assert f"CReL: lowest {crel['worst_coverage']:.3f} at x ∈ {crel['worst_bin']}" in text["reading-conditional"]
+    assert set(r["spread"]) == {"cvae", "flow"}
+    for s in r["spread"].values():
+        assert 0 <= s["median_basin_std"] <= s["median_std"] <= s["max_std"] and 0 < s["median_best_share"] <= 1
+    assert f"median std {r['spread']['flow']['median_std']:.4f}" in text["reading-spread"]
+    for method, i in (("crel", 0), ("feldman", 1)):
+        (step,) = r["runtime_steps"][method]
+        assert (step["from"], step["to"]) == (2, 3)
+        assert step["factor"] == pytest.approx(r["runtime"]["3"][i] / r["runtime"]["2"][i])
+    for d, (inside, in_s, out_s) in r["runtime_feldman_split"].items():  # 3 timed points per d in the smoke preset
+        parts = [(inside, in_s), (3 - inside, out_s)]
+        assert r["runtime"][d][1] == pytest.approx(sum(c * t for c, t in parts if c) / 3)
+    assert "of the 3 timed points lay inside" in " ".join(text["reading-summary"].split())
 
 
 def test_smoke_run_records_the_caption_experiment(smoke):

@@ -37,6 +37,36 @@ def test_smoke_run_reads_cleanly(smoke):
     assert_clean_outputs(smoke["notebook"])
 
 
+def test_theorem_holds_against_every_selector(smoke):
+    """The paper's problems solved as LPs over all selectors on the 10,000 CIFAR-10H rows (one budget, four forms,
+    two losses in the smoke preset): the duals' λ lie in [1/2, 1], each solution is a threshold rule, and the best
+    deterministic threshold rule is within the rounding of at most two fractional rows."""
+    lp, text = smoke["results"]["theorem_lp"], reading_outputs(smoke["notebook"])["reading-lp"]
+    assert set(lp) == {"ce", "zero_one"}
+    for facts in lp.values():
+        assert facts["problems"] == 4 and facts["lambda_in_range"] and facts["all_threshold_form"]
+        assert facts["max_fractional"] <= 2 and facts["max_rel_gap"] < 0.01
+    assert lp["ce"]["lambda_min"] > 0.5 and lp["ce"]["lambda_max"] < 1  # CE budgets bind both constraints
+    assert f"[{lp['ce']['lambda_min']:.3f}, {lp['ce']['lambda_max']:.3f}]" in text
+
+
+def test_label_density_study(smoke):
+    """k annotations per image (k = 1, 5, all in the smoke preset, three draws): Kendall τ of the AuReC ranking
+    against the full-label ranking, per loss, with its interval and the k from which the ranking is stable."""
+    r, text = smoke["results"], reading_outputs(smoke["notebook"])["reading-density"]
+    assert set(r["label_density"]) == {"ce/1", "ce/5", "zero_one/1", "zero_one/5"}
+    for row in r["label_density"].values():
+        assert -1 <= row["low"] <= row["median_tau"] <= row["high"] <= 1 and 0 <= row["share_same"] <= 1
+    assert set(r["label_density_stable_k"]) == {"ce", "zero_one"}
+    ce1 = r["label_density"]["ce/1"]
+    assert f"k = 1 gives τ {ce1['median_tau']:.2f} [{ce1['low']:.2f}, {ce1['high']:.2f}]" in text
+    aurec = r["label_density_aurec"]  # the AuReC table at k = 1, 5, all: with every annotation it is the main table's
+    assert {k.rsplit("/", 1)[1] for k in aurec} == {"1", "5", "all"}
+    for key, row in r["table"].items():
+        loss, method = key.split("/")
+        assert aurec[f"{loss}/{ex.PAPER_METHOD_NAMES[method]}/all"] == pytest.approx(row["AuReC"], rel=1e-9)
+
+
 def test_reading_cells_state_the_recorded_results(smoke):
     """The text that states the run's numbers is rendered by the run: each reading cell wrote Markdown, and the
     numbers in it are the recorded (glued) results, formatted as the text gives them; sections the smoke preset
@@ -45,7 +75,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert set(text) == {"reading-sandbox", "reading-theorem", "reading-table", "reading-table-claims", "reading-whole",
                          "reading-whole-claims", "reading-whole-recipe", "reading-whole-temperature",
                          "reading-whole-components", "reading-whole-width", "reading-single", "reading-proxy",
-                         "reading-synth", "reading-closing"}
+                         "reading-synth", "reading-closing", "reading-lp", "reading-density"}
     for row in r["table"].values():
         assert f"{row['AuReC']:.3f}" in text["reading-table"] and f"{row['ex-AuReC']:.3f}" in text["reading-table"]
     assert f"{r['whole']['ce/ensemble']['AuReC']:.3f}" in text["reading-whole"]

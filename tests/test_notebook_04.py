@@ -48,7 +48,8 @@ def test_reading_cells_state_the_recorded_results(smoke):
     numbers in it are the recorded (glued) results, formatted as the text gives them."""
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-simulation", "reading-gap", "reading-class-fraction", "reading-memoriser",
-                         "reading-toy", "reading-diadm", "reading-ranking", "reading-copying", "reading-closing"}
+                         "reading-toy", "reading-diadm", "reading-ranking", "reading-copying", "reading-closing",
+                         "reading-vote"}
     coverage = r["sim_coverage"].values()
     assert f"between {min(coverage):.3f} and {max(coverage):.3f}" in text["reading-simulation"]
     for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
@@ -63,6 +64,19 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert f"Kendall τ between the rankings: irs_adj / fid {r['gen_tau']['irs_adj / fid']:.2f}" in text[
         "reading-ranking"]
     assert f"retrieve their own conditioning image {diadm[3]:.1%}" in text["reading-copying"]
+
+
+def test_extractor_vote_chooses_the_correlated_bloc(smoke):
+    """The vote of spec E4 on the smoke run's three extractors: pixels and its random projection retrieve the
+    same image far more often than any other pair, so the rule (2 of 3 agreeing) picks one of them, not the
+    class-aware resnet20 that the class-fraction fit ranks most linear."""
+    v, text = smoke["results"]["vote"], reading_outputs(smoke["notebook"])["reading-vote"]
+    assert v["threshold"] == 2 and v["bloc"] == ["pixels", "randproj"]
+    assert v["bloc_agreement"] > 0.3 > 0.05 > v["median_pair_agreement"]
+    assert v["chosen"] in ("pixels", "randproj") and v["linear_order"][0] == "resnet20" and not v["same_best"]
+    assert v["rates"]["resnet20"] < 0.1 < 0.9 < v["rates"]["randproj"] and 0.3 < v["share"] < 0.9
+    assert f"agree on {100 * v['share']:.1f} % of the queries" in text.replace("\n", " ")
+    assert "falls in a bloc" in text
 
 
 def test_smoke_run_records_its_results(smoke):

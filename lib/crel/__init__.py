@@ -1,14 +1,15 @@
 """Notebook 02: CReL, conformal reliability of conditional generators (Gao et al., ICML 2026).
 
-Its modules: `method`, directional quantile regions, the conformal radius, the CReL score (spec 02 §3); `cvae`,
-the paper's latent generative model (conditional VAE) with its collapse guard; `flow`, a conditional normalising
-flow (zuko), a bijective LGM whose Coverage-Y is exact; `evaluation`, Coverage-Y and area measured exactly
-(bijective LGM) or by the decoded-set distance, and Feldman et al.'s region measured the same way; `baselines`,
-the Y-grid, the DQR in the output space and PCP, the other compared rows; `embeddings`, CReL on embeddings of
-sampled outputs; `captions`, the MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT
-captioners scored with CLIP, the paper's online path; `experiment`, presets, validation and the cached pipeline
-notebook 02 calls; `plots`, its figures of a condition's latent region and decoded set. The paper's public
-functions are re-exported here, so `lib.crel.<name>` keeps working.
+Its modules: `method`, directional quantile regions, the conformal radius, the CReL score (spec 02 §3); `cvae`, the
+paper's latent generative model (conditional VAE) with its collapse guard; `flow`, a conditional normalising flow
+(zuko), a bijective LGM whose Coverage-Y is exact; `evaluation`, Coverage-Y and area measured exactly (bijective
+LGM) or by the decoded-set distance, and Feldman et al.'s region measured the same way; `baselines`, the Y-grid,
+the DQR in the output space and PCP, the other compared rows; `embeddings`, CReL on embeddings of sampled outputs;
+`captions`, the MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT captioners scored
+with CLIP, the paper's online path; `experiment`, presets, validation and the cached pipeline notebook 02 calls;
+`plots`, its figures of a condition's latent region and decoded set; `conditional`, coverage per bin of x, the
+PGD's spread across starts and the runtime's growth factors. The paper's public functions are re-exported here, so
+`lib.crel.<name>` keeps working.
 """
 
 from lib.crel.method import (  # noqa: F401

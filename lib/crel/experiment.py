@@ -97,6 +97,11 @@ class CReLConfig:
     runtime_n_points: int = 200  # calibration points timed for CReL
     runtime_n_feldman: int = 10  # calibration points timed for the grid baseline
     runtime_epochs: int = 20
+    cond_bins: int = 6  # conditional coverage: equal-width bins of x over (0.8, 3.2)
+    cond_n_feldman: int = 500  # test points whose Feldman membership is decided (the slow one; the rest: all)
+    spread_n_x: int = 20  # conditions at which the PGD's spread across starts is measured (§3.6)
+    spread_starts: int = 50  # §2.2: the paper's 50 starts
+    spread_steps: int = 100  # §2.2: pgd_steps 50-100
     captions: cap.CaptionSettings = field(default_factory=cap.CaptionSettings)  # §2.4
 
 
@@ -106,7 +111,8 @@ PRESETS: dict[str, CReLConfig] = {
         kl_warmup_epochs=10, pgd_steps=10, y_grid_size=1_000, feldman_directions=64,  # smoke: a 3x cheaper table
         z_grid_size=900, area_eval_n_x=10, feldman_n_cal=50, coverage_resplits=100,
         runtime_dims=(2, 3), runtime_y_grid=(1_000, 8_000), runtime_z_grid=(900, 8_000), runtime_n_points=50,
-        runtime_n_feldman=3, runtime_epochs=5, max_cloud_points=5_000,
+        runtime_n_feldman=3, runtime_epochs=5, max_cloud_points=5_000, cond_bins=3, cond_n_feldman=30,
+        spread_n_x=3, spread_starts=10, spread_steps=20,
         captions=cap.CaptionSettings(
             num_images=150, folds=(50, 40, 40, 20), samples_per_image=10, reference_samples=100,
             captioners=("A", "B"), p_fail_sweep=(), near_band=(1, 5), mid_band=(10, 30), unrelated_min_rank=80,
@@ -115,6 +121,9 @@ PRESETS: dict[str, CReLConfig] = {
         preset="cpu", num_seeds=5, folds=(4000, 4000, 2000, 2000), cvae_epochs=60, dqr_epochs=40, flow_epochs=60,
         z_grid_size=2_500, area_eval_n_x=100, feldman_n_cal=500, runtime_n_points=200, runtime_n_feldman=3,
         runtime_epochs=5, max_cloud_points=10_000,
+        # runtime up to d = 7: the spec's grids to d = 4, then the Y-grid doubles per dimension (as from 3 to 4)
+        runtime_dims=(2, 3, 4, 5, 6, 7), runtime_y_grid=(3_000, 100_000, 200_000, 400_000, 800_000, 1_600_000),
+        runtime_z_grid=(10_000, 40_000, 100_000, 250_000, 400_000, 600_000),
         captions=cap.CaptionSettings(
             num_images=1000, folds=(400, 300, 200, 100), samples_per_image=20, reference_samples=200,
             near_band=(1, 10), mid_band=(20, 100), p_fail_sweep=(0.0, 0.05, 0.15, 0.3), unrelated_min_rank=500,
@@ -418,7 +427,8 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
 _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
                      "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
                      "captions", "collapse_threshold", "sensitivity_threshold",  # the guard: applied at loading
-                     "cvae_restarts")  # the training used is in the key instead (`lgm_attempt`)
+                     "cvae_restarts",  # the training used is in the key instead (`lgm_attempt`)
+                     "cond_bins", "cond_n_feldman", "spread_n_x", "spread_starts", "spread_steps")  # read the runs
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
 # Columns of table runs stored before the decoded-cloud check (distance to the decoded latent-grid points <= their
 # own 0.9-quantile nearest-neighbour gap, biased by the grid's spacing) was retired; dropped when read.
@@ -648,6 +658,52 @@ def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int,
             "mean": float(cov.mean()), "se": float(cov.std(ddof=1) / math.sqrt(repeats))}
 
 
+def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha: float) -> dict:
+    """Per-point coverage on the test fold of each method with the headline LGM (`config.lgm`), for
+    `lib.crel.conditional.binned_coverage`: CReL over every seed (its measured test scores against γ: Coverage-Y for
+    the flow, Coverage-Z for the CVAE), DQR in Y and Feldman's region on the first seed (Feldman's signed score
+    against its calibrated radius on the first `config.cond_n_feldman` test points).
+
+    runs: notebook 02's {(lgm, seed, alpha): `synthetic_table_rows` output}, the first seed's with its model.
+    Returns {method: {"x": (n,) float, "covered": (n,) bool}}.
+    """
+    gamma = lambda run, method: next(r["gamma"] for r in run["rows"] if r["method"] == method)  # noqa: E731
+    crel_x, crel_cov = [], []
+    for seed in seeds:
+        run = runs[config.lgm, seed, alpha]
+        crel_x.append(synthetic_folds(config, seed)["test"][0][:, 0])
+        crel_cov.append(run["test_scores"] <= gamma(run, "CReL") + 1e-12)
+    first = runs[config.lgm, seeds[0], alpha]
+    models = fitted_models(config, seeds[0], alpha, lgm=config.lgm, identity=True, stored=True)
+    (x_cal, y_cal), (x_te, y_te) = models["folds"]["cal"], models["folds"]["test"]
+    ident = models["dqr"].calibrate(x_cal, y_cal, alpha)
+    m, n = first["model"], config.cond_n_feldman
+    feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, m.latent_dim), first["z_grid"],
+                                first["y_grid"], tol=_tolerance(config, m),
+                                pgd=ev_mod.PGDSettings(steps=config.pgd_steps), radius=gamma(first, "Feldman"))
+    return {"CReL": {"x": np.concatenate(crel_x), "covered": np.concatenate(crel_cov)},
+            "Feldman": {"x": x_te[:n, 0], "covered": feld.scores(x_te[:n], y_te[:n]) <= feld.radius},
+            "DQR (Y-space)": {"x": x_te[:, 0], "covered": np.asarray(ident.contains(x_te, y_te), bool)}}
+
+
+SPREAD_REFERENCE_STREAM = 1  # `worst_case_starts`: the fresh outputs whose mean is the reference E[Y|x]
+
+
+def worst_case_starts(config: CReLConfig, model: crel.CReL, seed: int) -> np.ndarray:
+    """Each PGD start's worst case at `config.spread_n_x` conditions evenly inside (0.8, 3.2): ρ(y) = −‖y − E[Y|x]‖
+    (the explorer's; E[Y|x] from 2,000 fresh outputs), `config.spread_starts` starts of `config.spread_steps` steps
+    (§3.6). Returns (spread_n_x, spread_starts) float, `CReL.reliability`'s "start_scores"."""
+    from lib.crel.plots import negative_distance
+    from lib.data.banana import sample_y
+
+    xs = np.linspace(0.8, 3.2, config.spread_n_x + 2)[1:-1]
+    ref = np.stack([sample_y(np.full(2000, v), np.random.default_rng(seed + SPREAD_REFERENCE_STREAM)).mean(0)
+                    for v in xs])
+    rel = model.reliability(xs[:, None], ref, negative_distance, starts=config.spread_starts,
+                            steps=config.spread_steps, lr=0.05, seed=seed)
+    return rel["start_scores"]
+
+
 # ----------------------------------------------------------------------------------------------------
 # Runtime against output dimension (§2.3, §6)
 # ----------------------------------------------------------------------------------------------------
@@ -666,12 +722,25 @@ def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) ->
         y_grid, z_grid = _measurement_grids(m, folds, yg, zg)
         feld = ev_mod.FeldmanRegion(m, crel.directions(config.feldman_directions, d, config.seed), z_grid, y_grid,
                                     tol=_tolerance(config, m), pgd=ev_mod.PGDSettings(steps=config.pgd_steps))
-        t0 = time.perf_counter()
-        feld.scores(x_cal[:n_f], y_cal[:n_f])
-        t_feld = (time.perf_counter() - t0) / n_f
-        rows.append(dict(d=d, crel_s=t_crel, feldman_s=t_feld, ratio=t_feld / t_crel, y_grid=len(y_grid.points),
-                         z_grid=len(z_grid)))
+        split = _feldman_point_times(feld, x_cal[:n_f], y_cal[:n_f])
+        rows.append(dict(d=d, crel_s=t_crel, feldman_s=split["mean_s"], ratio=split["mean_s"] / t_crel,
+                         y_grid=len(y_grid.points), z_grid=len(z_grid), feldman_inside=split["inside"],
+                         feldman_in_s=split["in_s"], feldman_out_s=split["out_s"]))
     return rows
+
+
+def _feldman_point_times(feld: ev_mod.FeldmanRegion, x: np.ndarray, y: np.ndarray) -> dict:
+    """Seconds of Feldman's score point by point, split by where the point lies: inside its region the score
+    scans the whole Y-grid (the distance to the nearest grid point outside), outside it descends to the decoded
+    region, so the mean over a few points depends on how many of them are inside. Returns {"mean_s", "inside"
+    (count), "in_s", "out_s" (means; NaN where no point)}."""
+    seconds, inside = np.empty(len(x)), np.empty(len(x), bool)
+    for i in range(len(x)):
+        t0 = time.perf_counter()
+        inside[i] = feld.scores(x[i:i + 1], y[i:i + 1])[0] <= 0
+        seconds[i] = time.perf_counter() - t0
+    mean = lambda mask: float(seconds[mask].mean()) if mask.any() else math.nan  # noqa: E731
+    return {"mean_s": float(seconds.mean()), "inside": int(inside.sum()), "in_s": mean(inside), "out_s": mean(~inside)}
 
 
 def growth_rates(dims: np.ndarray, seconds: np.ndarray) -> dict:

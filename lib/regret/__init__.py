@@ -2,12 +2,12 @@
 
 Its modules: `method`, the regret decomposition T* = A* + E*, estimators, AuReC, Pareto gap (spec 03 §3-§4); `uq`,
 the four uncertainty-quantification methods (MC-Dropout, ensembles, DDU, evidential); `sandbox`, the synthetic
-regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-style net) trained from scratch
-per method, and the compact form of their predictions; `store_whole`, the command that trains them into the
-cache and the conversion of their first stored files into the stored layer; `experiment`,
-presets, validation and the cached pipeline notebook 03 calls; `plots`, its figures that take more than a few
-lines (the width study). The paper's public functions are re-exported here,
-so `lib.regret.<name>` keeps working.
+regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-style net) trained from scratch per
+method, and the compact form of their predictions; `store_whole`, the command that trains them into the cache and
+the conversion of their first stored files into the stored layer; `experiment`, presets, validation and the cached
+pipeline notebook 03 calls; `plots`, its figures that take more than a few lines (the width study); `theorem_lp`,
+the constrained problems as linear programs over all selectors; `density`, the label-density study (k annotators
+per image). The paper's public functions are re-exported here, so `lib.regret.<name>` keeps working.
 """
 
 from lib.regret.method import (  # noqa: F401

@@ -103,6 +103,13 @@ class RegretConfig:
     # the width study (beyond the paper): ((conv-group widths, methods), ...) trained like `whole` but for the widths
     width_study: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = ()
     data_source: str = "jpeg"  # "jpeg" (cifar10/cifar10-jpeg.zip) | "python" (the lossless archive)
+    # the theorem as linear programs (lib.regret.theorem_lp): coverages κ, budget mixes, λ grid size
+    lp_kappas: tuple[float, ...] = (0.6, 0.8, 0.95)
+    lp_mixes: tuple[float, ...] = (0.25, 0.75)
+    lp_lambdas: int = 51
+    # label density (lib.regret.density): annotators per image (0: all of them), draws per k
+    density_ks: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 0)
+    density_draws: int = 20
     seed: int = 0
 
 
@@ -114,7 +121,8 @@ PRESETS: dict[str, RegretConfig] = {
         synth=SynthAge(sizes=(400, 100, 300)), synth_head=replace(_SMOKE_HEAD, epochs=3, batch_size=128),
         sandbox=Sandbox(num_bins=100, n_train=1000), whole_source="train",
         whole=wh.WholeSettings(widths=(8, 16, 16), epochs=1, batch_size=256, mc_samples=3, members=2,
-                               whiten_patches=500), width_study=(((12, 24, 24), ("mc_dropout", "ensemble")),)),
+                               whiten_patches=500), width_study=(((12, 24, 24), ("mc_dropout", "ensemble")),),
+        lp_kappas=(0.8,), lp_mixes=(0.5,), lp_lambdas=11, density_ks=(1, 5, 0), density_draws=3),
     # the heads, and the whole networks at CPU size: narrower conv groups and batch 256 (on this CPU 0.73x the
     # cost per image of a 1024-image step; benchmarks/README.md), the recipe's 10 epochs: about 4 min per network
     # on one core, 16 networks with the recipe's variant (results/03/cpu/README.md); their predictions are stored
