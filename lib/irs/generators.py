@@ -44,7 +44,8 @@ MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
-BOOT_STREAM = 19  # FID's bootstrap
+BOOT_STREAM = 19  # FID's bootstrap (against the test reference)
+FID_TRAIN_STREAM = 1  # FID against the database: its rows and bootstrap draw from the test bootstrap's seed + this
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,8 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
     adj = irs.adjusted_score(fake, real)
     train_rows = np.random.default_rng(seed).choice(len(train_feats), len(fake_feats), replace=False)
     test = fid_interval(real_feats, fake_feats, reps=boot, seed=seed, alpha_e=config.alpha_e)
-    train = fid_interval(train_feats[train_rows], fake_feats, reps=boot, seed=seed + 1, alpha_e=config.alpha_e)
+    train = fid_interval(train_feats[train_rows], fake_feats, reps=boot, seed=seed + FID_TRAIN_STREAM,
+                         alpha_e=config.alpha_e)
     prdc = precision_recall_density_coverage(real=real_feats, fake=fake_feats, k=config.prdc_k)
     return {"irs_alpha": fake["irs_alpha"], "irs_inf": fake["estimate"], "irs_inf_lower": fake["lower"],
             "irs_inf_upper": fake["upper"], "irs_inf_real": real["estimate"], "irs_adj": adj["estimate"],
