@@ -20,6 +20,7 @@ from torch import nn
 from lib.diffusion.edm import Denoiser, edm_loss, guided, heun_sample, to_model_space, to_uint8
 from lib.diffusion.unet import UNet
 from lib.params import check_int, check_real
+from lib.progress import progress as progress_bar
 from lib.train import Epochs, ema_update, make_optimiser, seeded, train_epochs
 
 
@@ -147,8 +148,6 @@ def sample(denoiser: Denoiser, n: int, *, cond: np.ndarray | None = None, guidan
     """n images (n, H, W, 3) uint8 from EDM's Heun sampler; cond (n, D) float32 for a conditioned net (a zero row
     samples the empty condition). The starting noise is drawn at once on the CPU from `seed`, so the samples do
     not depend on batch_size or, up to float rounding, on the device."""
-    from lib.progress import progress as progress_bar
-
     check_int("n", n, minimum=1)
     check_real("guidance", guidance, low=0.0)
     device = next(denoiser.parameters()).device

@@ -14,7 +14,6 @@ entry's checksum header before writing it into the cache. Without --inputs it re
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import multiprocessing as mp
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import HEADER_SIZE, MAGIC, _sha256_from, atomic_write, cache_dir, cache_path
+from lib.cache import DamagedCacheEntry, cache_dir, cache_path, load_npz, load_torch
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 
@@ -103,18 +102,23 @@ def pack(paths: list[Path], out: Path) -> list[Path]:
 
 
 def unpack(folder: Path) -> list[Path]:
-    """Write every entry of the packed files in `folder` into the cache (namespace 04), each checked first."""
+    """Write every entry of the packed files in `folder` into the cache (namespace 04), each read back first with
+    the cache's own checksum-verifying loader (`lib.cache.load_npz` / `load_torch`) and refused when it fails."""
     written = []
     for bundle in sorted(folder.glob("entries-*.npz")):
         with np.load(bundle) as arrays:
             for name in arrays.files:
-                data = arrays[name].tobytes()
-                digest = _sha256_from(io.BytesIO(data), HEADER_SIZE)
-                if data[:len(MAGIC)] != MAGIC or digest != data[len(MAGIC):HEADER_SIZE]:
-                    raise ValueError(f"{bundle}: entry {name} fails its checksum; not unpacked.")
                 target = cache_dir() / "04" / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                written.append(atomic_write(target, lambda tmp, data=data: tmp.write_bytes(data)))
+                staged = target.with_name(f".{name}.unpacking")
+                staged.write_bytes(arrays[name].tobytes())
+                try:
+                    (load_npz if name.endswith(".npz") else load_torch)(staged)
+                except DamagedCacheEntry as err:
+                    staged.unlink()
+                    raise ValueError(f"{bundle}: entry {name} fails its checksum ({err.reason}); "
+                                     "not unpacked.") from err
+                written.append(staged.replace(target))
     return written
 
 
