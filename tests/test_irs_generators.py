@@ -1,4 +1,4 @@
-"""lib.irs.generators and lib.irs.train_generators: the resolution maps, the sets a run measures, FID's interval,
+"""lib.irs.generators and lib.irs.train_generators: the sets a run measures, FID's interval,
 the rankings' agreement, and the packed cache entries that come back from a GPU machine."""
 
 from __future__ import annotations
@@ -11,17 +11,6 @@ from lib.cache import atomic_savez, cache_dir, load_npz
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 from lib.irs import train_generators as tg
-
-
-def test_downsample_averages_blocks_and_upsampling_keeps_a_flat_image_flat():
-    images = np.zeros((1, 32, 32, 3), np.uint8)
-    images[0, :2, :2, 0] = [[0, 100], [200, 101]]  # mean 100.25 -> 100
-    low = gen.downsample(images, 16)
-    assert low.shape == (1, 16, 16, 3) and low[0, 0, 0, 0] == 100 and low[0, 1, 1, 0] == 0
-    flat = np.full((2, 16, 16, 3), 77, np.uint8)
-    assert np.array_equal(gen.for_extractor(flat), np.full((2, 32, 32, 3), 77, np.uint8))
-    with pytest.raises(ValueError, match="whole blocks"):
-        gen.downsample(images, 12)
 
 
 def test_the_sets_a_run_measures():

@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from lib.cache import cache_path, cached_npz, cached_torch
+from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
@@ -214,14 +215,6 @@ def memory_estimate(config: IRSConfig) -> list[MemoryTerm]:
 # ----------------------------------------------------------------------------------------------------
 # Data and cached features
 # ----------------------------------------------------------------------------------------------------
-def first_per_class(labels: np.ndarray, per_class: int, offset: int = 0) -> np.ndarray:
-    """Row indices of the images offset .. offset + per_class - 1 of each class, in original order."""
-    rows = [np.flatnonzero(labels == c)[offset : offset + per_class] for c in range(NUM_CLASSES)]
-    if any(len(r) < per_class for r in rows):
-        raise ValueError(f"fewer than {offset + per_class} images in some class.")
-    return np.sort(np.concatenate(rows))
-
-
 def cifar_sets(config: IRSConfig) -> dict:
     """{"train", "train_labels"}: the retrieval database (first train_per_class of each class);
     {"ref", "ref_labels", "syn", "syn_labels"}: the held-out pools (test images 0..m-1 and m..2m-1 of each

@@ -10,7 +10,8 @@ database, measured by IRS, FID and k-NN precision/recall/density/coverage, with 
 
 Every set (database, reference, generated) is at `gen_resolution` (16 x 16: an area average of 2 x 2 pixels)
 and is upsampled identically (bilinear, to 32 x 32) before every extractor, the conditioning one included.
-The model family itself is the core's (`lib.diffusion`), shared with notebook 02.
+The arms, their training and sampling are the core's (`lib.diffusion.family`, shared with notebook 02, which
+ranks the class arm's sets by CReL); this module chooses the sets, measures them and makes the tables.
 
 Caching: the trained EMA weights and the generated images are cached (not stored: weights and 2,500 images per
 set are too large for results/); what the tables and figures need is one stored entry per generated set
@@ -20,16 +21,22 @@ sample and the set's scores, plus the first `gen_grid` samples for the image gri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn.functional as F
 
-from lib.cache import cache_path, cached_npz, cached_torch
-from lib.diffusion import Recipe, load_denoiser, one_hot, sample, train_denoiser
+from lib.cache import cache_path, cached_torch
+from lib.diffusion.family import (
+    ARMS,
+    Family,
+    GeneratedSet,
+    downsample,
+    first_per_class,
+    for_extractor,
+    generated_images,
+    set_key,
+)
 from lib.irs import method as irs
 from lib.irs.features import cached_features
 from lib.manifold import precision_recall_density_coverage
@@ -37,38 +44,9 @@ from lib.metrics import frechet_distance
 from lib.reading import sig
 from lib.seeds import derive_seed
 
-ARMS = ("unconditional", "diadm", "class")
-CONDITION_OF = {"unconditional": "none", "diadm": "feature", "class": "class"}
-GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed differently
 MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2: first extractor's retrievals only)
-SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
-SAMPLES_STREAM = 13  # the sampler's starting noise
-TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
 BOOT_STREAM = 19  # FID's bootstrap (against the test reference)
 FID_TRAIN_STREAM = 1  # FID against the database: its rows and bootstrap draw from the test bootstrap's seed + this
-
-
-@dataclass(frozen=True)
-class GeneratedSet:
-    """One generated set: an arm of width `channels`, its EMA at `fraction` of the training budget, sampled at
-    classifier-free `guidance`; a DiADM set conditioned on `heldout` (SYN pool) features instead of the
-    database's is the held-out control."""
-
-    arm: str
-    channels: int
-    fraction: float = 1.0
-    guidance: float = 1.0
-    heldout: bool = False
-
-    @property
-    def label(self) -> str:
-        text = f"{self.arm} c{self.channels} {self.fraction:.0%}"
-        text += f" w{self.guidance:g}" if self.arm == "class" else ""
-        return text + (" held-out cond." if self.heldout else "")
-
-    @property
-    def slug(self) -> str:
-        return self.label.replace(" ", "-").replace("%", "pct").replace(".", "")
 
 
 def generated_sets_of(config: Any) -> list[GeneratedSet]:
@@ -111,37 +89,21 @@ def validate_generators(config: Any) -> None:
     check_int("gen_grid", config.gen_grid, minimum=1, maximum=config.gen_n)
 
 
-def recipe_of(config: Any, channels: int, arm: str) -> Recipe:
-    return Recipe(channels=channels, batch_size=config.gen_batch, lr=config.gen_lr,
-                  label_dropout=config.gen_label_dropout if arm == "class" else 0.0)
+def family_of(config: Any) -> Family:
+    """The generator family (`lib.diffusion.family`) of notebook 04's settings: the arms, sets and cache
+    entries are the core's, shared with notebook 02."""
+    return Family(resolution=config.gen_resolution, train_per_class=config.gen_train_per_class,
+                  epochs=config.gen_epochs, batch=config.gen_batch, lr=config.gen_lr,
+                  label_dropout=config.gen_label_dropout, steps=config.gen_steps, n=config.gen_n, seed=config.seed,
+                  cifar_source=config.cifar_source)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Images at the generators' resolution
 # ----------------------------------------------------------------------------------------------------
-def downsample(images: np.ndarray, size: int) -> np.ndarray:
-    """(n, H, W, 3) uint8 -> (n, size, size, 3) uint8: the mean of each (H / size)^2 block, rounded."""
-    n, h, w, _ = images.shape
-    if h % size or w % size:
-        raise ValueError(f"cannot downsample {h} x {w} images to {size} x {size} by whole blocks.")
-    blocks = images.reshape(n, size, h // size, size, w // size, 3).astype(np.float32).mean(axis=(2, 4))
-    return np.round(blocks).astype(np.uint8)
-
-
-def for_extractor(images: np.ndarray, size: int = 32) -> np.ndarray:
-    """(n, h, w, 3) uint8 -> (n, size, size, 3) uint8, bilinear (the same map for every set and extractor)."""
-    if images.shape[1] == size:
-        return images
-    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float()
-    x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
-    return x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
-
-
 def low_res_sets(config: Any, sets: dict) -> dict:
     """The generators' database (the first gen_train_per_class images of each class of the retrieval database)
     and both held-out pools at gen_resolution, each with its labels and its upsampled copy for extractors."""
-    from lib.irs.experiment import first_per_class
-
     rows = first_per_class(sets["train_labels"], config.gen_train_per_class)
     out = {"train_labels": sets["train_labels"][rows], "ref_labels": sets["ref_labels"],
            "syn_labels": sets["syn_labels"]}
@@ -155,81 +117,6 @@ def conditioning_for(config: Any, extractor_for, device=None):
     """(conditioning(images_up, label) -> the conditioning extractor's features (cached), its key) for DiADM."""
     extractor = extractor_for(config, "efficientnet_lite0", device)
     return (lambda images, label: cached_features(extractor, images, label=label)), extractor.key
-
-
-# ----------------------------------------------------------------------------------------------------
-# Conditions, training and sampling (cached, not stored)
-# ----------------------------------------------------------------------------------------------------
-def condition_rows(config: Any, low: dict, arm: str, conditioning, *, heldout: bool = False,
-                   rows: np.ndarray | None = None) -> np.ndarray | None:
-    """The condition vectors of database rows `rows` (all by default), or of SYN rows when `heldout`:
-    EfficientNet-Lite0 features for DiADM, one-hot classes for the class arm, None for the unconditional."""
-    if arm == "unconditional":
-        return None
-    pool = "syn" if heldout else "train"
-    if arm == "class":
-        cond = one_hot(low[f"{pool}_labels"], 10)
-    else:
-        cond = conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
-    return cond if rows is None else cond[rows]
-
-
-def training_key(config: Any, low: dict, arm: str, channels: int, conditioning_key: dict) -> dict:
-    return {"v": GENERATORS_VERSION, "recipe": recipe_of(config, channels, arm).key(), "arm": arm,
-            "train": low["train"], "seed": config.seed,
-            "conditioning": conditioning_key if arm == "diadm" else None}
-
-
-def trained_weights(config: Any, low: dict, arm: str, channels: int, fraction: float, conditioning,
-                    conditioning_key: dict, *, device="cpu", progress: bool = False) -> dict:
-    """The EMA weights after round(fraction * gen_epochs) epochs (cached); every fraction continues one run
-    through its checkpoint, so the 100 % weights are those of a single uninterrupted run."""
-    key = training_key(config, low, arm, channels, conditioning_key)
-    epochs = max(1, round(fraction * config.gen_epochs))
-    checkpoint = cache_path("04", f"diffusion-{arm}-c{channels}-ckpt", key, ".pt")
-    path = cache_path("04", f"diffusion-{arm}-c{channels}-e{epochs}", {**key, "epochs": epochs}, ".pt")
-
-    def compute() -> dict:
-        cond = condition_rows(config, low, arm, conditioning)
-        return train_denoiser(low["train"], cond, recipe_of(config, channels, arm), condition=CONDITION_OF[arm],
-                              epochs=epochs, seed=derive_seed(config.seed, TRAIN_STREAM), checkpoint=checkpoint,
-                              device=device, progress=progress)
-
-    return cached_torch(path, compute)
-
-
-def source_rows(config: Any, n_pool: int, heldout: bool) -> np.ndarray:
-    """The gen_n rows (sorted, distinct) a conditioned set conditions on: of the database, or of SYN."""
-    rng = np.random.default_rng(derive_seed(config.seed, config.gen_n, int(heldout), SOURCES_STREAM))
-    return np.sort(rng.choice(n_pool, config.gen_n, replace=False))
-
-
-def set_key(config: Any, low: dict, spec: GeneratedSet, conditioning_key: dict) -> dict:
-    return {**training_key(config, low, spec.arm, spec.channels, conditioning_key),
-            "epochs": max(1, round(spec.fraction * config.gen_epochs)), "guidance": spec.guidance,
-            "heldout": spec.heldout, "steps": config.gen_steps, "n": config.gen_n,
-            "heldout_pool": low["syn"] if spec.heldout else None}
-
-
-def generated_images(config: Any, low: dict, spec: GeneratedSet, conditioning, conditioning_key: dict,
-                     *, device="cpu", progress: bool = False) -> dict:
-    """{"images": (gen_n, r, r, 3) uint8, "sources": the conditioning row of each sample (-1: none)} (cached)."""
-    path = cache_path("04", f"gen-{spec.slug}-n{config.gen_n}", set_key(config, low, spec, conditioning_key), ".npz")
-
-    def compute() -> dict:
-        weights = trained_weights(config, low, spec.arm, spec.channels, spec.fraction, conditioning,
-                                  conditioning_key, device=device, progress=progress)
-        pool = len(low["syn" if spec.heldout else "train"])
-        rows = source_rows(config, pool, spec.heldout)
-        cond = condition_rows(config, low, spec.arm, conditioning, heldout=spec.heldout, rows=rows)
-        model = load_denoiser(weights["ema"], recipe_of(config, spec.channels, spec.arm),
-                              resolution=config.gen_resolution, condition=CONDITION_OF[spec.arm],
-                              cond_dim=0 if cond is None else cond.shape[1], device=device)
-        images = sample(model, config.gen_n, cond=cond, guidance=spec.guidance, steps=config.gen_steps,
-                        seed=derive_seed(config.seed, SAMPLES_STREAM), progress=progress)
-        return {"images": images, "sources": rows if spec.arm == "diadm" else np.full(config.gen_n, -1)}
-
-    return cached_npz(path, compute)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -354,12 +241,13 @@ def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioni
 
     reference = reference_rows(config, config.gen_n)
     rows, grids = [], {}
+    family = family_of(config)
     for spec in generated_sets_of(config):
         def images(spec=spec):
-            return generated_images(config, low, spec, conditioning, conditioning_key, device=device,
+            return generated_images(family, low, spec, conditioning, conditioning_key, device=device,
                                     progress=progress)
         m = measure_set(config, low, runs, reference, slug=spec.slug, images=lambda: images()["images"],
-                        sources=lambda: images()["sources"], key=set_key(config, low, spec, conditioning_key),
+                        sources=lambda: images()["sources"], key=set_key(family, low, spec, conditioning_key),
                         force=force)
         rows += _rows_of(m, spec.label, {"kind": "generator", "arm": spec.arm, "channels": spec.channels,
                                          "fraction": spec.fraction, "guidance": spec.guidance,

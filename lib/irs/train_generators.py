@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import DamagedCacheEntry, cache_dir, cache_path, load_npz, load_torch
+from lib.cache import DamagedCacheEntry, cache_dir, load_npz, load_torch
+from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 
@@ -49,7 +50,7 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     start, done = time.perf_counter(), []
     for spec in gen.generated_sets_of(config):
         if spec.arm == arm and spec.channels == channels:
-            gen.generated_images(config, low, spec, conditioning, key, device=device)
+            gen.generated_images(gen.family_of(config), low, spec, conditioning, key, device=device)
             done.append(spec.label)
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
@@ -71,16 +72,10 @@ def entry_paths(preset: str, inputs: str | None) -> list[Path]:
     config = ie.resolve_config(preset)
     low = _low_sets(config, inputs)
     extractor = ie.extractor_for(config, "efficientnet_lite0")
-    paths = []
-    for spec in gen.generated_sets_of(config):
-        key = gen.set_key(config, low, spec, extractor.key)
-        paths.append(cache_path("04", f"gen-{spec.slug}-n{config.gen_n}", key, ".npz"))
-    for ch in config.gen_channels:
-        for arm in gen.ARMS:
-            key = gen.training_key(config, low, arm, ch, extractor.key)
-            epochs = config.gen_epochs
-            paths.append(cache_path("04", f"diffusion-{arm}-c{ch}-e{epochs}", {**key, "epochs": epochs}, ".pt"))
-    return paths
+    family = gen.family_of(config)
+    paths = [family_mod.set_path(family, low, spec, extractor.key) for spec in gen.generated_sets_of(config)]
+    return paths + [family_mod.weights_path(family, low, arm, ch, family.epochs, extractor.key)
+                    for ch in config.gen_channels for arm in gen.ARMS]
 
 
 def pack(paths: list[Path], out: Path) -> list[Path]:

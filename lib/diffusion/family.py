@@ -1,0 +1,229 @@
+"""The trained CIFAR-10 generators that notebooks 04 and 02 share: one family of diffusion models on the first
+`train_per_class` training images of each class at `resolution`, in three arms, trained and sampled once into the
+cache and read by both notebooks (spec 04 §8, spec 02 §2.6).
+
+- `unconditional`: no condition;
+- `diadm`: each training image's own feature vector as its condition (DiADM; notebook 04 supplies the
+  conditioning extractor, EfficientNet-Lite0);
+- `class`: the CIFAR-10 class, label dropout `label_dropout`, sampled at classifier-free guidance scales.
+
+A `GeneratedSet` names one set of `n` samples: an arm at a width, its EMA weights at a fraction of the budget, a
+guidance scale. Each trained arm and each set is a cache entry in namespace "04" (`NAMESPACE`: the family was
+first trained for notebook 04, and its keys and file names stay those), so notebook 02 reads the very weights and
+samples that notebook 04 measures, and nothing trains twice. A conditioned set conditions on `n` training rows
+drawn once (`source_rows`); `set_labels` gives the class of each sample of a class-conditional set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lib.cache import cache_path, cached_npz, cached_torch
+from lib.diffusion.training import Recipe, load_denoiser, one_hot, sample, train_denoiser
+from lib.seeds import derive_seed
+
+NAMESPACE = "04"  # the cache namespace of the family's entries (first trained for notebook 04)
+ARMS = ("unconditional", "diadm", "class")
+CONDITION_OF = {"unconditional": "none", "diadm": "feature", "class": "class"}
+NUM_CLASSES = 10
+GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed differently
+SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
+SAMPLES_STREAM = 13  # the sampler's starting noise
+TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a trained arm and a set sampled from it depend on, besides the arm, width and condition: the
+    database (the first `train_per_class` CIFAR-10 training images of each class, area-averaged to
+    `resolution`), the training budget and recipe, the sampler, the set size and the seed. Notebook 04 builds it
+    from its `gen_*` settings (`lib.irs.generators.family_of`), notebook 02 from its own (`lib.crel.images`);
+    `FAMILIES` holds the values of the presets both notebooks share."""
+
+    resolution: int = 16
+    train_per_class: int = 2000
+    epochs: int = 25  # the budget, in epochs of the database
+    batch: int = 128
+    lr: float = 1e-3
+    label_dropout: float = 0.1  # the class arm's (DiADM has none, as the authors')
+    steps: int = 18  # Heun steps (2 x steps - 1 network evaluations)
+    n: int = 2500  # samples per generated set
+    seed: int = 0
+    cifar_source: str = "jpeg"  # lib.data.cifar10.load_cifar10's source of the database
+
+
+# The family of each preset of notebooks 04 and 02 (notebook 04's gen_* defaults and presets; a test keeps the two
+# equal, so that both notebooks of one preset read the same cache entries)
+FAMILIES = {
+    "smoke": Family(resolution=8, train_per_class=30, epochs=4, batch=16, steps=4, n=250),
+    "cpu": Family(),
+    "paper": Family(resolution=32, train_per_class=5000, epochs=200, steps=32),
+}
+
+
+@dataclass(frozen=True)
+class GeneratedSet:
+    """One generated set: an arm of width `channels`, its EMA at `fraction` of the training budget, sampled at
+    classifier-free `guidance`; a DiADM set conditioned on `heldout` (SYN pool) features instead of the
+    database's is notebook 04's held-out control."""
+
+    arm: str
+    channels: int
+    fraction: float = 1.0
+    guidance: float = 1.0
+    heldout: bool = False
+
+    @property
+    def label(self) -> str:
+        text = f"{self.arm} c{self.channels} {self.fraction:.0%}"
+        text += f" w{self.guidance:g}" if self.arm == "class" else ""
+        return text + (" held-out cond." if self.heldout else "")
+
+    @property
+    def slug(self) -> str:
+        return self.label.replace(" ", "-").replace("%", "pct").replace(".", "")
+
+
+def recipe_of(family: Family, channels: int, arm: str) -> Recipe:
+    return Recipe(channels=channels, batch_size=family.batch, lr=family.lr,
+                  label_dropout=family.label_dropout if arm == "class" else 0.0)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Images at the family's resolution
+# ----------------------------------------------------------------------------------------------------
+def downsample(images: np.ndarray, size: int) -> np.ndarray:
+    """(n, H, W, 3) uint8 -> (n, size, size, 3) uint8: the mean of each (H / size)^2 block, rounded."""
+    n, h, w, _ = images.shape
+    if h % size or w % size:
+        raise ValueError(f"cannot downsample {h} x {w} images to {size} x {size} by whole blocks.")
+    blocks = images.reshape(n, size, h // size, size, w // size, 3).astype(np.float32).mean(axis=(2, 4))
+    return np.round(blocks).astype(np.uint8)
+
+
+def for_extractor(images: np.ndarray, size: int = 32) -> np.ndarray:
+    """(n, h, w, 3) uint8 -> (n, size, size, 3) uint8, bilinear (the same map for every set and extractor)."""
+    if images.shape[1] == size:
+        return images
+    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float()
+    x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+    return x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+
+
+def first_per_class(labels: np.ndarray, per_class: int, offset: int = 0) -> np.ndarray:
+    """Row indices of the images offset .. offset + per_class - 1 of each class, in original order."""
+    rows = [np.flatnonzero(labels == c)[offset: offset + per_class] for c in range(NUM_CLASSES)]
+    if any(len(r) < per_class for r in rows):
+        raise ValueError(f"fewer than {offset + per_class} images in some class.")
+    return np.sort(np.concatenate(rows))
+
+
+def database(family: Family) -> dict:
+    """{"train": (10 m, r, r, 3) uint8, "train_labels", "train_up": the 32 x 32 bilinear copy}: the family's
+    training images (the first m = train_per_class CIFAR-10 training images of each class at resolution r)."""
+    from lib.data import cifar10
+
+    split = cifar10.load_cifar10(family.cifar_source)["train"]
+    rows = first_per_class(split.labels, family.train_per_class)
+    low = downsample(split.images[rows], family.resolution)
+    return {"train": low, "train_labels": split.labels[rows], "train_up": for_extractor(low)}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Conditions, training and sampling (cached in NAMESPACE)
+# ----------------------------------------------------------------------------------------------------
+def condition_rows(family: Family, low: dict, arm: str, conditioning, *, heldout: bool = False,
+                   rows: np.ndarray | None = None) -> np.ndarray | None:
+    """The condition vectors of database rows `rows` (all by default), or of SYN rows when `heldout`: the
+    conditioning features for DiADM (`conditioning(images_up, label)`), one-hot classes for the class arm, None
+    for the unconditional."""
+    if arm == "unconditional":
+        return None
+    pool = "syn" if heldout else "train"
+    if arm == "class":
+        cond = one_hot(low[f"{pool}_labels"], NUM_CLASSES)
+    else:
+        cond = conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{family.resolution}")
+    return cond if rows is None else cond[rows]
+
+
+def training_key(family: Family, low: dict, arm: str, channels: int, conditioning_key: dict | None) -> dict:
+    return {"v": GENERATORS_VERSION, "recipe": recipe_of(family, channels, arm).key(), "arm": arm,
+            "train": low["train"], "seed": family.seed,
+            "conditioning": conditioning_key if arm == "diadm" else None}
+
+
+def epochs_at(family: Family, fraction: float) -> int:
+    return max(1, round(fraction * family.epochs))
+
+
+def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction: float, conditioning=None,
+                    conditioning_key: dict | None = None, *, device="cpu", progress: bool = False) -> dict:
+    """The EMA weights after round(fraction * epochs) epochs (cached); every fraction continues one run through
+    its checkpoint, so the 100 % weights are those of a single uninterrupted run."""
+    key = training_key(family, low, arm, channels, conditioning_key)
+    epochs = epochs_at(family, fraction)
+    checkpoint = cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-ckpt", key, ".pt")
+    path = weights_path(family, low, arm, channels, epochs, conditioning_key)
+
+    def compute() -> dict:
+        cond = condition_rows(family, low, arm, conditioning)
+        return train_denoiser(low["train"], cond, recipe_of(family, channels, arm), condition=CONDITION_OF[arm],
+                              epochs=epochs, seed=derive_seed(family.seed, TRAIN_STREAM), checkpoint=checkpoint,
+                              device=device, progress=progress)
+
+    return cached_torch(path, compute)
+
+
+def weights_path(family: Family, low: dict, arm: str, channels: int, epochs: int,
+                 conditioning_key: dict | None = None):
+    key = training_key(family, low, arm, channels, conditioning_key)
+    return cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-e{epochs}", {**key, "epochs": epochs}, ".pt")
+
+
+def source_rows(family: Family, n_pool: int, heldout: bool) -> np.ndarray:
+    """The n rows (sorted, distinct) a conditioned set conditions on: of the database, or of SYN."""
+    rng = np.random.default_rng(derive_seed(family.seed, family.n, int(heldout), SOURCES_STREAM))
+    return np.sort(rng.choice(n_pool, family.n, replace=False))
+
+
+def set_labels(family: Family, low: dict, spec: GeneratedSet) -> np.ndarray:
+    """(n,) the class each sample of a class-conditional set was generated for."""
+    if spec.arm != "class":
+        raise ValueError(f"set_labels: {spec.label} is not a class-conditional set.")
+    return low["train_labels"][source_rows(family, len(low["train"]), spec.heldout)]
+
+
+def set_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None) -> dict:
+    return {**training_key(family, low, spec.arm, spec.channels, conditioning_key),
+            "epochs": epochs_at(family, spec.fraction), "guidance": spec.guidance,
+            "heldout": spec.heldout, "steps": family.steps, "n": family.n,
+            "heldout_pool": low["syn"] if spec.heldout else None}
+
+
+def set_path(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None = None):
+    return cache_path(NAMESPACE, f"gen-{spec.slug}-n{family.n}", set_key(family, low, spec, conditioning_key), ".npz")
+
+
+def generated_images(family: Family, low: dict, spec: GeneratedSet, conditioning=None,
+                     conditioning_key: dict | None = None, *, device="cpu", progress: bool = False) -> dict:
+    """{"images": (n, r, r, 3) uint8, "sources": the conditioning row of each DiADM sample (-1: none)} (cached;
+    trains the arm first where its weights are not cached)."""
+    def compute() -> dict:
+        weights = trained_weights(family, low, spec.arm, spec.channels, spec.fraction, conditioning,
+                                  conditioning_key, device=device, progress=progress)
+        pool = len(low["syn" if spec.heldout else "train"])
+        rows = source_rows(family, pool, spec.heldout)
+        cond = condition_rows(family, low, spec.arm, conditioning, heldout=spec.heldout, rows=rows)
+        model = load_denoiser(weights["ema"], recipe_of(family, spec.channels, spec.arm),
+                              resolution=family.resolution, condition=CONDITION_OF[spec.arm],
+                              cond_dim=0 if cond is None else cond.shape[1], device=device)
+        images = sample(model, family.n, cond=cond, guidance=spec.guidance, steps=family.steps,
+                        seed=derive_seed(family.seed, SAMPLES_STREAM), progress=progress)
+        return {"images": images, "sources": rows if spec.arm == "diadm" else np.full(family.n, -1)}
+
+    return cached_npz(set_path(family, low, spec, conditioning_key), compute)
