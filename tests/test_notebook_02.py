@@ -40,7 +40,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-collapse", "reading-guarantee", "reading-table", "reading-table-claims",
                          "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary",
-                         "reading-conditional", "reading-spread"}
+                         "reading-conditional", "reading-spread", "reading-l2i"}
     assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
     for lgm, label in (("flow", "exact"), ("cvae", "decoded set")):
         row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]
@@ -52,6 +52,11 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert f"CReL-BERT is {a['crel']:.3f} for A against {b['crel']:.3f} for B" in text["reading-rank-reversal"]
     per_image = r["captions_A_per_image"]["tail_sanity"]
     assert f"tail sanity {a['tail_sanity']:.2f} / {per_image:.2f}" in text["reading-tail"]
+    ranking, real = r["label_to_image_ranking"], r["label_to_image"]["real held-out"]
+    l2i_text = " ".join(text["reading-l2i"].split())
+    assert f"Mean ρ ranks *{ranking['best_mean']}* first" in l2i_text
+    assert f"(Kendall τ between the rankings {ranking['tau']:.2f})" in l2i_text
+    assert f"Real held-out images: mean ρ {real['mean']:.3f}, CReL-ρ {real['crel']:.3f}." in l2i_text
 
 
 def test_smoke_run_records_the_synthetic_table(smoke):
@@ -130,6 +135,20 @@ def test_smoke_run_records_the_caption_experiment(smoke):
         assert -1 <= c["crel"] <= 1 and c["spread"] >= 0 and 0 <= c["tail_sanity"] <= 1
         assert isinstance(c["worst_caption"], str) and c["worst_caption"]
     assert r["sentences_per_s"] > 0
+
+
+def test_smoke_run_records_the_label_to_image_generators(smoke):
+    """Section 5 on notebook 04's smoke generators (class arm, width 8: w = 1 and 2 at the full budget, w = 1 at
+    half), trained in the run's cache, and the real reference: cosines, a coverage, a ranking of three."""
+    l2i, ranking = smoke["results"]["label_to_image"], smoke["results"]["label_to_image_ranking"]
+    assert set(l2i) == {"class c8 100% w1", "class c8 100% w2", "class c8 50% w1", "real held-out"}
+    for row in l2i.values():  # cosines; CReL is not bounded by the mean (it minimises over *decoded* images, which
+        # for the smoke preset's 4-epoch generators are smoother, and score higher, than their noisy samples)
+        assert -1 <= row["crel"] <= 1 and -1 <= row["mean"] <= 1 and row["spread"] >= 0 and 0 <= row["tail_sanity"] <= 1
+        assert 0.5 <= row["coverage_z"] <= 1
+    assert ranking["n_pairs"] == 3 and -1 <= ranking["tau"] <= 1
+    assert {ranking["best_mean"], ranking["best_crel"]} <= set(l2i) - {"real held-out"}
+    assert all(len(pair) == 2 for pair in ranking["reversed"])
 
 
 def test_smoke_run_stays_small(smoke):

@@ -7,8 +7,10 @@ LGM) or by the decoded-set distance, and Feldman et al.'s region measured the sa
 the DQR in the output space and PCP, the other compared rows; `embeddings`, CReL on embeddings of sampled outputs;
 `captions`, the MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT captioners scored
 with CLIP, the paper's online path; `experiment`, presets, validation and the cached pipeline notebook 02 calls;
-`plots`, its figures of a condition's latent region and decoded set; `conditional`, coverage per bin of x, the
-PGD's spread across starts and the runtime's growth factors. The paper's public functions are re-exported here, so
+`plots`, its figures of a condition's latent region and decoded set and of the generators' worst cases;
+`conditional`, coverage per bin of x, the PGD's spread across starts and the runtime's growth factors; `images`,
+CReL of the trained label-to-image generators (notebook 04's class-conditional diffusion arm,
+`lib.diffusion.family`). The paper's public functions are re-exported here, so
 `lib.crel.<name>` keeps working.
 """
 

@@ -61,6 +61,17 @@ def _train_lgm(x: np.ndarray, y: np.ndarray, s: EmbeddingModelSettings):
     return train_cvae(x, y, latent_dim=s.latent_dim, settings=cv, seed=s.seed), s.n_directions
 
 
+def calibrated_crel(lgm_pairs: tuple[np.ndarray, np.ndarray], dqr_pairs: tuple[np.ndarray, np.ndarray],
+                    cal_pairs: tuple[np.ndarray, np.ndarray], s: EmbeddingModelSettings) -> crel.CReL:
+    """The LGM trained on `lgm_pairs` (x, y), the DQR region on `dqr_pairs`, gamma calibrated on `cal_pairs` at
+    level s.alpha, the per-direction level being alpha (spec §2.1 steps 2-4)."""
+    lgm, n_directions = _train_lgm(*lgm_pairs, s)
+    fit = crel.FitSettings(n_directions=n_directions, tau_dir=s.alpha,
+                           dqr=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden))
+    model = crel.fit(*dqr_pairs, fit, x_dqr=dqr_pairs[0], y_dqr=dqr_pairs[1], lgm=lgm, seed=s.seed)
+    return model.calibrate(*cal_pairs, s.alpha)
+
+
 @one_thread()  # its PCA, LGM, DQR and PGD moved with the thread count (CReL-BERT by 3e-4 on a small run)
 def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, folds: dict[str, np.ndarray],
                        s: EmbeddingModelSettings) -> dict:
@@ -84,12 +95,7 @@ def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray
         y = samples[idx] if k is None else samples[idx, :k]
         return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
 
-    lgm, n_directions = _train_lgm(*pairs(lgm_i), s)
-    xd, yd = pairs(dqr_i)
-    fit = crel.FitSettings(n_directions=n_directions, tau_dir=s.alpha,
-                           dqr=crel.DQRSettings(epochs=s.epochs, hidden=s.dqr_hidden))
-    model = crel.fit(xd, yd, fit, x_dqr=xd, y_dqr=yd, lgm=lgm, seed=s.seed)
-    model.calibrate(*pairs(cal_i, 1), s.alpha)
+    model = calibrated_crel(pairs(lgm_i), pairs(dqr_i), pairs(cal_i, 1), s)
     x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])
     rel = model.reliability(x_te, ref, cosine_metric(pca_y), z_init=model.latent(x_te, first), starts=s.pgd_starts,
                             steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)

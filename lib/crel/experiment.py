@@ -1,5 +1,6 @@
 """Notebook 02's experiments: presets, the synthetic calibration table, the coverage re-splits and the
-runtime-against-dimension study (spec 02 §2.3, §5, §6). The caption experiment is in `lib.crel.captions`.
+runtime-against-dimension study (spec 02 §2.3, §5, §6). The caption experiment is in `lib.crel.captions`, the
+label-to-image generators' in `lib.crel.images`.
 
 Every trained model is cached under data/cache/02/ by a hash of what it depends on.
 """
@@ -21,10 +22,12 @@ from lib.crel import captions as cap
 from lib.crel import cvae as cvae_mod
 from lib.crel import evaluation as ev_mod
 from lib.crel import flow as flow_mod
+from lib.crel import images as im
 from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
+from lib.diffusion.family import FAMILIES
 from lib.params import (
     MemoryTerm,
     check_choice,
@@ -103,6 +106,7 @@ class CReLConfig:
     spread_starts: int = 50  # §2.2: the paper's 50 starts
     spread_steps: int = 100  # §2.2: pgd_steps 50-100
     captions: cap.CaptionSettings = field(default_factory=cap.CaptionSettings)  # §2.4
+    images: im.ImageSettings = field(default_factory=im.ImageSettings)  # §2.6: the label-to-image generators
 
 
 PRESETS: dict[str, CReLConfig] = {
@@ -116,7 +120,11 @@ PRESETS: dict[str, CReLConfig] = {
         captions=cap.CaptionSettings(
             num_images=150, folds=(50, 40, 40, 20), samples_per_image=10, reference_samples=100,
             captioners=("A", "B"), p_fail_sweep=(), near_band=(1, 5), mid_band=(10, 30), unrelated_min_rank=80,
-            epochs=5, n_test=20, pgd_starts=10, pgd_steps=10)),
+            epochs=5, n_test=20, pgd_starts=10, pgd_steps=10),
+        # notebook 04's smoke generators (8 x 8, width 8, 4 epochs): seconds to train where not cached
+        images=im.ImageSettings(
+            family=FAMILIES["smoke"], generators=((8, 1.0, 1.0), (8, 1.0, 2.0), (8, 0.5, 1.0)), folds=(100, 60, 50, 40),
+            prototype_per_class=20, pca_dim=16, epochs=10, pgd_starts=10, pgd_steps=10, shown_per_class=1)),
     "cpu": CReLConfig(
         preset="cpu", num_seeds=5, folds=(4000, 4000, 2000, 2000), cvae_epochs=60, dqr_epochs=40, flow_epochs=60,
         z_grid_size=2_500, area_eval_n_x=100, feldman_n_cal=500, runtime_n_points=200, runtime_n_feldman=3,
@@ -128,7 +136,9 @@ PRESETS: dict[str, CReLConfig] = {
             num_images=1000, folds=(400, 300, 200, 100), samples_per_image=20, reference_samples=200,
             near_band=(1, 10), mid_band=(20, 100), p_fail_sweep=(0.0, 0.05, 0.15, 0.3), unrelated_min_rank=500,
             epochs=15, n_test=100, pgd_starts=50, pgd_steps=30)),
-    "paper": CReLConfig(preset="paper", cvae_epochs=300, dqr_epochs=300),
+    "paper": CReLConfig(preset="paper", cvae_epochs=300, dqr_epochs=300, images=im.ImageSettings(
+        family=FAMILIES["paper"],
+        generators=((64, 1.0, 1.0), (64, 1.0, 2.0), (64, 1.0, 4.0), (64, 0.5, 1.0), (64, 0.25, 1.0), (32, 1.0, 1.0)))),
 }
 # The setting each parameter of notebook 02 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
 NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
@@ -136,7 +146,8 @@ NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
     "dqr_baseline", "include_pcp", "lgm", "table_lgms", "cvae_restarts")} | {
     "captions.num_images": "CAPTION_IMAGES", "captions.latent_dim": "CAPTION_LATENT_DIM",
     "captions.samples_per_image": "SAMPLES_PER_IMAGE", "captions.pgd_starts": "PGD_STARTS",
-    "captions.pgd_steps": "PGD_STEPS", "captions.lgm": "LGM"}
+    "captions.pgd_steps": "PGD_STEPS", "captions.lgm": "LGM", "images.generators": "IMAGE_GENERATORS",
+    "images.pgd_starts": "PGD_STARTS", "images.pgd_steps": "PGD_STEPS"}
 EMBEDDING_DIM = 384  # the caption embeddings' dimension (all-MiniLM-L6-v2)
 
 
@@ -156,6 +167,7 @@ def validate(config: CReLConfig) -> None:
     _validate_models(config)
     _validate_folds(config)
     _validate_grids_and_options(config)
+    im.validate(config.images)
 
 
 def _validate_levels(config: CReLConfig) -> None:
@@ -426,7 +438,7 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
 # Fields that do not change one table run's measurements: left out of its cache key
 _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
                      "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
-                     "captions", "collapse_threshold", "sensitivity_threshold",  # the guard: applied at loading
+                     "captions", "images", "collapse_threshold", "sensitivity_threshold",  # the guard: at loading
                      "cvae_restarts",  # the training used is in the key instead (`lgm_attempt`)
                      "cond_bins", "cond_n_feldman", "spread_n_x", "spread_starts", "spread_steps")  # read the runs
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes

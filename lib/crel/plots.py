@@ -54,3 +54,27 @@ def mark_worst(ax_z: plt.Axes, ax_y: plt.Axes, rel: dict) -> None:
     caller's legend)."""
     ax_z.scatter(*rel["z"].T, marker="*", s=200, color="red", label="worst z*")
     ax_y.scatter(*rel["y"].T, marker="*", s=200, color="red", label=f"Dec(z*), ρ = {rel['score'][0]:.3f}")
+
+
+CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(range(10))) -> plt.Figure:
+    """One row per set (`lib.crel.images.generator_crel` results by label): for each class in `classes`, a typical
+    sample beside the decoded worst case of S^gamma(x) (framed), with CReL(x) under it."""
+    fig, axes = plt.subplots(len(results), 2 * len(classes), squeeze=False,
+                             figsize=(0.62 * 2 * len(classes), 0.8 * len(results) + 0.4))
+    for row, (label, r) in zip(axes, results.items()):
+        for k, c in enumerate(classes):
+            typical = r["typical_images"][np.flatnonzero(r["typical_labels"] == c)[0]]
+            for ax, image in ((row[2 * k], typical), (row[2 * k + 1], r["worst_images"][c])):
+                ax.imshow(image, interpolation="nearest")
+                ax.set_xticks([]), ax.set_yticks([])
+            row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=7, labelpad=1)
+            for side in row[2 * k + 1].spines.values():
+                side.set(color="red", linewidth=1.5)
+        row[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+    for k, c in enumerate(classes):
+        axes[0][2 * k].set_title(CIFAR_CLASSES[c], fontsize=8, loc="left")
+    fig.subplots_adjust(wspace=0.05, hspace=0.35, left=0.16, right=0.99, top=0.92, bottom=0.05)
+    return fig
