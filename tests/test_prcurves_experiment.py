@@ -144,3 +144,36 @@ def test_given_compare_is_never_rewritten():
 def test_one_complexity_is_refused_with_the_reason():
     with pytest.raises(ValueError, match=r"complexities=\(8,\) needs at least two entries"):
         ex.resolve_config("smoke", complexities=[8])
+
+
+def _fake_ensemble(complexity: int, m: int, shift: float, seed: int) -> dict:
+    """A `run_ensemble`-shaped result of m synthetic member curves (precision 1 - recall^k, k per member)."""
+    rng = np.random.default_rng(seed)
+    recall = np.linspace(0.0, 1.0, 50)
+    curves = [{"precision": np.clip(1 - recall ** (shift + rng.uniform(1, 3)), 0, 1), "recall": recall,
+               "lambdas": np.linspace(0, 1, 50)} for _ in range(m)]
+    return {"complexity": complexity, "n_train": 100, "num_steps": 10, "losses": rng.random((10, m)),
+            "samples": rng.random((m, 5, 2)), "num_dropped": np.zeros(m, int), "curves": curves,
+            "summary": [prcurves.summarise(c) for c in curves],
+            "band": prcurves.ensemble_band(curves, 1000)}
+
+
+def test_first_members_are_an_ensemble_of_m_and_the_members_study_reads_them():
+    config = ex.resolve_config("smoke", complexities=[2, 4], num_members=6)
+    results = {2: _fake_ensemble(2, 6, 0.0, 0), 4: _fake_ensemble(4, 6, 1.0, 1)}
+    three = ex.first_members(config, results[4], 3)
+    assert len(three["curves"]) == 3 and three["losses"].shape == (10, 3) and three["samples"].shape[0] == 3
+    alone = prcurves.ensemble_band(results[4]["curves"][:3], config.grid_size)
+    assert np.array_equal(three["band"]["members"], alone["members"])
+    assert np.array_equal(three["band"]["lo"], alone["lo"])
+    with pytest.raises(ValueError, match="m=7"):
+        ex.first_members(config, results[4], 7)
+    study = ex.members_study(config, results, (3, 6))
+    assert list(study.index) == ["3 (ours)", "6 (ours)", "30 (paper)"]
+    full = {(r["test"], r["correction"]): r["fraction"] for r in ex.compare_ensembles(results[4], results[2], config)}
+    assert study.loc["6 (ours)", "paired_t"] == full["paired_t", "none"]
+    assert study.loc["6 (ours)", "paired_t bh"] == full["paired_t", "bh"]
+    assert study.loc["6 (ours)", "permutation_maxT"] == full["permutation_maxT", "none"]
+    assert study.loc["3 (ours)", "AUC C=4"] == pytest.approx(ex.summary_row(three)["auc_mean"])
+    assert study.loc["30 (paper)", "paired_t"] == ex.PAPER_FRACTION_PAIRED_T
+    assert study.loc["30 (paper)", "width C=2"] == ex.PAPER_TABLE[2]["width"]

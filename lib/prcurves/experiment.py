@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from lib.cache import cache_path, cached_npz, cached_torch
@@ -460,6 +461,55 @@ def compare_ensembles(better: dict, worse: dict, config: EnsemblePRConfig) -> li
                          "min_p": float(np.nanmin(out["pvalues"])), "pvalues": out["pvalues"],
                          "significant": out["significant"]})
     return rows
+
+
+def first_members(config: EnsemblePRConfig, result: dict, m: int) -> dict:
+    """The ensemble of `result`'s first m members (a `run_ensemble` result, its band recomputed): member i's seed
+    does not depend on M (spec A4) and members train independently, so these are exactly the members an M = m run
+    trains (the `cpu` preset's M = 30 run and its stored M = 8 run agree to the bit)."""
+    check_int("m", m, minimum=2, maximum=len(result["curves"]))
+    curves = result["curves"][:m]
+    return {**result, "losses": result["losses"][:, :m], "samples": result["samples"][:m],
+            "num_dropped": result["num_dropped"][:m], "curves": curves, "summary": result["summary"][:m],
+            "band": prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)}
+
+
+MEMBER_TESTS = (("paired_t", "none"), ("paired_t", "bh"), ("permutation_maxT", "none"))  # the members study's
+
+
+def members_study(config: EnsemblePRConfig, results: dict, counts: tuple[int, ...]) -> pd.DataFrame:
+    """Per ensemble size m in `counts` (the first m members of each ensemble): the share of the recall grid where
+    compare[0] beats compare[1] under the paired t-test, with BH, and by max-T; and per complexity the mean AUC and
+    the mean band width. One row per m, beside the paper's row (M = 30)."""
+    rows = []
+    for m in counts:
+        subset = {C: first_members(config, r, m) for C, r in results.items()}
+        a, b = (subset[C]["band"]["members"] for C in config.compare)
+        shares = {(t, c): pointwise_compare(a, b, t, config.alpha, correction=c, seed=config.split_seed,
+                                            num_permutations=config.num_permutations)["fraction"]
+                  for t, c in MEMBER_TESTS}
+        rows.append({"M": f"{m} (ours)", **{f"{t} {c}".replace(" none", ""): shares[t, c] for t, c in MEMBER_TESTS},
+                     **{f"AUC C={C}": summary_row(r)["auc_mean"] for C, r in subset.items()},
+                     **{f"width C={C}": summary_row(r)["width"] for C, r in subset.items()}})
+    rows.append({"M": "30 (paper)", "paired_t": PAPER_FRACTION_PAIRED_T,
+                 **{f"AUC C={C}": PAPER_TABLE[C]["auc_mean"] for C in results if C in PAPER_TABLE},
+                 **{f"width C={C}": PAPER_TABLE[C]["width"] for C in results if C in PAPER_TABLE}})
+    return pd.DataFrame(rows).set_index("M")
+
+
+def members_facts(study: pd.DataFrame) -> dict:
+    """What notebook 01 states of `members_study`: the ensemble sizes, the three shares at each, whether the paired
+    t-test's share grows from the fewest members to the most, the largest change of a mean AUC between them, and
+    the range of the ratios of band widths (most members over fewest)."""
+    ours = study[study.index.str.endswith("(ours)")]
+    first, last = ours.iloc[0], ours.iloc[-1]
+    aucs = [c for c in ours.columns if c.startswith("AUC")]
+    ratios = [last[c] / first[c] for c in ours.columns if c.startswith("width") and first[c] > 0]
+    return {"counts": [int(i.split()[0]) for i in ours.index], "paired_t": list(ours["paired_t"]),
+            "paired_t_bh": list(ours["paired_t bh"]), "max_t": list(ours["permutation_maxT"]),
+            "grows": bool(last["paired_t"] > first["paired_t"]),
+            "auc_change": float(max(abs(last[c] - first[c]) for c in aucs)),
+            "width_ratio": (float(min(ratios)), float(max(ratios))) if ratios else (float("nan"),) * 2}
 
 
 def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str,
