@@ -23,7 +23,8 @@ Writing (`main`): runs the notebook from scratch with papermill (`SOURCE="comput
 cache unless `--reuse-cache`), records every `stored=True` entry the run computed or read, and replaces the
 layer `results/<namespace>/<preset>/` with copies of exactly those entries and the manifest. The layer is
 small by construction (model weights are not stored; 01's samples are, not its networks), and every refresh
-stays in git's history, so keep it so (`results/` under 40 MB).
+stays in git's history, so keep it so (`results/` under 45 MiB: 40.3 MiB with notebook 02's label-to-image entries,
+2026-12-04; notebook 03's whole networks are 30 MB of it).
 """
 
 from __future__ import annotations
