@@ -91,9 +91,11 @@ def test_the_table_ranks_generators_and_finds_a_reversal():
     assert facts["tau"] == pytest.approx(1 / 3)
     section = im.section_facts(res, table)
     assert section["reasons"] == {("a", "b"): "samples"}  # a's own samples have the lower alpha-quantile
+    assert section["concentration"] == {("a", "b"): False}  # b, the CReL winner, has the wider rho (sd 0.4 > 0.2)
     assert section["tail_reversed_pairs"] == [("a", "b")] and section["coverage"] == (0.88, 0.91)
     assert section["largest_gap"] == "c" and section["smallest_gap"] == "b"  # mean - CReL: 0.65 and 0.3
     assert section["real"]["crel"] == 0.6 and section["collapsed"] == []
+    assert np.isnan(section["unguided_ranges"]["mean ρ"])  # no set here is labelled w1
 
 
 def test_bad_settings_are_refused_by_name():

@@ -310,7 +310,9 @@ def reversal_facts(table: pd.DataFrame) -> dict:
 
 def section_facts(results: dict[str, dict], table: pd.DataFrame) -> dict:
     """What notebook 02's reading of this section states: `reversal_facts` with, per reversed pair, whether the
-    model-free alpha-quantile of rho orders it as CReL does ("samples") or not ("set"), and the pairs that the
+    model-free alpha-quantile of rho orders it as CReL does ("samples") or not ("set") and whether the CReL winner's
+    rho is the more concentrated (the paper's reason for BLIP-base's reversal), how far apart the unguided sets
+    (budgets and widths at w = 1) lie in mean rho and in CReL-rho, and the pairs that the
     alpha-quantile itself orders unlike the mean; over the generators the ranges of
     Coverage-Z, of the spread across starts (and its ratio to the paper's), of tail sanity, the mean gap between
     mean rho and the rho of the LGM's PCA reconstructions, the sets whose CVAE lost a latent dimension, and the
@@ -328,9 +330,15 @@ def section_facts(results: dict[str, dict], table: pd.DataFrame) -> dict:
     # rho orders them as CReL does (a's own samples have the heavier lower tail), else "in the set" (the LGM's
     # calibrated set, not the samples' tail, puts a's worst case below b's)
     facts["reasons"] = {(a, b): "samples" if tail[a] < tail[b] else "set" for a, b in facts["reversed_pairs"]}
+    # the paper's reason for its reversal: the CReL winner's scores are the more concentrated (sd of rho)
+    facts["concentration"] = {(a, b): bool(table.at[b, "sd of ρ"] < table.at[a, "sd of ρ"])
+                              for a, b in facts["reversed_pairs"]}
     mean = table.loc[list(gens), MEAN]
     facts["tail_reversed_pairs"] = [(a, b) for i, a in enumerate(mean.index) for b in mean.index[i + 1:]
                                     if np.sign(mean[a] - mean[b]) * np.sign(tail[a] - tail[b]) < 0]
+    unguided = [label for label in gens if label.endswith(" w1")]  # budgets and widths, without guidance
+    facts["unguided_ranges"] = {column: float(np.ptp(table.loc[unguided, column])) if unguided else float("nan")
+                                for column in (MEAN, WORST)}
     return {**facts, "coverage": span("coverage_z"), "spread": span("spread"),
             "spread_ratio": span("spread")[0] / PAPER_SPREAD, "tail": span("tail_sanity"),
             "recon_gap": float(np.mean([r["mean_rho"] - r["recon_rho"] for r in gens.values()])),
