@@ -64,7 +64,13 @@ def test_reading_cells_state_the_recorded_results(smoke):
 
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-table", "reading-table-claims", "reading-budget-study", "reading-figure-3",
-                         "reading-figure-4", "reading-decomposition", "reading-spaces"}
+                         "reading-figure-4", "reading-decomposition", "reading-spaces", "reading-members"}
+    study = r["members_study"]  # the smoke preset's M = 4: one row of ours, the paper's 30 beside it
+    assert set(study) == {"4 (ours)", "30 (paper)"}
+    assert study["4 (ours)"]["paired_t"] == r["fraction_significant"]["paired_t/none"]  # Figure 3's, recomputed
+    assert study["4 (ours)"]["permutation_maxT"] == r["fraction_significant"]["permutation_maxT/none"]
+    members_text = " ".join(text["reading-members"].split())
+    assert f"on {100 * study['4 (ours)']['paired_t']:.1f} % of the recall grid" in members_text
     aucs = " / ".join(f"{mean:.3f}" for mean, _ in r["auc_raw"].values())
     assert f"mean AUC **{aucs}** for C = 2 / 4" in text["reading-table"]
     assert f"mean band width {' / '.join(f'{w:.3f}' for w in r['band_width'].values())}" in text["reading-table"]

@@ -469,8 +469,10 @@ def first_members(config: EnsemblePRConfig, result: dict, m: int) -> dict:
     trains (the `cpu` preset's M = 30 run and its stored M = 8 run agree to the bit)."""
     check_int("m", m, minimum=2, maximum=len(result["curves"]))
     curves = result["curves"][:m]
-    return {**result, "losses": result["losses"][:, :m], "samples": result["samples"][:m],
-            "num_dropped": result["num_dropped"][:m], "curves": curves, "summary": result["summary"][:m],
+    first = {k: None if result.get(k) is None else result[k][:m] for k in ("samples", "num_dropped")}  # None:
+    losses = result.get("losses")  # a result from stored curves (lib.prcurves.stored) has no samples or losses
+    return {**result, **first, "losses": None if losses is None else losses[:, :m], "curves": curves,
+            "summary": result["summary"][:m],
             "band": prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)}
 
 
