@@ -40,17 +40,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lib.cache import (
-    PROJECT_ROOT,
-    DamagedCacheEntry,
-    NotARegularFile,
-    _sha256_from,
-    cache_dir,
-    known_config,
-    regular_file,
-)
+from lib.cache import DamagedCacheEntry, known_config
 from lib.cli import command_line, command_parser
 from lib.params import check_name, path_inside
+from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
@@ -63,11 +56,6 @@ PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", 
 _active: dict[str, Any] = {"source": "compute", "namespace": None, "preset": None}
 _counts: dict[str, int] = {"loaded": 0, "computed": 0, "stale": 0, "refused": 0}
 _told: set[str] = set()
-
-
-def results_root() -> Path:
-    """$WORKBOOK_RESULTS if set (tests point it at a temporary folder), else the checkout's results/."""
-    return Path(os.environ.get("WORKBOOK_RESULTS") or PROJECT_ROOT / "results")
 
 
 def layer_dir(namespace: str, preset: str) -> Path:
@@ -166,14 +154,6 @@ def _manifest_entries(namespace: str) -> dict[str, dict]:
         return {}
     manifest = read_manifest(layer_dir(namespace, _active["preset"]))
     return {} if manifest is None else manifest["entries"]
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of the whole file (the manifest's check; the cache's own header covers only the payload).
-    A directory or FIFO at `path` raises NotARegularFile, naming it, instead of blocking on the read."""
-    regular_file(path)
-    with open(path, "rb") as fh:
-        return _sha256_from(fh, 0).hex()
 
 
 def namespace_of(path: Path) -> tuple[str, str] | None:

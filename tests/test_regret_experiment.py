@@ -571,7 +571,7 @@ def test_active_learning_is_a_stored_entry_that_a_default_run_reads(tmp_path, mo
 def test_the_committed_cpu_layer_holds_what_moves_with_the_processor():
     """results/03/cpu holds, besides the heads and whole networks, the AL curves of every method (and of random
     acquisition) and synth_age's DDU prediction: the default run computes none of them."""
-    from lib.cache import PROJECT_ROOT
+    from lib.paths import PROJECT_ROOT
 
     names = store.read_manifest(PROJECT_ROOT / "results" / "03" / "cpu")["entries"]
     al = sorted(n.rsplit("-", 1)[0] for n in names if n.startswith("al-"))

@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import PROJECT_ROOT, atomic_savez, atomic_write, cache_path, cached_npz, cached_torch, load_npz
+from lib.cache import atomic_savez, atomic_write, cache_path, cached_npz, cached_torch, load_npz
 from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
+from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
 from lib.seeds import derive_seed
