@@ -24,6 +24,34 @@ cache unless `--reuse-cache`), records every `stored=True` entry the run compute
 layer `results/<namespace>/<preset>/` with copies of exactly those entries and the manifest. The layer is
 small by construction (model weights are not stored; 01's samples are, not its networks), and every refresh
 stays in git's history, so keep it so (`results/` under 40 MB).
+
+Keys: the policy for changing one
+---------------------------------
+A stored entry is found by its key alone (`<label>-<hash of the key>`), so a change to a key decides whether the
+committed layers still serve the default run. The rules, which the comments at each key in `lib` refer to as
+"key policy (lib.store)":
+
+1. *The value changes* (the code computes differently, or reads other inputs): the key must change, so that no
+   run is served an old value. Bump the stage's version field (`"v"`, `..._VERSION`) with a one-line comment
+   "vN: what changed" beside it. The committed entries then no longer hit: a stored run names them stale and
+   computes them. Refresh the layer (`make store NB=NN PRESET=...`) in the same change, or name in its commit
+   message the layers left stale and why; the old files stay in git's history.
+2. *The value does not change*, the key should not either, so that every committed entry still hits:
+   - a new setting whose old behaviour is one of its values enters the key only when it takes another value
+     (its default adds nothing: `lib.regret.experiment.source_keyed`, `lib.device.threads_key`, a restart's
+     `init_seed`, a table run's `lgm_attempt`);
+   - a setting that does not change a value stays out of the key (`lib.crel.experiment._NOT_IN_TABLE_KEY`);
+   - an output that is retired is dropped when the entry is read, and what it depended on stays in the key
+     (`lib.crel.experiment._RETIRED_COLUMNS`), rather than re-keying the entries that hold it;
+   - refactoring (a function renamed or moved, a key built elsewhere) keeps the key's fields and their values;
+     the tests that rebuild a committed layer's keys from the preset (tests/test_regret_whole.py and the
+     notebooks' round trips of their stored layers) fail otherwise.
+3. *Migrating* an entry whose value is unchanged but whose key had to change (a class it pickles moved, a field
+   renamed): load the committed file, save the same value at the new cache path, then rewrite the layer from
+   that cache (`make store NB=NN PRESET=... REUSE_CACHE=1`, which computes nothing the cache holds). The
+   manifest keeps an entry's recorded origin and compute time only under a name it already held, so write the
+   old name, its commit and its compute time into the layer's README.md, and say in the commit message which
+   entries were migrated. A test reads the migrated entries from the committed layer without computing.
 """
 
 from __future__ import annotations
