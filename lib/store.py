@@ -354,27 +354,6 @@ def _replace_layer(target: Path, sources: dict[str, Path], manifest: dict) -> No
             shutil.rmtree(staging)
 
 
-def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seconds: dict[str, float],
-             what: str, unit: str = "of one core") -> dict:
-    """After a layer is rewritten from a reused cache that holds entries made outside the notebook (networks
-    trained by a command, a study converted from its first file): give each named entry its `origin` (command,
-    commit, machine, ...) and `compute_seconds`, and set the manifest's `from_scratch` to `previous_scratch` (the
-    from-scratch record of the layer before; `read_manifest(...)["from_scratch"]`) plus those seconds, `what`
-    saying what they were and `unit` what their seconds are of (a GPU's, say). Returns the manifest written."""
-    manifest = read_manifest(layer)
-    unknown = set(origins) - set(manifest["entries"])
-    if unknown:
-        raise ValueError(f"{_shown(layer)} holds no entries {sorted(unknown)}")
-    for name, origin in origins.items():
-        manifest["entries"][name].update({"origin": origin, "compute_seconds": round(seconds[name], 1)})
-    extra = sum(seconds[name] for name in origins)
-    manifest["from_scratch"] = {**previous_scratch, "wall_seconds": round(previous_scratch["wall_seconds"] + extra, 1),
-                                "what": f"{previous_scratch.get('what', 'the run from scratch')}; plus {what} "
-                                        f"({extra / 60:.0f} min {unit}; each entry's origin)"}
-    (layer / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
-
-
 def scratch_run_info(executed: Path) -> dict:
     """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
     from lib.glue import run_problem
