@@ -1,6 +1,5 @@
 """The library's architecture: a core that no paper owns, and one package per paper that imports only the
-core (HOUSE_STYLE "Layout"); every `lib` path the repository names exists, and the first layout's flat module
-paths are gone."""
+core (the README's "Layout"); no import cycle inside lib; every `lib` path the repository names exists."""
 
 from __future__ import annotations
 
@@ -51,21 +50,11 @@ def test_the_core_imports_no_paper_package():
         assert not papers, f"{path.relative_to(LIB.parent)} (core) imports a paper's package: {sorted(papers)}"
 
 
-# The flat modules of the first layout. Their aliases (an import hook in lib/__init__.py) had no importer left,
-# hid stale names in the docs, and made `importlib.reload` (so `%autoreload`) of an aliased module keep its
-# old code; they are gone, and nothing may name them again.
-FIRST_LAYOUT = ("ddpm", "stats", "ensemble_pr", "cvae", "conformal_baselines", "captions", "hf_captioners",
-                "crel_experiments", "uq_methods", "epistemic_sandbox", "epistemic_regret", "features", "irs_experiment")
 REPO = LIB.parent
 # Where the repository names `lib` paths; docs/specs is the specification as written, and the course's texts
 # (docs/teaching.md, assignments/) are checked by tests/test_assignments.py.
 NAMING_FILES = ("README.md", "Makefile", "docs/*.md", "docs/results/**/*.md", "benchmarks/*", "lib/**/*.py",
                 "tests/*.py", "notebooks/*.ipynb", "results/**/*.md", "data/*.md")
-
-
-@pytest.mark.parametrize("old", FIRST_LAYOUT)
-def test_the_first_layouts_module_paths_no_longer_import(old):
-    assert importlib.util.find_spec(f"lib.{old}") is None, f"lib.{old} still imports"
 
 
 def _module_part(dotted: str) -> str:
