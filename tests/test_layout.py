@@ -200,9 +200,10 @@ def _loop(graph: dict[str, dict[str, str]], component: set[str]) -> str:
     return " -> ".join(f"{a} ({graph[a][b]})" for a, b in zip(loop, loop[1:])) + f" -> {start}"
 
 
-# The import cycles lib still has, each with the issue that removes it (test_known_import_cycles_are_still_there
-# turns red the day one is gone: then delete it here and that test's mark).
-KNOWN_CYCLES = {frozenset({"lib.cache", "lib.store"}): "issue 38 item 2: the Run object removes it"}
+# The import cycles lib still has, each with the change that removes it (test_known_import_cycles_are_still_there
+# turns red the day one is gone: then delete it here, which removes that test's mark).
+KNOWN_CYCLES = {frozenset({"lib.cache", "lib.store"}): "the Run object removes it: one object owns a run's cache "
+                                                         "policy, so the cache no longer calls up into the store"}
 
 
 def test_the_import_graph_finds_a_planted_cycle():
@@ -224,7 +225,7 @@ def test_lib_has_no_import_cycle_but_the_known_ones():
     pytest.param(modules, id="-".join(sorted(modules)), marks=pytest.mark.xfail(strict=True, reason=reason))
     for modules, reason in KNOWN_CYCLES.items()])
 def test_known_import_cycles_are_still_there(modules):
-    """Each known cycle is expected to fail `assert modules not in cycles` until its issue removes it; a strict
+    """Each known cycle is expected to fail `assert modules not in cycles` until the change named removes it; a strict
     xfail then turns this red, so that the cycle leaves KNOWN_CYCLES and can never come back unnoticed."""
     cycles = _cycles(_import_graph())
     assert modules not in cycles, cycles.get(modules)
