@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import pickle
-import stat
 import tempfile
 import threading
 import time
@@ -41,8 +40,8 @@ import numpy as np
 import torch
 
 from lib.params import path_inside
+from lib.paths import PROJECT_ROOT, cache_dir, regular_file, sha256_from  # noqa: F401  lib.results's PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the header
 HEADER_SIZE = len(MAGIC) + 32
 log = logging.getLogger(__name__)
@@ -74,35 +73,6 @@ class CacheNotWritable(OSError):
 
 
 NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
-
-
-class NotARegularFile(ValueError):
-    """A directory, FIFO, socket or device where a cache entry or stored file should be; names the file."""
-
-    def __init__(self, path: Path, kind: str):
-        self.path, self.reason = Path(path), f"it is a {kind}, not a regular file"
-        super().__init__(f"{path}: {self.reason}; remove it (a FIFO would block a read forever).")
-
-
-_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
-          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
-
-
-def regular_file(path: Path) -> os.stat_result:
-    """The stat of `path`, checked to be a regular file before anything opens it (opening a FIFO blocks)."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise NotARegularFile(path, next((kind for test, kind in _KINDS if test(info.st_mode)), "special file"))
-    return info
-
-
-def cache_dir() -> Path:
-    """The cache root: $WORKBOOK_CACHE, else <checkout>/data/cache, else ~/.cache/workbook."""
-    if os.environ.get("WORKBOOK_CACHE"):
-        return Path(os.environ["WORKBOOK_CACHE"]).expanduser()
-    if (PROJECT_ROOT / "pyproject.toml").exists():
-        return PROJECT_ROOT / "data" / "cache"
-    return Path.home() / ".cache" / "workbook"
 
 
 def _jsonable(value: Any) -> Any:
@@ -182,15 +152,6 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def _sha256_from(fh, start: int) -> bytes:
-    """SHA-256 of the bytes of the open file `fh` from offset `start` to its end, read in 4 MB blocks."""
-    fh.seek(start)
-    digest = hashlib.sha256()
-    while block := fh.read(1 << 22):
-        digest.update(block)
-    return digest.digest()
-
-
 def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
     """Atomically write MAGIC + SHA-256 + payload to `path`, `dump(fh)` writing the payload into the
     open file after a placeholder header; the digest is filled in, the file synced, then renamed."""
@@ -199,7 +160,7 @@ def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
             fh.write(bytes(HEADER_SIZE))
             dump(fh)
             fh.flush()
-            digest = _sha256_from(fh, HEADER_SIZE)
+            digest = sha256_from(fh, HEADER_SIZE)
             fh.seek(0)
             fh.write(MAGIC + digest)
             fh.flush()
@@ -223,7 +184,7 @@ def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
         info = os.fstat(fh.fileno())
         head = fh.read(HEADER_SIZE)
         if head[: len(MAGIC)] == MAGIC:
-            if len(head) < HEADER_SIZE or _sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
+            if len(head) < HEADER_SIZE or sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
                 raise DamagedCacheEntry(path, f"checksum mismatch ({info.st_size} bytes; truncated or altered)", info)
         elif MAGIC.startswith(head[: len(MAGIC)]):  # a header cut short
             raise DamagedCacheEntry(path, f"truncated to {info.st_size} bytes", info)

@@ -99,8 +99,8 @@ def one_thread() -> Iterator[None]:
 
 
 def threads_key() -> dict:
-    """The thread count as a cache key needs it: {} at one thread (so the keys of the default single-threaded
-    runs stay as they were), {"cpu_threads": n} otherwise. For stages whose results depend on the thread count
+    """The thread count as a cache key needs it: {} at one thread (a default adds nothing: key policy in
+    lib.store), {"cpu_threads": n} otherwise. For stages whose results depend on the thread count
     and that are too costly to run at `one_thread()`."""
     n = torch.get_num_threads()
     return {} if n == 1 else {"cpu_threads": n}

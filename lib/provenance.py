@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
-from lib.cache import PROJECT_ROOT
+from lib.paths import PROJECT_ROOT
 
 
 def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:

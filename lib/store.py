@@ -25,6 +25,34 @@ layer `results/<namespace>/<preset>/` with copies of exactly those entries and t
 small by construction (model weights are not stored; 01's samples are, not its networks), and every refresh
 stays in git's history, so keep it so (`results/` under 45 MiB: 40.3 MiB with notebook 02's label-to-image entries,
 2026-12-04; notebook 03's whole networks are 30 MB of it).
+
+Keys: the policy for changing one
+---------------------------------
+A stored entry is found by its key alone (`<label>-<hash of the key>`), so a change to a key decides whether the
+committed layers still serve the default run. The rules, which the comments at each key in `lib` refer to as
+"key policy (lib.store)":
+
+1. *The value changes* (the code computes differently, or reads other inputs): the key must change, so that no
+   run is served an old value. Bump the stage's version field (`"v"`, `..._VERSION`) with a one-line comment
+   "vN: what changed" beside it. The committed entries then no longer hit: a stored run names them stale and
+   computes them. Refresh the layer (`make store NB=NN PRESET=...`) in the same change, or name in its commit
+   message the layers left stale and why; the old files stay in git's history.
+2. *The value does not change*, the key should not either, so that every committed entry still hits:
+   - a new setting whose old behaviour is one of its values enters the key only when it takes another value
+     (its default adds nothing: `lib.regret.experiment.source_keyed`, `lib.device.threads_key`, a restart's
+     `init_seed`, a table run's `lgm_attempt`);
+   - a setting that does not change a value stays out of the key (`lib.crel.experiment._NOT_IN_TABLE_KEY`);
+   - an output that is retired is dropped when the entry is read, and what it depended on stays in the key
+     (`lib.crel.experiment._RETIRED_COLUMNS`), rather than re-keying the entries that hold it;
+   - refactoring (a function renamed or moved, a key built elsewhere) keeps the key's fields and their values;
+     the tests that rebuild a committed layer's keys from the preset (tests/test_regret_whole.py and the
+     notebooks' round trips of their stored layers) fail otherwise.
+3. *Migrating* an entry whose value is unchanged but whose key had to change (a class it pickles moved, a field
+   renamed): load the committed file, save the same value at the new cache path, then rewrite the layer from
+   that cache (`make store NB=NN PRESET=... REUSE_CACHE=1`, which computes nothing the cache holds). The
+   manifest keeps an entry's recorded origin and compute time only under a name it already held, so write the
+   old name, its commit and its compute time into the layer's README.md, and say in the commit message which
+   entries were migrated. A test reads the migrated entries from the committed layer without computing.
 """
 
 from __future__ import annotations
@@ -41,17 +69,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lib.cache import (
-    PROJECT_ROOT,
-    DamagedCacheEntry,
-    NotARegularFile,
-    _sha256_from,
-    cache_dir,
-    known_config,
-    regular_file,
-)
+from lib.cache import DamagedCacheEntry, known_config
 from lib.cli import command_line, command_parser
 from lib.params import check_name, path_inside
+from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
@@ -64,11 +85,6 @@ PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", 
 _active: dict[str, Any] = {"source": "compute", "namespace": None, "preset": None}
 _counts: dict[str, int] = {"loaded": 0, "computed": 0, "stale": 0, "refused": 0}
 _told: set[str] = set()
-
-
-def results_root() -> Path:
-    """$WORKBOOK_RESULTS if set (tests point it at a temporary folder), else the checkout's results/."""
-    return Path(os.environ.get("WORKBOOK_RESULTS") or PROJECT_ROOT / "results")
 
 
 def layer_dir(namespace: str, preset: str) -> Path:
@@ -167,14 +183,6 @@ def _manifest_entries(namespace: str) -> dict[str, dict]:
         return {}
     manifest = read_manifest(layer_dir(namespace, _active["preset"]))
     return {} if manifest is None else manifest["entries"]
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of the whole file (the manifest's check; the cache's own header covers only the payload).
-    A directory or FIFO at `path` raises NotARegularFile, naming it, instead of blocking on the read."""
-    regular_file(path)
-    with open(path, "rb") as fh:
-        return _sha256_from(fh, 0).hex()
 
 
 def namespace_of(path: Path) -> tuple[str, str] | None:
@@ -345,27 +353,6 @@ def _replace_layer(target: Path, sources: dict[str, Path], manifest: dict) -> No
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-
-
-def annotate(layer: Path, previous_scratch: dict, origins: dict[str, dict], seconds: dict[str, float],
-             what: str, unit: str = "of one core") -> dict:
-    """After a layer is rewritten from a reused cache that holds entries made outside the notebook (networks
-    trained by a command, a study converted from its first file): give each named entry its `origin` (command,
-    commit, machine, ...) and `compute_seconds`, and set the manifest's `from_scratch` to `previous_scratch` (the
-    from-scratch record of the layer before; `read_manifest(...)["from_scratch"]`) plus those seconds, `what`
-    saying what they were and `unit` what their seconds are of (a GPU's, say). Returns the manifest written."""
-    manifest = read_manifest(layer)
-    unknown = set(origins) - set(manifest["entries"])
-    if unknown:
-        raise ValueError(f"{_shown(layer)} holds no entries {sorted(unknown)}")
-    for name, origin in origins.items():
-        manifest["entries"][name].update({"origin": origin, "compute_seconds": round(seconds[name], 1)})
-    extra = sum(seconds[name] for name in origins)
-    manifest["from_scratch"] = {**previous_scratch, "wall_seconds": round(previous_scratch["wall_seconds"] + extra, 1),
-                                "what": f"{previous_scratch.get('what', 'the run from scratch')}; plus {what} "
-                                        f"({extra / 60:.0f} min {unit}; each entry's origin)"}
-    (layer / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
 
 
 def scratch_run_info(executed: Path) -> dict:

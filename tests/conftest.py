@@ -1,10 +1,11 @@
 """Shared test settings: the data root points at the shared reference copy when it exists, and every
 test session gets its own empty cache so that nothing is read from an earlier run by accident.
 
-The suite runs in parallel (`make test`: pytest-xdist, one worker per core, `--dist loadgroup`). Each worker
-is single-threaded (two workers on two cores, each with several BLAS/torch threads, oversubscribe them), and
-the workers of one session share one session folder (`session_root`): its cache and the notebooks' smoke
-runs, which `notebook_runner.shared_once` computes once per session whichever worker asks first."""
+The suite runs in parallel (`make test`: pytest-xdist, one worker per core, `--dist loadfile`: a test file runs on
+one worker, files in the order `COSTLIEST_FIRST` gives). Each worker is single-threaded (two workers on two cores,
+each with several BLAS/torch threads, oversubscribe them), and the workers of one session share one session folder
+(`session_root`): its cache and the notebooks' smoke runs, which `notebook_runner.shared_once` computes once per
+session whichever worker asks first."""
 
 from __future__ import annotations
 

@@ -208,6 +208,38 @@ def config_cell_fixture(run: Callable[..., dict]):
     return config_cell
 
 
+class NotebookChecks:
+    """The checks every notebook's test file makes, written once. A file subclasses it with its notebook's settings,
+    `class TestEveryNotebook(NotebookChecks)`, and pytest runs them with that file's `smoke` and `config_cell`
+    fixtures: on the worker that runs the rest of the file, from the session's one smoke run of the notebook."""
+
+    run: Callable[..., dict]  # notebook_runner(<the notebook>)
+    parameters: dict[str, str]  # the package's NOTEBOOK_PARAMETERS
+    checked_by_name: frozenset[str] = frozenset()  # parameters whose checks use their own name
+    max_runtime_s: float  # what the smoke run may take, with room for a loaded CI machine
+    bad_parameters: list[tuple[dict, str]]  # (parameters, the error they raise) for the configuration cell
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if metafunc.function.__name__ == "test_bad_parameters_fail_before_any_work":
+            metafunc.parametrize("parameters, message", self.bad_parameters)
+
+    def test_smoke_run_reads_cleanly(self, smoke):
+        assert_clean_outputs(smoke["notebook"])
+
+    def test_results_page_renders_from_the_smoke_run(self, smoke):
+        assert_results_page_renders(smoke)
+
+    def test_smoke_run_stays_small(self, smoke):
+        """The bound guards against a preset that silently grew."""
+        assert smoke["results"]["runtime_s"] < self.max_runtime_s
+
+    def test_every_parameter_is_named_in_the_configuration_cells_errors(self):
+        assert_parameters_are_named(self.run.notebook, self.parameters, self.checked_by_name)
+
+    def test_bad_parameters_fail_before_any_work(self, config_cell, parameters, message):
+        config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+
+
 COMMON_PARAMETERS = {"PRESET", "DEVICE", "NUM_THREADS", "FORCE_RECOMPUTE", "PROGRESS", "EXPLORER", "FIGURES_DIR",
                      "SOURCE"}
 

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from lib import cache
+from lib.paths import NotARegularFile
 
 
 def test_hash_depends_on_every_setting_and_array_content():
@@ -512,7 +513,7 @@ def test_a_directory_or_fifo_at_an_entry_is_named_not_read(tmp_path, kind):
     path = tmp_path / "01" / "entry.npz"
     path.parent.mkdir()
     path.mkdir() if kind == "directory" else os.mkfifo(path)
-    with pytest.raises(cache.NotARegularFile, match=rf"^{path}: it is a (directory|FIFO).*not a regular file"):
+    with pytest.raises(NotARegularFile, match=rf"^{path}: it is a (directory|FIFO).*not a regular file"):
         cache.cached_npz(path, lambda: {"x": np.zeros(1)})
 
 

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from notebook_runner import TABLE_WIDTH_PX, table_widths_px
 
-from lib.cache import PROJECT_ROOT, load_torch
+from lib.cache import load_torch
 from lib.irs import experiment as ie
+from lib.paths import PROJECT_ROOT
 
 
 @pytest.mark.parametrize("overrides, message", [

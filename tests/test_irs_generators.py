@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.cache import atomic_savez, cache_dir, load_npz
+from lib.cache import atomic_savez, load_npz
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 from lib.irs import train_generators as tg
+from lib.paths import cache_dir
 
 
 def test_the_sets_a_run_measures():

@@ -7,10 +7,8 @@ import shutil
 import pytest
 from findings import check_findings
 from notebook_runner import (
-    assert_clean_outputs,
+    NotebookChecks,
     assert_fails_fast,
-    assert_parameters_are_named,
-    assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     reading_outputs,
@@ -27,14 +25,6 @@ VOLATILE = {"runtime_s", "device"}
 
 smoke = smoke_fixture(run)
 config_cell = config_cell_fixture(run)
-
-
-def test_smoke_run_reads_cleanly(smoke):
-    assert_clean_outputs(smoke["notebook"])
-
-
-def test_results_page_renders_from_the_smoke_run(smoke):
-    assert_results_page_renders(smoke)
 
 
 def test_feature_space_dependence(smoke):
@@ -119,12 +109,6 @@ def test_the_smoke_run_trains_a_tiny_frontier_study_and_records_its_failure_coun
     assert all(0 <= b <= 2 for b in c1["below"]) and c1["final_below"] == c1["below"][-1]
 
 
-def test_smoke_run_stays_small(smoke):
-    # about 40 s on an idle 2-core machine; the bound guards against a preset that silently grew, with
-    # room for a loaded CI machine
-    assert smoke["results"]["runtime_s"] < 240
-
-
 def test_same_seed_gives_identical_results_and_the_cache_reproduces_them(smoke, tmp_path):
     """A second run that samples and evaluates afresh from the same trained ensembles, and a run from the whole
     cache, record the smoke run's results. (That training itself repeats under the same seed, bit for bit, is
@@ -166,7 +150,7 @@ def test_stored_curves_reproduce_the_smoke_run_without_training(smoke, tmp_path,
     assert not list((tmp_path / "empty-cache").rglob("ensemble-*"))
 
 
-@pytest.mark.parametrize("parameters, message", [
+BAD_PARAMETERS = [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
     ({"COMPLEXITIES": [0, 2]}, "COMPLEXITIES entry=0"),
     ({"NUM_MEMBERS": 1}, "NUM_MEMBERS=1 must be >= 2"),  # the config's field is num_members
@@ -187,13 +171,16 @@ def test_stored_curves_reproduce_the_smoke_run_without_training(smoke, tmp_path,
                           r"BATCH_SIZE=500"),
     ({"BUDGET": 10**12}, r"GB of memory.*the training losses of every step and member.*BUDGET=1000000000000"),
     ({"BATCH_SIZE": 10**9}, r"GB of memory.*BATCH_SIZE=1000000000"),
-])
-def test_bad_parameters_fail_before_any_training(config_cell, parameters, message):
-    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+]
 
 
-def test_every_parameter_is_named_in_the_configuration_cells_errors():
-    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS, {"CURVES_FILE"})
+class TestEveryNotebook(NotebookChecks):
+    """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 01's settings."""
+
+    run = staticmethod(run)
+    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    checked_by_name = frozenset({"CURVES_FILE"})
+    max_runtime_s = 240  # about 40 s on an idle 2-core machine
 
 
 def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_training(tmp_path):

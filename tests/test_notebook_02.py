@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from findings import check_findings
 from notebook_runner import (
-    assert_clean_outputs,
+    NotebookChecks,
     assert_fails_fast,
-    assert_parameters_are_named,
-    assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     reading_outputs,
@@ -24,14 +22,6 @@ run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
 smoke = smoke_fixture(run)
 config_cell = config_cell_fixture(run)
-
-
-def test_smoke_run_reads_cleanly(smoke):
-    assert_clean_outputs(smoke["notebook"])
-
-
-def test_results_page_renders_from_the_smoke_run(smoke):
-    assert_results_page_renders(smoke)
 
 
 def test_reading_cells_state_the_recorded_results(smoke):
@@ -151,12 +141,7 @@ def test_smoke_run_records_the_label_to_image_generators(smoke):
     assert all(len(pair) == 2 for pair in ranking["reversed"])
 
 
-def test_smoke_run_stays_small(smoke):
-    # well under 2 minutes on an idle 2-core machine; the bound leaves room for a loaded CI machine
-    assert smoke["results"]["runtime_s"] < 300
-
-
-@pytest.mark.parametrize("parameters, message", [
+BAD_PARAMETERS = [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
     ({"ALPHAS": [0.1, 1.2]}, "ALPHAS entry=1.2 must lie in"),
     ({"ALPHAS": [0.0]}, "ALPHAS entry=0.0 must lie in"),
@@ -182,13 +167,16 @@ def test_smoke_run_stays_small(smoke):
     ({"SAMPLES_PER_IMAGE": 10**8}, r"GB of memory.*SAMPLES_PER_IMAGE=100000000 and CAPTION_IMAGES=150"),
     ({"PGD_STARTS": 10**9}, r"GB of memory.*PGD_STARTS=1000000000"),
     ({"LGM": "cvae", "TABLE_LGMS": ["cvae"], "CAPTION_LATENT_DIM": 10**9}, r"GB of memory.*CAPTION_LATENT_DIM="),
-])
-def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
-    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+]
 
 
-def test_every_parameter_is_named_in_the_configuration_cells_errors():
-    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS, {"RUN_HF_MODELS"})
+class TestEveryNotebook(NotebookChecks):
+    """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 02's settings."""
+
+    run = staticmethod(run)
+    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    checked_by_name = frozenset({"RUN_HF_MODELS"})
+    max_runtime_s = 300  # well under 2 minutes on an idle 2-core machine
 
 
 def test_a_missing_data_file_stops_the_configuration_cell(tmp_path, monkeypatch):

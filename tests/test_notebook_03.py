@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from findings import check_findings
 from notebook_runner import (
-    assert_clean_outputs,
+    NotebookChecks,
     assert_fails_fast,
-    assert_parameters_are_named,
-    assert_results_page_renders,
     config_cell_fixture,
     notebook_runner,
     reading_outputs,
@@ -27,14 +25,6 @@ METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
 
 smoke = smoke_fixture(run)
 config_cell = config_cell_fixture(run)
-
-
-def test_results_page_renders_from_the_smoke_run(smoke):
-    assert_results_page_renders(smoke)
-
-
-def test_smoke_run_reads_cleanly(smoke):
-    assert_clean_outputs(smoke["notebook"])
 
 
 def test_theorem_holds_against_every_selector(smoke):
@@ -184,12 +174,7 @@ def test_a_stored_layer_of_the_smoke_run_round_trips(smoke, tmp_path):
     assert trained == []
 
 
-def test_smoke_run_stays_small(smoke):
-    # about 65 s on a 2-core machine (with a fresh cache); the bound guards against a preset that grew
-    assert smoke["results"]["runtime_s"] < 180
-
-
-@pytest.mark.parametrize("parameters, message", [
+BAD_PARAMETERS = [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
     ({"METHODS": ["ensemble", "laplace"]}, "METHODS entry='laplace'"),
     ({"LOSSES": ["hinge"]}, "LOSSES entry='hinge'"),
@@ -216,13 +201,15 @@ def test_smoke_run_stays_small(smoke):
                                       r"largest part, the evidential Dirichlet draws.*NUM_DIRICHLET_DRAWS=10{12}"),
     ({"MC_SAMPLES": 10**9}, r"GB of memory.*MC-Dropout's softmax passes.*MC_SAMPLES=1000000000"),
     ({"WHOLE_WIDTHS": [10**5, 10**5, 10**5]}, r"GB of memory.*a whole network's.*WHOLE_WIDTHS=\(100000, 100000"),
-])
-def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
-    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+]
 
 
-def test_every_parameter_is_named_in_the_configuration_cells_errors():
-    assert_parameters_are_named(run.notebook, ex.NOTEBOOK_PARAMETERS)
+class TestEveryNotebook(NotebookChecks):
+    """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 03's settings."""
+
+    run = staticmethod(run)
+    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    max_runtime_s = 180  # about 65 s on a 2-core machine (with a fresh cache)
 
 
 def test_the_data_source_is_checked_in_the_configuration_cell(config_cell):

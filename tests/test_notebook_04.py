@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from findings import check_findings
 from notebook_runner import (
-    assert_clean_outputs,
+    NotebookChecks,
     assert_fails_fast,
-    assert_parameters_are_named,
-    assert_results_page_renders,
     assert_tables_fit,
     config_cell_fixture,
     displayed_table_widths,
@@ -18,6 +16,7 @@ from notebook_runner import (
 )
 
 from lib.glue import without_clocks
+from lib.irs import experiment as ie
 from lib.report import temporary_environ
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
@@ -27,20 +26,12 @@ smoke = smoke_fixture(run)
 config_cell = config_cell_fixture(run)
 
 
-def test_smoke_run_reads_cleanly(smoke):
-    assert_clean_outputs(smoke["notebook"])
-
-
 def test_every_table_shown_fits_the_page(smoke):
     """No table of the executed notebook is wider than TABLE_WIDTH_PX (the toy-generator table was 1,300 px wide
     as one table of 16 columns; it is shown as two)."""
     widths = displayed_table_widths(smoke["notebook"])
     assert any(cell == "cell-24" for cell, _ in widths), "the toy-generator tables are not shown"
     assert_tables_fit(smoke["notebook"])
-
-
-def test_results_page_renders_from_the_smoke_run(smoke):
-    assert_results_page_renders(smoke)
 
 
 def test_reading_cells_state_the_recorded_results(smoke):
@@ -130,13 +121,7 @@ def test_the_trained_generators_are_measured_with_their_controls(smoke):
     assert set(smoke["results"]["gen_tau"]) == {"irs_adj / fid", "irs_adj / recall", "fid / recall"}
 
 
-def test_smoke_run_stays_small(smoke):
-    # about 90 s on a loaded 2-core machine with a cold cache (section 5 trains three tiny generators); the bound
-    # guards against a preset that grew
-    assert smoke["results"]["runtime_s"] < 240
-
-
-@pytest.mark.parametrize("parameters, message", [
+BAD_PARAMETERS = [
     ({"PRESET": "fast"}, "PRESET='fast' is not allowed"),
     ({"EXTRACTORS": ["pixels", "vgg"]}, "EXTRACTORS entry='vgg'"),
     ({"FRACTIONS": [0.0, 0.5]}, "FRACTIONS entry=0.0"),
@@ -165,15 +150,15 @@ def test_smoke_run_stays_small(smoke):
                            r"SIM_REPS=1000000000000"),
     ({"EXTRACTORS": ["efficientnet_lite0"], "EFFICIENTNET_SIZE": 10**6},
      r"GB of memory.*EfficientNet-Lite0's activations.*EFFICIENTNET_SIZE=1000000"),
-])
-def test_bad_parameters_fail_before_any_work(config_cell, parameters, message):
-    config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
+]
 
 
-def test_every_parameter_is_named_in_the_configuration_cells_errors():
-    from lib.irs import experiment as ie
+class TestEveryNotebook(NotebookChecks):
+    """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 04's settings."""
 
-    assert_parameters_are_named(run.notebook, ie.NOTEBOOK_PARAMETERS)
+    run = staticmethod(run)
+    parameters, bad_parameters = ie.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    max_runtime_s = 240  # about 90 s on a loaded 2-core machine, cold cache (section 5 trains three generators)
 
 
 def test_a_bad_parameter_stops_the_whole_notebook_run_before_any_work(tmp_path):

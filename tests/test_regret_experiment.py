@@ -424,49 +424,33 @@ def _soft_labels(rng: np.random.Generator, n: int, k: int = 10, concentration: f
     return rng.dirichlet(np.full(k, concentration), size=n)
 
 
-def test_theorem_rows_are_the_notebook_cell_they_replace_and_hold_the_theorem_under_ce():
+def test_theorem_rows_hold_the_theorem_under_ce():
     rng = np.random.default_rng(0)
     p_star, q = _soft_labels(rng, 300), _soft_labels(rng, 300, concentration=1.0)
     cv = {loss: regret.decompose(p_star, q, loss) for loss in ("ce", "zero_one")}
     coverages, lambdas = np.array([0.6, 0.8]), np.round(np.linspace(-0.5, 1.5, 9), 3)
-    old = []  # notebook 03's cell before theorem_rows, verbatim
-    for loss, d in cv.items():
-        pts = {lam: regret.selector_points((1 - lam) * d["A"] + lam * d["E"], d["T"], d["E"], coverages)
-               for lam in lambdas}
-        front = set(map(tuple, regret.nondominated(np.concatenate(list(pts.values())))))
-        s_star = np.concatenate([p for lam, p in pts.items() if 0.5 <= lam <= 1])
-        for lam, p in pts.items():
-            old.append({"loss": loss, "lambda": lam, "in [1/2, 1]": 0.5 <= lam <= 1,
-                        "on the joint front": np.mean([tuple(r) in front for r in p]),
-                        "IGD+ of S* to it": regret.igd_plus(s_star, p)})
     rows = ex.theorem_rows(cv, coverages, lambdas)
-    assert rows == old
+    assert [(r["loss"], r["lambda"]) for r in rows] == [(loss, lam) for loss in cv for lam in lambdas]
+    assert all(r["in [1/2, 1]"] == (0.5 <= r["lambda"] <= 1) and 0 <= r["on the joint front"] <= 1 for r in rows)
     inside = [r for r in rows if r["loss"] == "ce" and r["in [1/2, 1]"]]
     assert len(inside) == 3 and all(r["IGD+ of S* to it"] == 0 for r in inside)  # S* is weakly dominated by itself
 
 
-def test_single_model_rows_are_the_notebook_cell_they_replace():
+def test_single_model_rows_give_no_regret_to_the_true_distribution():
     rng = np.random.default_rng(1)
     p_true = _soft_labels(rng, 200)
     labels = p_true.argmax(1)
     single = {"sharp": _soft_labels(rng, 200, concentration=0.2), "soft": _soft_labels(rng, 200, concentration=2.0)}
-    old = []  # notebook 03's cell before single_model_rows, verbatim
-    for name, q in single.items():
-        for loss in ("ce", "zero_one"):
-            d = regret.decompose(p_true, q, loss)
-            score = regret.entropy(regret.normalise_rows(q)) if loss == "ce" else 1 - regret.normalise_rows(q).max(1)
-            old.append({
-                "model": name, "loss": loss, "accuracy": np.mean(q.argmax(1) == labels),
-                "mean T*": d["T"].mean(), "mean A*": d["A"].mean(), "mean E*": d["E"].mean(),
-                "r_s(A*,E*)": regret.spearman(d["A"], d["E"])["r_s"], "oracle AuReC": regret.aurec(d["E"], d["E"]),
-                "AuReC of H(q) / 1-max q": regret.aurec(score, d["E"]), "AuRC": regret.aurc(score, d["T"])})
     rows = ex.single_model_rows(single, p_true, labels)
-    assert rows == old
+    assert [(r["model"], r["loss"]) for r in rows] == [(m, loss) for m in single for loss in ("ce", "zero_one")]
+    for r in rows:  # the decomposition T* = A* + E*, and the accuracy against the argmax of p*
+        assert r["mean T*"] == pytest.approx(r["mean A*"] + r["mean E*"])
+        assert r["accuracy"] == pytest.approx(np.mean(single[r["model"]].argmax(1) == labels))
     perfect = ex.single_model_rows({"p*": p_true}, p_true, labels)
     assert all(r["mean E*"] == pytest.approx(0, abs=1e-9) and r["accuracy"] == 1 for r in perfect)  # q = p*: no regret
 
 
-def test_whole_rows_and_their_ood_aurocs_are_the_notebook_cell_they_replace():
+def test_whole_rows_set_each_whole_network_beside_its_head_and_the_paper():
     rng = np.random.default_rng(2)
     metrics = lambda: {"accuracy_vs_argmax_p*": rng.uniform(), **{c: rng.normal() for c in ex.PAPER_COLUMNS}}  # noqa: E731
     methods, losses = ("mc_dropout", "ddu"), ("ce", "zero_one")
@@ -474,20 +458,14 @@ def test_whole_rows_and_their_ood_aurocs_are_the_notebook_cell_they_replace():
     whole_evals = {(m, loss): {"metrics": metrics()} for m in methods for loss in losses}
     whole = {m: {"ood": {"id": rng.normal(size=50), "mnist": rng.normal(2, size=50), "blur": rng.normal(size=50)}}
              for m in methods}
-    old_rows = []  # notebook 03's cell before whole_rows and whole_ood_aurocs, verbatim
-    for (method, loss), ev in whole_evals.items():
-        head, paper = head_evals[(method, loss)]["metrics"], ex.paper_rows("CIFAR-10H", loss).get(method, {})
-        old_rows.append({"loss": loss, "method": ex.PAPER_METHOD_NAMES[method],
-                         "accuracy (whole)": ev["metrics"]["accuracy_vs_argmax_p*"],
-                         **{f"{c} (whole)": ev["metrics"][c] for c in ex.PAPER_COLUMNS},
-                         "AuReC (head)": head["AuReC"], "r_s(Â,Ê) (head)": head["r_s(Â,Ê)"],
-                         "paper AuReC": paper.get("AuReC"), "paper r_s(Â,Ê)": paper.get("r_s(Â,Ê)")})
-    ood_sets = ("mnist", "gaussian_noise", "blur")
-    old_ood = {ex.PAPER_METHOD_NAMES[m]: {s: ex.auroc(negatives=w["ood"]["id"], positives=w["ood"][s])
-                                          for s in ood_sets if s in w["ood"]} for m, w in whole.items()}
-    assert ex.whole_rows(whole_evals, head_evals) == old_rows
-    ood = ex.whole_ood_aurocs(whole, ood_sets)
-    assert ood == old_ood and set(ood["DDU"]) == {"mnist", "blur"}  # the sets the predictions hold
+    rows = ex.whole_rows(whole_evals, head_evals)
+    for row, (key, ev) in zip(rows, whole_evals.items(), strict=True):
+        assert (row["loss"], row["method"]) == (key[1], ex.PAPER_METHOD_NAMES[key[0]])
+        assert row["AuReC (whole)"] == ev["metrics"]["AuReC"]
+        assert row["AuReC (head)"] == head_evals[key]["metrics"]["AuReC"]
+    ood = ex.whole_ood_aurocs(whole, ("mnist", "gaussian_noise", "blur"))
+    assert set(ood) == {"MC-Dropout", "DDU"}
+    assert set(ood["DDU"]) == {"mnist", "blur"}  # the sets the predictions hold
     assert ood["DDU"]["mnist"] > 0.8  # shifted by two standard deviations: mostly ranked above the in-distribution
 
 
@@ -571,7 +549,7 @@ def test_active_learning_is_a_stored_entry_that_a_default_run_reads(tmp_path, mo
 def test_the_committed_cpu_layer_holds_what_moves_with_the_processor():
     """results/03/cpu holds, besides the heads and whole networks, the AL curves of every method (and of random
     acquisition) and synth_age's DDU prediction: the default run computes none of them."""
-    from lib.cache import PROJECT_ROOT
+    from lib.paths import PROJECT_ROOT
 
     names = store.read_manifest(PROJECT_ROOT / "results" / "03" / "cpu")["entries"]
     al = sorted(n.rsplit("-", 1)[0] for n in names if n.startswith("al-"))

@@ -307,7 +307,7 @@ def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, mon
 def _committed_layer() -> tuple:
     """results/03/cpu of the checkout: (folder, manifest, {name: manifest entry} of the whole networks' entries)."""
     from lib import store
-    from lib.cache import PROJECT_ROOT
+    from lib.paths import PROJECT_ROOT
 
     layer = PROJECT_ROOT / "results" / "03" / "cpu"
     manifest = store.read_manifest(layer)
@@ -324,8 +324,8 @@ def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_pro
     SHA-256 and checksum header), in the predictions' format (10,000 rows, the recipe's S and M, every OOD set),
     made with the recipe and network version PRESET="cpu" trains for their variant, and the manifest and the
     README beside it name the command and commit of each training and of the conversion."""
-    from lib import store
     from lib.cache import load_npz
+    from lib.paths import sha256_file
 
     config = ex.resolve_config("cpu")
     layer, manifest, entries = _committed_layer()
@@ -335,7 +335,7 @@ def test_the_committed_layer_holds_the_cpu_presets_whole_networks_with_their_pro
                if name.startswith("whole"))  # the command and commit of each network's training
     seen, study = set(), set()
     for name, entry in entries.items():
-        assert store.sha256_file(layer / name) == entry["sha256"], name
+        assert sha256_file(layer / name) == entry["sha256"], name
         stored = wh.from_arrays(load_npz(layer / name), name)
         meta, variant = stored["meta"], _variant(name)
         method, (settings, versions) = meta["method"], ex.whole_variant(config, variant)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lib import results
-from lib.cache import PROJECT_ROOT
 from lib.glue import IncompleteRun
+from lib.paths import PROJECT_ROOT
 from lib.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"

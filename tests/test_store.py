@@ -10,6 +10,7 @@ import pytest
 
 from lib import store
 from lib.cache import cache_path, cached_npz, cached_torch
+from lib.paths import sha256_file
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_a_layer_holds_exactly_the_stored_entries_with_their_provenance(roots):
     assert sorted(p.name for p in layer.iterdir()) == sorted(names + ["manifest.json"])
     entry = manifest["entries"][names[1]]
     assert entry["config"] == {"seed": 0} and entry["bytes"] == (layer / names[1]).stat().st_size
-    assert entry["sha256"] == store.sha256_file(layer / names[1]) and entry["compute_seconds"] >= 0
+    assert entry["sha256"] == sha256_file(layer / names[1]) and entry["compute_seconds"] >= 0
     assert manifest["commit"] == "abc"
     assert manifest["total_bytes"] == sum(e["bytes"] for e in manifest["entries"].values())
 
@@ -285,13 +286,13 @@ def test_a_directory_or_fifo_in_place_of_a_stored_file_is_refused_without_blocki
     out = computed_instead(roots, monkeypatch, capsys)
     assert f"stored result {path} refused: it is a {'directory' if kind == 'directory' else 'FIFO'}" in out
     with pytest.raises(ValueError, match="not a regular file"):
-        store.sha256_file(path)
+        sha256_file(path)
 
 
 def test_the_committed_layers_stay_under_45_mb():
     """Every refresh of a layer stays in git's history: results/ is kept under 45 MiB (as `du -sh` counts; 40 until
     notebook 02's label-to-image section added its seven entries, lib/store.py)."""
-    from lib.cache import PROJECT_ROOT
+    from lib.paths import PROJECT_ROOT
 
     total = sum(p.stat().st_size for p in (PROJECT_ROOT / "results").rglob("*") if p.is_file())
     assert total < 45 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"

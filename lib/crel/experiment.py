@@ -310,7 +310,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
 
     def trained(attempt: int) -> dict:
         init = seed + RESTART_STRIDE * attempt
-        key = key_lgm if attempt == 0 else {**key_lgm, "init_seed": init}
+        key = key_lgm if attempt == 0 else {**key_lgm, "init_seed": init}  # key policy in lib.store: a default
         label = f"banana-{lgm_name}-d{d}-r{r}-s{seed}" + (f"-init{init}" if attempt else "")
         if lgm_name == "flow":
             train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
@@ -435,16 +435,16 @@ def latent_area(model: crel.CReL, q: np.ndarray) -> float:
     return crel.steiner_area(crel.polygon(model.U, q), g)
 
 
-# Fields that do not change one table run's measurements: left out of its cache key
+# Fields that do not change one table run's measurements: left out of its cache key (key policy in lib.store)
 _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms", "coverage_resplits", "runtime_dims",
                      "runtime_y_grid", "runtime_z_grid", "runtime_n_points", "runtime_n_feldman", "runtime_epochs",
                      "captions", "images", "collapse_threshold", "sensitivity_threshold",  # the guard: at loading
                      "cvae_restarts",  # the training used is in the key instead (`lgm_attempt`)
                      "cond_bins", "cond_n_feldman", "spread_n_x", "spread_starts", "spread_steps")  # read the runs
 TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
-# Columns of table runs stored before the decoded-cloud check (distance to the decoded latent-grid points <= their
-# own 0.9-quantile nearest-neighbour gap, biased by the grid's spacing) was retired; dropped when read.
-# `max_cloud_points`, which sized those clouds, stays in the key, so the stored runs keep theirs.
+# Columns of the retired decoded-cloud check (distance to the decoded latent-grid points <= their own 0.9-quantile
+# nearest-neighbour gap, biased by the grid's spacing), dropped when read; `max_cloud_points` stays in the key
+# (key policy in lib.store: a retired output).
 _RETIRED_COLUMNS = ("coverage_y_cloud", "area_cloud")
 
 
@@ -454,7 +454,8 @@ def _without(rows: list[dict], columns: tuple[str, ...]) -> list[dict]:
 
 def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr: bool, lgm_attempt: int = 0) -> dict:
     """What one (LGM, seed, alpha) table run depends on: every setting except those in `_NOT_IN_TABLE_KEY`, and
-    which training of the LGM it measured (`fitted_models`' "lgm_attempt"; the first training adds nothing)."""
+    which training of the LGM it measured (`fitted_models`' "lgm_attempt"; the first adds nothing: key policy in
+    lib.store)."""
     settings = {k: v for k, v in asdict(config).items() if k not in _NOT_IN_TABLE_KEY}
     key = {"v": TABLE_VERSION, "settings": settings, "seed": seed, "alpha": alpha, "lgm": lgm,
            "include_dqr": include_dqr}

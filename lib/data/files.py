@@ -8,7 +8,6 @@ the tests, which point `WORKBOOK_DATA` at a prepared copy.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -18,7 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from lib.cache import PROJECT_ROOT, atomic_write
+from lib.cache import atomic_write
+from lib.paths import PROJECT_ROOT, sha256_file
 
 DATA_ENV = "WORKBOOK_DATA"
 GITHUB_RAW = "https://raw.githubusercontent.com"
@@ -85,17 +85,9 @@ def data_root() -> Path:
     return Path(os.environ.get(DATA_ENV) or PROJECT_ROOT / "data").expanduser()
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @lru_cache(maxsize=64)
 def _verified(path: str, size: int, mtime_ns: int, expected: str) -> bool:
-    return sha256_of(Path(path)) == expected
+    return sha256_file(Path(path)) == expected
 
 
 def _how_to_get(entry: DataFile) -> str:
@@ -133,7 +125,7 @@ def fetch(name: str, root: str | Path | None = None) -> Path:
             with zipfile.ZipFile(download) as zf, zf.open(entry.zip_member) as src, open(member, "wb") as dst:
                 shutil.copyfileobj(src, dst)
             download = member
-        if sha256_of(download) != entry.sha256:
+        if sha256_file(download) != entry.sha256:
             raise DataFileError(f"the download of {name} from {entry.url} does not match the expected SHA-256.")
         atomic_write(target, lambda out: shutil.copyfile(download, out))
     return data_file(name, root)

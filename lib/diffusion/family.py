@@ -9,9 +9,9 @@ cache and read by both notebooks (spec 04 §8, spec 02 §2.6).
 
 A `GeneratedSet` names one set of `n` samples: an arm at a width, its EMA weights at a fraction of the budget, a
 guidance scale. Each trained arm and each set is a cache entry in namespace "04" (`NAMESPACE`: the family was
-first trained for notebook 04, and its keys and file names stay those), so notebook 02 reads the very weights and
-samples that notebook 04 measures, and nothing trains twice. A conditioned set conditions on `n` training rows
-drawn once (`source_rows`); `set_labels` gives the class of each sample of a class-conditional set.
+first trained for notebook 04; its keys and file names stay those, key policy (lib.store)), so notebook 02 reads the
+very weights and samples that notebook 04 measures, and nothing trains twice. A conditioned set conditions on `n`
+training rows drawn once (`source_rows`); `set_labels` gives the class of each sample of a class-conditional set.
 """
 
 from __future__ import annotations

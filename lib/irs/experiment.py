@@ -24,6 +24,12 @@ from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
+from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
+    MEMORISER_STREAM,
+    REFERENCE_STREAM,
+    memorised_copies,
+    reference_rows,
+)
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
@@ -47,11 +53,11 @@ POOL_SPLITS = ("disjoint", "shared")
 # Notebook 04's random streams: derive_seed(seed, <what the draw depends on>..., <STREAM>); the draws of
 # `simulate_estimator` and `class_fraction_experiment` are told apart by their own keys (sizes, fraction, regime)
 GAP_STREAM = 1  # `measurement_gap`: the subsamples of the held-out retrievals
-MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws and noise
 PCA_SAMPLES_STREAM = 5  # `sample_pca_gaussians`: classes and latent draws
 ADJUSTED_STREAM = 7  # `simulate_adjusted`: the fake and real draws
-REFERENCE_STREAM = 9  # `reference_rows`: the real reference rows of the generated sets
 KEPT_CLASSES_STREAM = 55  # the 5 classes the mode-dropping PCA-Gaussian keeps
+# MEMORISER_STREAM = 3 and REFERENCE_STREAM = 9 live in lib.irs.generators beside `memorised_copies` and
+# `reference_rows`, which its trained generators' anchors use too
 
 
 @dataclass(frozen=True)
@@ -377,19 +383,8 @@ def class_fraction_experiment(n_train: int, *, ref_idx: np.ndarray, ref_labels: 
 
 
 # ----------------------------------------------------------------------------------------------------
-# Generators: memoriser (E3) and the per-class PCA-Gaussian (E5)
+# Generators: the per-class PCA-Gaussian (E5); the memoriser (E3) is lib.irs.generators' `memorised_copies`
 # ----------------------------------------------------------------------------------------------------
-def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed: int) -> dict:
-    """A memorising generator: g N training images chosen (seeded); n draws from them with replacement,
-    each with Gaussian pixel noise sigma = noise (pixels in [0, 1]), clipped and rounded to uint8.
-    Returns {"images", "sources": the training row of each draw}."""
-    rng = np.random.default_rng(derive_seed(seed, round(g * 1e6), n, MEMORISER_STREAM))
-    chosen = rng.choice(len(train), max(1, round(g * len(train))), replace=False)
-    sources = chosen[rng.integers(0, len(chosen), n)]
-    noisy = train[sources] / 255.0 + noise * rng.standard_normal((n, *train.shape[1:]))
-    return {"images": np.round(np.clip(noisy, 0, 1) * 255).astype(np.uint8), "sources": sources}
-
-
 def fit_pca_gaussians(train: np.ndarray, labels: np.ndarray, dims: int) -> list[dict]:
     """Per class: mean image and the top `dims` principal directions with their variances (pixels in [0, 1])."""
     models = []
@@ -473,12 +468,6 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
     for label, kwargs in (("pca-T1", {}), ("pca-T0.5", {"temperature": 0.5}), ("pca-5cls", {"classes": keep})):
         out[label] = {"images": sample_pca_gaussians(models, n, seed=config.seed, **kwargs), "sources": None}
     return out
-
-
-def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
-    """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
-    return np.sort(np.random.default_rng(derive_seed(config.seed, n, REFERENCE_STREAM)).permutation(
-        NUM_CLASSES * config.pool_per_class)[:n])
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import pandas as pd
 from lib.cache import cache_path, cached_torch
 from lib.diffusion.family import (
     ARMS,
+    NUM_CLASSES,
     Family,
     GeneratedSet,
     downsample,
@@ -47,6 +48,8 @@ from lib.seeds import derive_seed
 MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2: first extractor's retrievals only)
 BOOT_STREAM = 19  # FID's bootstrap (against the test reference)
 FID_TRAIN_STREAM = 1  # FID against the database: its rows and bootstrap draw from the test bootstrap's seed + this
+MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws and noise (notebook 04's streams)
+REFERENCE_STREAM = 9  # `reference_rows`: the real reference rows of the generated sets (notebook 04's streams)
 
 
 def generated_sets_of(config: Any) -> list[GeneratedSet]:
@@ -217,11 +220,26 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
     return cached_torch(path, compute, force=force, stored=True)
 
 
+def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed: int) -> dict:
+    """A memorising generator: g N training images chosen (seeded); n draws from them with replacement,
+    each with Gaussian pixel noise sigma = noise (pixels in [0, 1]), clipped and rounded to uint8.
+    Returns {"images", "sources": the training row of each draw}."""
+    rng = np.random.default_rng(derive_seed(seed, round(g * 1e6), n, MEMORISER_STREAM))
+    chosen = rng.choice(len(train), max(1, round(g * len(train))), replace=False)
+    sources = chosen[rng.integers(0, len(chosen), n)]
+    noisy = train[sources] / 255.0 + noise * rng.standard_normal((n, *train.shape[1:]))
+    return {"images": np.round(np.clip(noisy, 0, 1) * 255).astype(np.uint8), "sources": sources}
+
+
+def reference_rows(config: Any, n: int) -> np.ndarray:
+    """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
+    return np.sort(np.random.default_rng(derive_seed(config.seed, n, REFERENCE_STREAM)).permutation(
+        NUM_CLASSES * config.pool_per_class)[:n])
+
+
 def anchors(config: Any, low: dict) -> dict[str, dict]:
     """The reference points of the ranking at gen_resolution: real held-out images (SYN rows at the reference's
     positions) and the memorising generator of notebook 04 §3 at each g, on the low-resolution database."""
-    from lib.irs.experiment import memorised_copies, reference_rows
-
     real_rows = reference_rows(config, config.gen_n)
     out = {"real held-out (SYN)": {"images": low["syn"][real_rows], "sources": np.full(config.gen_n, -1),
                                    "key": {"anchor": "real", "syn": low["syn"], "rows": real_rows}}}
@@ -237,8 +255,6 @@ def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioni
     """(rows, grids): one row per (set, evaluation extractor) with the set's description and `set_scores`, and
     per set {"grid", "grid_sources", "idx" (resnet-like first extractor's retrievals of the grid)}. Generated
     sets first (`generated_sets_of`), then the anchors (`anchors`)."""
-    from lib.irs.experiment import reference_rows
-
     reference = reference_rows(config, config.gen_n)
     rows, grids = [], {}
     family = family_of(config)

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import DamagedCacheEntry, cache_dir, load_npz, load_torch
+from lib.cache import DamagedCacheEntry, load_npz, load_torch
 from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
+from lib.paths import cache_dir
 
 BUNDLE_BYTES = 12_000_000  # a packed file stays under the device tool's 16 MiB per file
 

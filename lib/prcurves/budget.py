@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import PROJECT_ROOT, atomic_savez, atomic_write, cache_path, cached_npz, cached_torch, load_npz
+from lib.cache import atomic_savez, atomic_write, cache_path, cached_npz, cached_torch
 from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
+from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
 from lib.seeds import derive_seed
@@ -337,22 +338,6 @@ def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], pa
                      f"{FAILED_AUC}, {s['collapsed']} passed it and fell back below it; members crossed "
                      f"{FAILED_AUC} {s['crossings']} times between consecutive budgets.")
     return "\n".join(lines)
-
-
-def annotate_frontier(layer: Path, previous_scratch: dict) -> dict:
-    """Give each frontier entry of notebook 01's `layer` without an `origin` the one its file carries (written by
-    `convert_frontier_csv`), with its training time as compute seconds (`lib.store.annotate`); for a layer
-    written with `lib.store --reuse-cache` from a cache the conversion filled. Returns the origins added."""
-    from lib import store
-
-    origins, seconds = {}, {}
-    for name, entry in store.read_manifest(layer)["entries"].items():
-        if name.startswith("authors-recipe-") and "origin" not in entry:
-            origins[name] = json.loads(str(load_npz(layer / name)["origin"]))
-            seconds[name] = origins[name]["train_seconds"]
-    store.annotate(layer, previous_scratch, origins, seconds,
-                   f"the frontier study's {len(origins)} entries, trained outside the notebook")
-    return origins
 
 
 def _csv_origin(path: Path) -> dict:

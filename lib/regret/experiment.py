@@ -20,7 +20,7 @@ Every stage is cached under data/cache/03/ by a hash of everything it depends on
 Data source: `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
 copy shipped with the workbook; "python" the official lossless archive `cifar10/cifar-10-python.tar.gz`, when a
 user has it (`lib.data.cifar10`). Every cache entry computed from the images carries the source in its label and
-key when it is not "jpeg" (`source_keyed`), so the JPEG entries made before the choice existed still hit.
+key when it is not "jpeg" (`source_keyed`; key policy in lib.store).
 """
 
 from __future__ import annotations
@@ -310,8 +310,8 @@ def cifar_data(config: RegretConfig) -> dict:
 
 
 def source_keyed(label: str, key: dict, data_source: str) -> tuple[str, dict]:
-    """The cache label and key of an entry computed from CIFAR-10 images of `data_source`: unchanged for "jpeg"
-    (the entries made before the source was a choice still hit), the source added to both otherwise."""
+    """The cache label and key of an entry computed from CIFAR-10 images of `data_source`: unchanged for "jpeg", the
+    source added to both otherwise (a default adds nothing: key policy in lib.store)."""
     check_choice("data_source", data_source, SOURCES)
     if data_source == "jpeg":
         return label, key
@@ -375,7 +375,7 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     The trained weights move with the CPU thread count (float sums split across threads). Heads on features are
     small: they train at one thread (`lib.device.one_thread`), the bits of a NUM_THREADS=1 run whatever
     NUM_THREADS says. A backbone from scratch is too costly for that: its key holds the thread count instead
-    (`lib.device.threads_key`; nothing at one thread, so those keys are unchanged)."""
+    (`lib.device.threads_key`)."""
     scratch = config.backbone == "scratch" and inputs.ndim == 4
     in_dim = 0 if scratch else inputs.shape[1]
     make = _make_module(config, method, in_dim, targets.shape[1], head)

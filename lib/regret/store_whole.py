@@ -186,28 +186,5 @@ def _conversion_provenance(config: ex.RegretConfig, made: dict, origins: dict[st
         "parameters": {"PRESET": config.preset}, "readme": f"results/03/{config.preset}/README.md"}
 
 
-def annotate_origins(layer: Path, previous_scratch: dict) -> dict:
-    """Give every whole-network entry of `layer` that has no `origin` one, from the metadata its predictions carry
-    (commit, device, date, seconds of each network's training, and the `store_whole` command that trains that
-    configuration), and add their computing time to `previous_scratch` (`lib.store.annotate`). For a layer
-    written with `lib.store --reuse-cache` from a cache these trainings filled; returns the origins added."""
-    from lib import store
-    from lib.cache import load_npz
-
-    origins, seconds = {}, {}
-    for name, entry in store.read_manifest(layer)["entries"].items():
-        if not name.startswith("whole") or "origin" in entry:
-            continue
-        meta = json.loads(str(load_npz(layer / name)["meta"]))
-        widths = " ".join(map(str, meta["settings"]["widths"]))
-        origins[name] = {"command": f"python -m lib.regret.store_whole --preset {layer.name} --widths {widths} "
-                                    f"--methods {name.split('-')[-2]} --threads 1",  # <label>-<method>-<key>.npz
-                         **{k: meta[k] for k in ("commit", "device", "date", "train_seconds")}}
-        seconds[name] = meta["compute_seconds"]
-    store.annotate(layer, previous_scratch, origins, seconds, f"the {len(origins)} whole-network entries trained "
-                   "outside the notebook (their networks' training and prediction)")
-    return origins
-
-
 if __name__ == "__main__":
     raise SystemExit(main())
