@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from lib.glue import MIME_TYPE, run_problem
+from lib.provenance import run_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "docs" / "book"
@@ -71,15 +72,86 @@ def results_from_other_runs(executed: list[Path], pages: Path = ROOT / "docs" / 
     return notes
 
 
+# How the book and the HTML report fold a notebook's plumbing (the fixed anatomy of HOUSE_STYLE, Notebooks 1):
+# MyST-NB's tags, a <details> a reader opens. The configuration's output (the resolved settings) and the
+# recording cell's (the glued values, for `make results`) are folded with their code: the provenance line and
+# the findings say the same for a reader.
+FOLDS = {"imports": "hide-input", "parameters": "hide-input", "injected-parameters": "hide-input",
+         "configuration": "hide-cell", "recording": "hide-cell"}
+DOWNLOADS = "executed"  # the book's folder of the executed notebooks, each page's download link
+
+
+def plumbing_cells(nb) -> dict[int, str]:
+    """{cell index: role} of a notebook's plumbing cells, roles as in FOLDS: its first code cell (imports), the
+    cell tagged `parameters` and papermill's `injected-parameters`, the configuration cell (the first to call
+    `check_notebook_parameters`) and the recording cell (the last to call `record(`)."""
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    roles = {code[0]: "imports"} if code else {}
+    for i in code:
+        for tag in ("parameters", "injected-parameters"):
+            if tag in nb.cells[i].metadata.get("tags", []):
+                roles[i] = tag
+    config = next((i for i in code if "check_notebook_parameters(" in nb.cells[i].source), None)
+    recording = [i for i in code if re.search(r"\brecord\(", nb.cells[i].source)]
+    roles.update({config: "configuration"} if config is not None else {})
+    roles.update({recording[-1]: "recording"} if recording else {})
+    return roles
+
+
+def fold_plumbing(nb) -> None:
+    """Tag each plumbing cell (`plumbing_cells`) with its fold (FOLDS), which MyST-NB and the report honour."""
+    for i, role in plumbing_cells(nb).items():
+        tags = nb.cells[i].metadata.setdefault("tags", [])
+        if FOLDS[role] not in tags:
+            tags.append(FOLDS[role])
+
+
+def add_provenance(nb, executed: Path, links: str = "") -> None:
+    """Put the provenance line of the run (`lib.provenance.run_line`, `links` appended) under the title: after
+    the first line of the first Markdown cell when that is a heading, else in a cell of its own at the top."""
+    import nbformat
+
+    line = run_line(executed, extra=links)
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None and first.source.startswith("# "):
+        title, _, rest = first.source.partition("\n")
+        first.source = f"{title}\n\n{line}\n\n{rest}"
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(line, id="workbook-provenance"))
+
+
+def download_links(executed: Path) -> str:
+    """The page's links to its executed notebook and to the notebook's source, as the book lays them out."""
+    name = Path(executed).name
+    return (f' · <a href="../{DOWNLOADS}/{name}" download>download the executed notebook</a>'
+            f' (<a href="../{DOWNLOADS}/source/{name}" download>its source</a>, outputs stripped)')
+
+
+def other_run_note(page: str, runs: Path) -> str | None:
+    """The warning a results page (its Markdown `page`) shows when `make results` wrote it from another run than
+    the executed notebook in `runs` that the book shows beside it; None when they are the same run."""
+    found = GENERATED.search(page)
+    executed = Path(runs) / found[1] if found else None
+    if executed is None or not executed.is_file() or run_label(executed) == (found[2], found[3]):
+        return None
+    preset, date = run_label(executed)
+    return (f"This page is from the `{found[2]}` run of {found[3]}; the notebook's page in this book shows the "
+            f"`{preset}` run of {date}, so numbers may differ between them. `make results` then `make book` "
+            "makes them agree.")
+
+
 def page_text(executed: Path) -> str:
     """The notebook text a book page shows, its outputs as JupyterLab shows them: consecutive stream outputs
     joined and a line rewritten after a carriage return shown in its last state (a progress bar's final line,
     not one block per update), and without the results glued silently (`lib.glue.glue(..., display=False)`),
-    which are data for `make results` and have no form to show."""
+    which are data for `make results` and have no form to show. Its plumbing cells are folded
+    (`fold_plumbing`) and the run's provenance line opens it, with the download links."""
     import nbformat
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     nb = nbformat.reads(Path(executed).read_text(encoding="utf-8"), as_version=4)
+    fold_plumbing(nb)
+    add_provenance(nb, Path(executed), download_links(executed))
     for cell in nb.cells:
         if "outputs" in cell:
             cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {MIME_TYPE}]

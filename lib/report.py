@@ -11,6 +11,9 @@
   embedded: the explorers are Python callbacks that need a kernel, so a report shows their static view.
 - Cells tagged `remove-input` show their output only: the reading cells (`lib.reading`), whose code writes the
   text that states the run's numbers, read as text, as they do in a MyST-NB book.
+- As in the book (`lib.book`): the plumbing cells (imports, parameters, configuration, recording) are folded
+  (<details>, opened by a click), and the run's provenance line (`lib.provenance`) follows the title, with a link to
+  the executed notebook beside the report. `execute` stamps that notebook with the commit it ran at.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 from jupyter_client.utils import run_sync
+
+from lib.provenance import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
@@ -90,11 +95,13 @@ def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: 
                             kernel_manager_class=IPCKernelManager, progress_bar=progress_bar,
                             execution_timeout=timeout)
     except pm.PapermillExecutionError:
+        stamp(partial)
         os.replace(partial, output)  # complete up to its error cell, which the reader should see
         raise
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+    stamp(partial)
     os.replace(partial, output)
     return output
 
@@ -115,10 +122,13 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
+    from lib.book import add_provenance, fold_plumbing
     from lib.glue import MIME_TYPE
 
     executed = Path(executed)
     nb = nbformat.read(executed, as_version=4)
+    fold_plumbing(nb)
+    add_provenance(nb, executed, f' · <a href="{executed.name}" download>the executed notebook</a>')
     for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
         cell["outputs"] = [o for o in cell.get("outputs", []) if set(o.get("data", {})) != {MIME_TYPE}]
     resources = {"metadata": {"name": report_title(nb, executed.stem)}}  # the page's <title>
