@@ -30,12 +30,12 @@ extensions = [
 
 # The book's pages; everything else in the checkout is not a page (a link to such a file becomes a download).
 NOTEBOOK_PAGES = "notebooks/[0-9][0-9]_*.ipynb"
-GUIDES = ["docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
+GUIDES = ["docs/glossary.md", "docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
 include_patterns = ["README.md", NOTEBOOK_PAGES, "docs/results/[0-9][0-9]-*.md", "docs/specs/*.md",
                     "results/*/*/README.md", *GUIDES]
 exclude_patterns = [".venv", ".git", "runs", "data/cache", "build", "**/.ipynb_checkpoints"]
 
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = ["dollarmath", "amsmath", "deflist"]  # deflist: the glossary
 myst_heading_anchors = 3  # `[...](page.md#measured)` links to headings
 nb_execution_mode = "off"  # the pages show the outputs of `make run`, not of a new execution
 # the reading cells print Markdown with tables and $...$ math: MyST (CommonMark has no tables) renders them
