@@ -146,3 +146,12 @@ def test_report_folds_the_plumbing_and_opens_with_the_runs_provenance(tmp_path):
     assert "np.pi" not in "".join(texts) and "np.pi" in re.sub(r"<[^>]+>", "", html)  # the argument stays open
     assert html.index('class="workbook-provenance"') < html.index("Introduction.")
     assert 'href="t.ipynb"' in html and "preset <code>smoke</code>" in html
+
+
+def test_a_report_with_math_typesets_it_offline_with_mathjax_inline(tmp_path):
+    """$...$ in the Markdown (as the book and JupyterLab render it): MathJax 3 is in the page, loaded from nowhere."""
+    nb = new_notebook(cells=[new_markdown_cell(r"# Math" + "\n\nThe region $S^\\gamma(x)$.")])
+    nbformat.write(nb, tmp_path / "m.ipynb")
+    html = report.to_html(tmp_path / "m.ipynb").read_text(encoding="utf-8")
+    assert report.mathjax_script() and "MathJax" in html and "S^\\gamma(x)" in html
+    assert not re.search(r"""(src=|import\()["']https?://""", html)
