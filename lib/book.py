@@ -107,11 +107,15 @@ def fold_plumbing(nb) -> None:
 
 
 def add_provenance(nb, executed: Path, links: str = "") -> None:
-    """Put the provenance line of the run (`lib.provenance.run_line`, `links` appended) under the title: after
-    the first line of the first Markdown cell when that is a heading, else in a cell of its own at the top."""
+    """Put the provenance line of the run (`lib.provenance.run_line`, `links` appended) and its Findings box
+    (`lib.results.findings`) under the title: after the first line of the first Markdown cell when that is a
+    heading, else in a cell of its own at the top."""
     import nbformat
 
-    line = run_line(executed, extra=links)
+    from lib.results import findings
+
+    box = findings(executed)
+    line = run_line(executed, extra=links) + (f"\n\n{box}" if box else "")
     first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if first is not None and first.source.startswith("# "):
         title, _, rest = first.source.partition("\n")

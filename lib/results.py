@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.cache import PROJECT_ROOT, atomic_write
-from lib.glue import IncompleteRun, read_complete_results, run_problem
+from lib.glue import IncompleteRun, read_complete_results, read_results, run_problem
 from lib.params import SAFE_NAME
 from lib.provenance import git_commit, run_line
 from lib.reading import pct, span, stated_numbers
@@ -248,6 +248,30 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
         title, _, rest = body.partition("\n")
         body = f"{title}\n\n{provenance}\n{rest}"
     return header + body
+
+
+FINDINGS_CLASS = "workbook-findings"
+
+
+def findings(executed: Path, templates: Path = PROJECT_ROOT / "docs" / "results" / "templates") -> str:
+    """The Findings box at the top of a notebook's page (book, HTML report): `templates/findings-NN.md`, one
+    sentence a line, each with our number beside the paper's, rendered from the run's results, in a
+    <div class="workbook-findings">. A sentence whose numbers the run did not record (a preset that skips the
+    stage) is left out; "" when no sentence is left or the notebook has no findings template."""
+    template = Path(templates) / f"findings-{Path(executed).name[:2]}.md"
+    if not template.is_file():
+        return ""
+    namespace = {"r": read_results(executed), "run": run_info(executed)}
+    sentences = []
+    for line in split_template(template.read_text(encoding="utf-8"))[1].strip().splitlines():
+        try:
+            sentences.append(render(line, namespace))
+        except (TemplateError, ValueError, ZeroDivisionError, AttributeError):
+            continue
+    if not sentences:
+        return ""
+    title = "**Findings of this run, beside the paper's**"
+    return f'<div class="{FINDINGS_CLASS}">\n\n{title}\n\n' + "\n".join(sentences) + "\n\n</div>"
 
 
 def results_page(notebook: Path, template: Path) -> str:

@@ -205,3 +205,17 @@ def test_a_results_page_from_another_run_says_so_on_the_page(tmp_path):
     assert book.other_run_note(page.format(run.name, "2026-12-04"), tmp_path) is None
     note = book.other_run_note(page.format(run.name, "2026-12-02"), tmp_path)
     assert "from the `cpu` run of 2026-12-02" in note and "the `cpu` run of 2026-12-04" in note
+
+
+def test_each_notebook_page_opens_with_its_provenance_line_and_findings(site):
+    """Under the title: the run (preset, date, commit, processor, stored or computed) and three or more findings,
+    each with our number beside the paper's (lib.results.findings, from the smoke run here)."""
+    for notebook in NOTEBOOKS:
+        text = (site["out"] / "notebooks" / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        line = re.search(r'<div class="workbook-provenance">(.*?)</div>', text, re.S)
+        assert line and "preset <code" in line[1] and "commit <code" in line[1], notebook.name
+        assert f'href="../{book.DOWNLOADS}/{notebook.name}"' in line[1]
+        assert (site["out"] / book.DOWNLOADS / notebook.name).is_file()
+        box = re.search(r'<div class="workbook-findings">(.*?)</div>', text, re.S)
+        assert box and box[1].count("<li>") >= 3 and "paper" in box[1], notebook.name
+        assert text.index("workbook-provenance") < text.index("workbook-findings") < text.index("<h2")
