@@ -144,11 +144,28 @@ def other_run_note(page: str, runs: Path) -> str | None:
             "makes them agree.")
 
 
+# a text progress bar's line (tqdm's ascii or block bar): "MiniLM embeddings: 100%|#####| 20/20 [00:40<00:00, ...]"
+PROGRESS_BAR = re.compile(r"^[^\n|]*\d+%\|[^|\n]*\|[^\n]*(\n|$)", re.M)
+
+
+def without_progress_bars(nb) -> None:
+    """Drop the final lines of text progress bars from the stream outputs (a reader's page shows results, not the
+    run's bars; the executed notebook keeps them), and a stream output left empty."""
+    for cell in nb.cells:
+        if "outputs" not in cell:
+            continue
+        for output in cell.outputs:
+            if output.get("output_type") == "stream":
+                output["text"] = PROGRESS_BAR.sub("", output["text"])
+        cell.outputs = [o for o in cell.outputs if o.get("output_type") != "stream" or o["text"].strip()]
+
+
 def page_text(executed: Path) -> str:
     """The notebook text a book page shows, its outputs as JupyterLab shows them: consecutive stream outputs
     joined and a line rewritten after a carriage return shown in its last state (a progress bar's final line,
     not one block per update), and without the results glued silently (`lib.glue.glue(..., display=False)`),
-    which are data for `make results` and have no form to show. Its plumbing cells are folded
+    which are data for `make results` and have no form to show, and without the progress bars' last lines
+    (`without_progress_bars`). Its plumbing cells are folded
     (`fold_plumbing`) and the run's provenance line opens it, with the download links."""
     import nbformat
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
@@ -164,6 +181,7 @@ def page_text(executed: Path) -> str:
             if any(alts):
                 cell.metadata[ALT_KEY] = alts
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    without_progress_bars(nb)
     return nbformat.writes(nb)
 
 

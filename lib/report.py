@@ -138,13 +138,15 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
     import nbformat
     from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor, TagRemovePreprocessor
 
-    from lib.book import add_provenance, fold_plumbing
+    from lib.book import add_provenance, fold_plumbing, without_progress_bars
     from lib.glue import MIME_TYPE
 
     executed = Path(executed)
     nb = nbformat.read(executed, as_version=4)
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    without_progress_bars(nb)
     fold_plumbing(nb)
     add_provenance(nb, executed, f' · <a href="{executed.name}" download>the executed notebook</a>')
     for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
