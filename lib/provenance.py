@@ -59,7 +59,9 @@ def _stream_text(nb: dict) -> str:
 def run_facts(executed: str | Path) -> dict[str, Any]:
     """What identifies the run of an executed notebook: {"preset", "date" (YYYY-MM-DD, UTC), "commit" (None when
     the run was not stamped), "processor" (the device the notebook recorded, None when it recorded none),
-    "source" ("stored" or "compute"), "read"/"computed" (stored-layer entries; None when not printed), "layer"}."""
+    "source" ("stored" or "compute"), "read"/"computed" (stored-layer entries; None when not printed), "layer",
+    "duration_s" (the run's wall time), "from_scratch_s" (what the stored results it read took to compute, from the
+    layer's manifest; None when it read none)}."""
     from lib.glue import read_results
 
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
@@ -69,8 +71,12 @@ def run_facts(executed: str | Path) -> dict[str, Any]:
         device = read_results(executed).get("device")
     except (ValueError, KeyError):
         device = None
+    from lib.results import run_info
+
     found = STORE_SUMMARY.search(_stream_text(nb))
+    stored = run_info(Path(executed))["stored"] if found and int(found["read"]) else None
     return {"preset": params.get("PRESET", "?"), "date": (papermill.get("end_time") or "")[:10] or None,
+            "duration_s": papermill.get("duration"), "from_scratch_s": stored and stored["from_scratch_s"],
             "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit"), "processor": device,
             "source": params.get("SOURCE", "stored"), "layer": found and found["layer"],
             "read": found and int(found["read"]), "computed": found and int(found["computed"])}
@@ -93,8 +99,13 @@ def run_line(executed: str | Path, *, extra: str = "") -> str:
     """The provenance line of a page that shows the run of `executed`: a Markdown paragraph in a
     <div class="workbook-provenance"> (rendered alike by MyST, nbconvert and JupyterLab), `extra` appended."""
     f = run_facts(executed)
+    from lib.results import minutes
+
     parts = [f"preset `{f['preset']}`", f"run on {f['date'] or 'an unrecorded date'}",
              f"commit `{f['commit']}`" if f["commit"] else "commit not recorded",
              f"on {f['processor']}" if f["processor"] else "processor not recorded", source_words(f)]
+    if f["duration_s"] is not None:
+        scratch = f"; its stored results took {minutes(f['from_scratch_s'])} to compute" if f["from_scratch_s"] else ""
+        parts.append(f"ran in {minutes(f['duration_s'])}{scratch}")
     return (f'<div class="{LINE_CLASS}">\n\n**This page shows the run:** ' + " · ".join(parts) + extra
             + "\n\n</div>")

@@ -56,7 +56,7 @@ def test_the_run_line_names_preset_date_commit_processor_and_source(tmp_path):
     line = provenance.run_line(run, extra=" · more")
     assert line.startswith(f'<div class="{provenance.LINE_CLASS}">') and line.endswith("</div>")
     for part in ("preset `cpu`", "run on 2026-12-04", "commit `abc1234`", "on cpu (AMD EPYC, 1 thread)",
-                 "28 long stages read from `results/01/cpu`, 2 computed", " · more"):
+                 "28 long stages read from `results/01/cpu`, 2 computed", "ran in 1 s", " · more"):
         assert part in line, part
     provenance.stamp(run)  # this checkout's commit, as `make run` stamps it
     assert provenance.run_facts(run)["commit"].removesuffix("-dirty") == _git("rev-parse", "--short", "HEAD")
