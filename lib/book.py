@@ -7,6 +7,11 @@ notebooks in `--runs`, the results pages, the specifications and the guides into
 docs/book/conf.py. Nothing is executed again (MyST-NB's execution is off) and nothing is downloaded: the build
 reads only the checkout, and the site (MathJax, fonts, icons, search) is files of its own. Every Sphinx warning is
 an error. Open `--out`/index.html in a browser, or serve the folder (`python -m http.server -d runs/book`).
+
+Each notebook page is the executed copy as a reader should meet it (`page_text`): the plumbing cells (imports,
+parameters, configuration, recording) folded, the run's provenance line and Findings box under the title, links to
+download the executed notebook and its source (copied into `executed/` of the site), no progress bars. A results
+page that `make results` wrote from another run than the notebook page beside it says so at its top.
 """
 
 from __future__ import annotations
@@ -161,12 +166,11 @@ def without_progress_bars(nb) -> None:
 
 
 def page_text(executed: Path) -> str:
-    """The notebook text a book page shows, its outputs as JupyterLab shows them: consecutive stream outputs
-    joined and a line rewritten after a carriage return shown in its last state (a progress bar's final line,
-    not one block per update), and without the results glued silently (`lib.glue.glue(..., display=False)`),
-    which are data for `make results` and have no form to show, and without the progress bars' last lines
-    (`without_progress_bars`). Its plumbing cells are folded
-    (`fold_plumbing`) and the run's provenance line opens it, with the download links."""
+    """The notebook text a book page shows: its outputs as JupyterLab shows them (consecutive stream outputs
+    joined, a line rewritten after a carriage return shown in its last state), without the results glued silently
+    (`lib.glue.glue(..., display=False)`: data for `make results`, with no form to show) and without the progress
+    bars' last lines (`without_progress_bars`); its plumbing cells folded (`fold_plumbing`); under its title the
+    run's provenance line with the download links and the Findings box (`add_provenance`)."""
     import nbformat
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
