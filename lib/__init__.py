@@ -8,12 +8,13 @@ results/NN/<preset>/), `glue` (results recorded in and read back from notebooks)
 progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics`
 (AuROC, Fréchet distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03),
 `train` (the one training loop of the small torch models: seeded batches, optimiser, schedule, checkpoints; the
-EMA), `provenance` (the git commit a stored result records), `reading` (the notebooks' sentences about their run,
-written by the run), `cli` (the one style of the `python -m lib...` commands), `report` (the runner of `make run`,
-HTML reports), `results` (the pages of `make results`), `book` (the static site of `make book`), `tables` (tables
-rounded to what their numbers mean), `sweep` (parameter sweeps on Dask), `data` (data root, checked files,
-CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the image normaliser),
-`diffusion` (a small image-diffusion family: EDM's UNet, sampler and training; notebooks 04 and 02).
+EMA), `provenance` (the git commit a stored result records; the run a page shows), `reading` (the notebooks'
+sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `report`
+(the runner of `make run`, HTML reports), `results` (the pages of `make results`), `book` (the static site of
+`make book`), `tables` (tables rounded to what their numbers mean), `sweep` (parameter sweeps on Dask), `data`
+(data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the
+image normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and training, and the trained
+CIFAR-10 family; notebooks 04 and 02).
 
 One package per paper, each with the same anatomy: `<paper>/method.py` is the paper's mathematics,
 `<paper>/experiment.py` the notebook's pipeline (presets, validation, cached stages), `<paper>/plots.py` the

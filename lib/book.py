@@ -7,6 +7,11 @@ notebooks in `--runs`, the results pages, the specifications and the guides into
 docs/book/conf.py. Nothing is executed again (MyST-NB's execution is off) and nothing is downloaded: the build
 reads only the checkout, and the site (MathJax, fonts, icons, search) is files of its own. Every Sphinx warning is
 an error. Open `--out`/index.html in a browser, or serve the folder (`python -m http.server -d runs/book`).
+
+Each notebook page is the executed copy as a reader should meet it (`page_text`): the plumbing cells (imports,
+parameters, configuration, recording) folded, the run's provenance line and Findings box under the title, links to
+download the executed notebook and its source (copied into `executed/` of the site), no progress bars. A results
+page that `make results` wrote from another run than the notebook page beside it says so at its top.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import time
 from pathlib import Path
 
 from lib.glue import MIME_TYPE, run_problem
+from lib.provenance import run_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "docs" / "book"
@@ -71,15 +77,106 @@ def results_from_other_runs(executed: list[Path], pages: Path = ROOT / "docs" / 
     return notes
 
 
+# How the book and the HTML report fold a notebook's plumbing (the fixed anatomy of HOUSE_STYLE, Notebooks 1):
+# MyST-NB's tags, a <details> a reader opens. The configuration's output (the resolved settings) and the
+# recording cell's (the glued values, for `make results`) are folded with their code: the provenance line and
+# the findings say the same for a reader.
+FOLDS = {"imports": "hide-input", "parameters": "hide-input", "injected-parameters": "hide-input",
+         "configuration": "hide-cell", "recording": "hide-cell"}
+DOWNLOADS = "executed"  # the book's folder of the executed notebooks, each page's download link
+
+
+def plumbing_cells(nb) -> dict[int, str]:
+    """{cell index: role} of a notebook's plumbing cells, roles as in FOLDS: its first code cell (imports), the
+    cell tagged `parameters` and papermill's `injected-parameters`, the configuration cell (the first to call
+    `check_notebook_parameters`) and the recording cell (the last to call `record(`)."""
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    roles = {code[0]: "imports"} if code else {}
+    for i in code:
+        for tag in ("parameters", "injected-parameters"):
+            if tag in nb.cells[i].metadata.get("tags", []):
+                roles[i] = tag
+    config = next((i for i in code if "check_notebook_parameters(" in nb.cells[i].source), None)
+    recording = [i for i in code if re.search(r"\brecord\(", nb.cells[i].source)]
+    roles.update({config: "configuration"} if config is not None else {})
+    roles.update({recording[-1]: "recording"} if recording else {})
+    return roles
+
+
+def fold_plumbing(nb) -> None:
+    """Tag each plumbing cell (`plumbing_cells`) with its fold (FOLDS), which MyST-NB and the report honour."""
+    for i, role in plumbing_cells(nb).items():
+        tags = nb.cells[i].metadata.setdefault("tags", [])
+        if FOLDS[role] not in tags:
+            tags.append(FOLDS[role])
+
+
+def add_provenance(nb, executed: Path, links: str = "") -> None:
+    """Put the provenance line of the run (`lib.provenance.run_line`, `links` appended) and its Findings box
+    (`lib.results.findings`) under the title: after the first line of the first Markdown cell when that is a
+    heading, else in a cell of its own at the top."""
+    import nbformat
+
+    from lib.results import findings
+
+    box = findings(executed)
+    line = run_line(executed, extra=links) + (f"\n\n{box}" if box else "")
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None and first.source.startswith("# "):
+        title, _, rest = first.source.partition("\n")
+        first.source = f"{title}\n\n{line}\n\n{rest}"
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(line, id="workbook-provenance"))
+
+
+def download_links(executed: Path) -> str:
+    """The page's links to its executed notebook and to the notebook's source, as the book lays them out."""
+    name = Path(executed).name
+    return (f' · <a href="../{DOWNLOADS}/{name}" download>download the executed notebook</a>'
+            f' (<a href="../{DOWNLOADS}/source/{name}" download>its source</a>, outputs stripped)')
+
+
+def other_run_note(page: str, runs: Path) -> str | None:
+    """The warning a results page (its Markdown `page`) shows when `make results` wrote it from another run than
+    the executed notebook in `runs` that the book shows beside it; None when they are the same run."""
+    found = GENERATED.search(page)
+    executed = Path(runs) / found[1] if found else None
+    if executed is None or not executed.is_file() or run_label(executed) == (found[2], found[3]):
+        return None
+    preset, date = run_label(executed)
+    return (f"This page is from the `{found[2]}` run of {found[3]}; the notebook's page in this book shows the "
+            f"`{preset}` run of {date}, so numbers may differ between them. `make results` then `make book` "
+            "makes them agree.")
+
+
+# a text progress bar's line (tqdm's ascii or block bar): "MiniLM embeddings: 100%|#####| 20/20 [00:40<00:00, ...]"
+PROGRESS_BAR = re.compile(r"^[^\n|]*\d+%\|[^|\n]*\|[^\n]*(\n|$)", re.M)
+
+
+def without_progress_bars(nb) -> None:
+    """Drop the final lines of text progress bars from the stream outputs (a reader's page shows results, not the
+    run's bars; the executed notebook keeps them), and a stream output left empty."""
+    for cell in nb.cells:
+        if "outputs" not in cell:
+            continue
+        for output in cell.outputs:
+            if output.get("output_type") == "stream":
+                output["text"] = PROGRESS_BAR.sub("", output["text"])
+        cell.outputs = [o for o in cell.outputs if o.get("output_type") != "stream" or o["text"].strip()]
+
+
 def page_text(executed: Path) -> str:
-    """The notebook text a book page shows, its outputs as JupyterLab shows them: consecutive stream outputs
-    joined and a line rewritten after a carriage return shown in its last state (a progress bar's final line,
-    not one block per update), and without the results glued silently (`lib.glue.glue(..., display=False)`),
-    which are data for `make results` and have no form to show."""
+    """The notebook text a book page shows: its outputs as JupyterLab shows them (consecutive stream outputs
+    joined, a line rewritten after a carriage return shown in its last state), without the results glued silently
+    (`lib.glue.glue(..., display=False)`: data for `make results`, with no form to show) and without the progress
+    bars' last lines (`without_progress_bars`); its plumbing cells folded (`fold_plumbing`); under its title the
+    run's provenance line with the download links and the Findings box (`add_provenance`)."""
     import nbformat
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     nb = nbformat.reads(Path(executed).read_text(encoding="utf-8"), as_version=4)
+    fold_plumbing(nb)
+    add_provenance(nb, Path(executed), download_links(executed))
     for cell in nb.cells:
         if "outputs" in cell:
             cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {MIME_TYPE}]
@@ -88,6 +185,7 @@ def page_text(executed: Path) -> str:
             if any(alts):
                 cell.metadata[ALT_KEY] = alts
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    without_progress_bars(nb)
     return nbformat.writes(nb)
 
 

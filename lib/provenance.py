@@ -1,13 +1,27 @@
-"""Where a stored result came from: the commit of the checkout whose code produced it.
+"""Where a result came from: the commit of the checkout whose code produced it, and which run a page shows.
 
-Stored results (01's member curves, 03's whole-network predictions) and the generated results pages record it.
+Stored results (01's member curves, 03's whole-network predictions) and the generated results pages record the
+commit. `make run` stamps each executed notebook with the commit it ran at (`stamp`), and every page that shows
+a run (the book's notebook and results pages, the HTML report) opens with one line saying which run it is
+(`run_line`): preset, date, commit, processor, and whether the long stages were read from the stored layer or
+computed.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
+from pathlib import Path
+from typing import Any
 
 from lib.paths import PROJECT_ROOT
+
+STAMP_KEY = "workbook"  # the executed notebook's metadata key of `stamp`
+LINE_CLASS = "workbook-provenance"  # the HTML class of the line (the browser test finds it by this class)
+# what `lib.store.summary` prints at a notebook's end
+STORE_SUMMARY = re.compile(r"stored layer (?P<layer>\S+): (?P<read>\d+) results read, (?P<computed>\d+) computed")
 
 
 def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:
@@ -23,3 +37,75 @@ def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")
+
+
+def stamp(executed: str | Path, commit: str | None = None) -> None:
+    """Record in an executed notebook's metadata the commit it ran at (default: this checkout's, "-dirty" when
+    a tracked file was changed). Written atomically, as papermill's copy was."""
+    executed = Path(executed)
+    nb = json.loads(executed.read_text(encoding="utf-8"))
+    nb.setdefault("metadata", {}).setdefault(STAMP_KEY, {})["commit"] = commit or git_commit(short=True,
+                                                                                              mark_dirty=True)
+    partial = executed.with_name(f".{executed.name}.stamp-{os.getpid()}")
+    partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, executed)
+
+
+def _stream_text(nb: dict) -> str:
+    return "".join("".join(o.get("text", "")) for c in nb.get("cells", []) for o in c.get("outputs", [])
+                   if o.get("output_type") == "stream")
+
+
+def run_facts(executed: str | Path) -> dict[str, Any]:
+    """What identifies the run of an executed notebook: {"preset", "date" (YYYY-MM-DD, UTC), "commit" (None when
+    the run was not stamped), "processor" (the device the notebook recorded, None when it recorded none),
+    "source" ("stored" or "compute"), "read"/"computed" (stored-layer entries; None when not printed), "layer",
+    "duration_s" (the run's wall time), "from_scratch_s" (what the stored results it read took to compute, from the
+    layer's manifest; None when it read none)}."""
+    from lib.glue import read_results
+
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    papermill = nb.get("metadata", {}).get("papermill", {})
+    params = papermill.get("parameters", {})
+    try:
+        device = read_results(executed).get("device")
+    except (ValueError, KeyError):
+        device = None
+    from lib.results import run_info
+
+    found = STORE_SUMMARY.search(_stream_text(nb))
+    stored = run_info(Path(executed))["stored"] if found and int(found["read"]) else None
+    return {"preset": params.get("PRESET", "?"), "date": (papermill.get("end_time") or "")[:10] or None,
+            "duration_s": papermill.get("duration"), "from_scratch_s": stored and stored["from_scratch_s"],
+            "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit"), "processor": device,
+            "source": params.get("SOURCE", "stored"), "layer": found and found["layer"],
+            "read": found and int(found["read"]), "computed": found and int(found["computed"])}
+
+
+def source_words(facts: dict[str, Any]) -> str:
+    """How the run's long stages were obtained, in words."""
+    if facts["source"] == "compute":
+        return "every stage computed (`SOURCE=\"compute\"`)"
+    if facts["read"] is None:
+        return "stored results where they matched"
+    if facts["read"] == 0:
+        return ("long stages read from this machine's cache" if not facts["computed"]
+                else f"{facts['computed']} long stages computed, none matched in `{facts['layer']}`")
+    return (f"{facts['read']} long stages read from `{facts['layer']}`"
+            + (f", {facts['computed']} computed" if facts["computed"] else ", none computed"))
+
+
+def run_line(executed: str | Path, *, extra: str = "") -> str:
+    """The provenance line of a page that shows the run of `executed`: a Markdown paragraph in a
+    <div class="workbook-provenance"> (rendered alike by MyST, nbconvert and JupyterLab), `extra` appended."""
+    f = run_facts(executed)
+    from lib.results import minutes
+
+    parts = [f"preset `{f['preset']}`", f"run on {f['date'] or 'an unrecorded date'}",
+             f"commit `{f['commit']}`" if f["commit"] else "commit not recorded",
+             f"on {f['processor']}" if f["processor"] else "processor not recorded", source_words(f)]
+    if f["duration_s"] is not None:
+        scratch = f"; its stored results took {minutes(f['from_scratch_s'])} to compute" if f["from_scratch_s"] else ""
+        parts.append(f"ran in {minutes(f['duration_s'])}{scratch}")
+    return (f'<div class="{LINE_CLASS}">\n\n**This page shows the run:** ' + " · ".join(parts) + extra
+            + "\n\n</div>")

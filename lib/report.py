@@ -7,10 +7,14 @@
 - Path parameters (`FIGURES_DIR`) are injected relative to the notebook's folder, so the injected-parameters
   cell shows no absolute path of the machine.
 - The HTML uses `notebooks/templates/report.html.j2`: JupyterLab's look without require.js or MathJax from a
-  CDN (the report opens offline), and each figure's alt text from `lib.plotting.show`. Widget state is not
+  CDN (the report opens offline; a notebook with $...$ math gets the book's MathJax inline), and each figure's
+  alt text from `lib.plotting.show`. Widget state is not
   embedded: the explorers are Python callbacks that need a kernel, so a report shows their static view.
 - Cells tagged `remove-input` show their output only: the reading cells (`lib.reading`), whose code writes the
   text that states the run's numbers, read as text, as they do in a MyST-NB book.
+- As in the book (`lib.book`): the plumbing cells (imports, parameters, configuration, recording) are folded
+  (<details>, opened by a click), and the run's provenance line (`lib.provenance`) follows the title, with a link to
+  the executed notebook beside the report. `execute` stamps that notebook with the commit it ran at.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -25,6 +30,8 @@ from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 from jupyter_client.utils import run_sync
+
+from lib.provenance import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
@@ -90,13 +97,31 @@ def execute(notebook: str | Path, output: str | Path, parameters: dict, *, cwd: 
                             kernel_manager_class=IPCKernelManager, progress_bar=progress_bar,
                             execution_timeout=timeout)
     except pm.PapermillExecutionError:
+        stamp(partial)
         os.replace(partial, output)  # complete up to its error cell, which the reader should see
         raise
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+    stamp(partial)
     os.replace(partial, output)
     return output
+
+
+def mathjax_script() -> str:
+    """MathJax 3 (SVG output, fonts inside) from the `sphinx-mathjax-offline` wheel the book uses, as the text of an
+    inline script; "" when that wheel is not installed (the math then stays as its TeX source)."""
+    import sysconfig
+
+    path = Path(sysconfig.get_paths()["purelib"]) / "sphinx-mathjax-offline" / "static" / "mathjax" / "tex-svg.js"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def has_math(nb) -> bool:
+    """A Markdown cell (or a reading cell's Markdown output) with $...$ math."""
+    texts = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    texts += [o.get("data", {}).get("text/markdown", "") for c in nb.cells for o in c.get("outputs", [])]
+    return any(re.search(r"\$[^\s$][^$]*\$", t if isinstance(t, str) else "".join(t)) for t in texts)
 
 
 def report_title(nb, fallback: str) -> str:
@@ -113,15 +138,21 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     """The self-contained HTML report of an executed notebook, beside it or in `output_dir`."""
     import nbformat
     from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor, TagRemovePreprocessor
 
+    from lib.book import add_provenance, fold_plumbing, without_progress_bars
     from lib.glue import MIME_TYPE
 
     executed = Path(executed)
     nb = nbformat.read(executed, as_version=4)
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    without_progress_bars(nb)
+    fold_plumbing(nb)
+    add_provenance(nb, executed, f' · <a href="{executed.name}" download>the executed notebook</a>')
     for cell in nb.cells:  # the silently glued results are for tests and scripts; the reader has the summary
         cell["outputs"] = [o for o in cell.get("outputs", []) if set(o.get("data", {})) != {MIME_TYPE}]
-    resources = {"metadata": {"name": report_title(nb, executed.stem)}}  # the page's <title>
+    resources = {"metadata": {"name": report_title(nb, executed.stem)},  # the page's <title>
+                 "wb_mathjax": mathjax_script() if has_math(nb) else ""}  # inline: the report stays one file
     exporter = HTMLExporter(template_file=str(TEMPLATE))
     exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove-input"}), enabled=True)
     html, _ = exporter.from_notebook_node(nb, resources=resources)

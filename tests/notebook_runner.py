@@ -18,6 +18,7 @@ from conftest import session_root
 from filelock import FileLock
 
 from lib.glue import MIME_TYPE, read_results
+from lib.provenance import stamp
 from lib.report import IPCKernelManager, temporary_environ
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -44,6 +45,7 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
                                 **(env or {})}):
             pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
                                 execution_timeout=cell_timeout, kernel_manager_class=IPCKernelManager)
+        stamp(out)  # as `make run` does (lib.report.execute): the pages built from it name its commit
         return read_results(out)
 
     run.notebook = notebook

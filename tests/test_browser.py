@@ -400,3 +400,97 @@ def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_mach
     assert not failed, f"requests that failed: {failed[:5]}"
     assert not problems, f"script errors in the book's pages: {problems[:5]}"
     assert not remote, f"the book requested files off the machine: {remote[:5]}"
+
+
+# JavaScript evaluated in a book page once MathJax is done: what a reader would see that the book should not show.
+READER_PROBLEMS = """() => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const shown = e => e.checkVisibility ? e.checkVisibility() : e.offsetParent !== null;
+  const text = e => e.textContent.replace(/\\s+/g, ' ').trim();
+  const out = {tableRows: [], dollars: [], clipped: [], unfolded: [], provenance: 0};
+  // a Markdown table left as text: a paragraph of pipes with a |---| rule, or one row | a | b |
+  for (const e of article.querySelectorAll('p, li')) {
+    const t = text(e);
+    if (/\\|\\s*[-—:]{3,}\\s*\\|/.test(t) || /^\\|.*\\|.*\\|$/.test(t)) out.tableRows.push(t.slice(0, 120));
+  }
+  // a $...$ that MathJax did not typeset (text outside code, scripts and typeset math)
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+    n.parentElement.closest('code, pre, script, style, mjx-container, .highlight, kbd')
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  for (let n; (n = walker.nextNode());) {
+    const m = n.textContent.match(/\\$[^\\s$][^$]*\\$/);
+    if (m) out.dollars.push(m[0].slice(0, 80));
+  }
+  // a table wider than the text column must sit in a box of its own that scrolls sideways
+  const column = article.getBoundingClientRect().width;
+  for (const table of article.querySelectorAll('table')) {
+    if (!shown(table) || table.scrollWidth <= column + 1) continue;
+    let box = table.parentElement, boxed = false;
+    for (; box && box !== article; box = box.parentElement) {
+      const x = getComputedStyle(box).overflowX;
+      if ((x === 'auto' || x === 'scroll') && box.getBoundingClientRect().width <= column + 1) { boxed = true; break; }
+    }
+    if (!boxed) out.clipped.push(text(table).slice(0, 80));
+  }
+  // the plumbing cells' code (imports, parameters, configuration, recording) is folded: not shown until opened
+  const cells = [...article.querySelectorAll('div.cell')].filter(c => c.querySelector('.cell_input'));
+  const roles = cells.map((c, i) => {
+    const code = c.querySelector('.cell_input').textContent;
+    if (i === 0) return 'imports';
+    if (/tag_(injected-)?parameters/.test(c.className)) return 'parameters';
+    if (code.includes('check_notebook_parameters(')) return 'configuration';
+    return null;
+  });
+  const recording = cells.map(c => /\\brecord\\(/.test(c.querySelector('.cell_input').textContent)).lastIndexOf(true);
+  if (recording >= 0) roles[recording] = 'recording';
+  cells.forEach((c, i) => {
+    if (roles[i] && shown(c.querySelector('.cell_input'))) out.unfolded.push(roles[i] + ': '
+      + text(c.querySelector('.cell_input')).slice(0, 60));
+  });
+  const line = article.querySelector('div.workbook-provenance');
+  const firstSection = article.querySelector('h2');
+  out.provenance = line && shown(line) && (!firstSection
+    || (line.compareDocumentPosition(firstSection) & Node.DOCUMENT_POSITION_FOLLOWING)) ? 1 : 0;
+  return out;
+}"""
+
+
+def test_book_pages_show_tables_math_folds_and_provenance_as_a_reader_sees_them(browser, shots, tmp_path_factory):
+    """Every page of the book, as a reader sees it at 1,400 px: no Markdown table left as a paragraph of pipes, no
+    $...$ left untypeset, no table wider than the text column outside a scroll box of its own, the plumbing cells of
+    each notebook page folded, and each notebook and results page opening with its run's provenance line."""
+    site = smoke_book(tmp_path_factory)["out"]
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                               "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    found: dict[str, dict] = {}
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=120, what="the book's HTTP server")
+        pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                       if "_static" not in p.parts and p.name not in {"genindex.html", "search.html", "index.html"})
+        for path in pages:
+            page.goto(f"http://127.0.0.1:{port}/{path}")
+            page.wait_for_load_state("networkidle")
+            page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+            found[path] = page.evaluate(READER_PROBLEMS)
+        for path in ("notebooks/02_crel_conformal_reliability.html", "notebooks/03_epistemic_regret_cifar10h.html"):
+            page.goto(f"http://127.0.0.1:{port}/{path}")
+            page.screenshot(path=shots / f"book-{Path(path).stem}.png", full_page=True)
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(timeout=30)
+    needs_line = [p for p in found if p.startswith("notebooks/") or re.match(r"docs/results/\d\d-", p)]
+    assert len(needs_line) == 2 * len(NOTEBOOKS), needs_line
+    problems = {
+        "Markdown table rows shown as text": {p: f["tableRows"][:2] for p, f in found.items() if f["tableRows"]},
+        "untypeset $...$": {p: f["dollars"][:3] for p, f in found.items() if f["dollars"]},
+        "tables wider than the column without a scroll box": {p: f["clipped"][:2] for p, f in found.items()
+                                                              if f["clipped"]},
+        "plumbing cells not folded": {p: f["unfolded"] for p, f in found.items() if f["unfolded"]},
+        "pages without their provenance line at the top": [p for p in needs_line if not found[p]["provenance"]],
+    }
+    print(f"book: {len(found)} pages read as a reader sees them")
+    assert not any(problems.values()), {k: v for k, v in problems.items() if v}

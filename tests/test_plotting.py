@@ -91,3 +91,40 @@ def test_show_names_a_legend_over_the_data_in_the_figure_metadata(monkeypatch):
         show(fig)
     assert shown[0]["image/png"]["legend_over_data"] == ["Figure 3"]
     assert "legend_over_data" not in shown[1]["image/png"]
+
+
+# Machado, Oliveira & Fernandes (2009), severity 1: dichromat vision as a matrix on linear RGB
+CVD = {"protan": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+       "deutan": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+       "tritan": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+
+
+def _cie_lab(srgb: np.ndarray) -> np.ndarray:
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    f = np.cbrt(np.maximum(xyz / np.array([0.9505, 1.0, 1.089]), 0.008856))
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _closest_pair_as_seen(colors, matrix) -> float:
+    """The smallest CIE76 colour difference between two of `colors` (sRGB in [0, 1]) as a dichromat sees them."""
+    def seen(c):
+        linear = np.where(np.asarray(c) <= 0.04045, np.asarray(c) / 12.92, ((np.asarray(c) + 0.055) / 1.055) ** 2.4)
+        out = np.clip(np.asarray(matrix) @ linear, 0, 1)
+        return _cie_lab(np.where(out <= 0.0031308, 12.92 * out, 1.055 * out ** (1 / 2.4) - 0.055))
+    labs = [seen(c) for c in colors]
+    return min(np.linalg.norm(a - b) for i, a in enumerate(labs) for b in labs[i + 1:])
+
+
+def test_the_first_five_colours_stay_apart_for_colour_blind_readers():
+    """Figures with up to five series (01's four complexities, 03's four methods, 04's extractors) keep their series
+    apart under protanopia, deuteranopia and tritanopia: seaborn's "colorblind" put orange beside vermilion
+    (a difference of 12.6 for a deuteranope), which read as one colour."""
+    import seaborn as sns
+
+    from lib.plotting import PALETTE
+
+    assert min(_closest_pair_as_seen(sns.color_palette("colorblind")[:5], m) for m in CVD.values()) < 13
+    for kind, matrix in CVD.items():
+        assert _closest_pair_as_seen(PALETTE[:5], matrix) > 15, kind
+    assert len(PALETTE) == 10  # cells index it modulo 10

@@ -30,3 +30,42 @@ def test_outside_a_checkout_or_without_git_the_commit_is_unknown(tmp_path, monke
     assert provenance.git_commit(mark_dirty=True) == "unknown"
     monkeypatch.setenv("PATH", str(tmp_path))  # no git on the path
     assert provenance.git_commit() == "unknown"
+
+
+def _executed(path: Path, *, parameters: dict, end: str = "2026-12-04T20:10:26", stream: str = "",
+              device: str | None = "cpu (AMD EPYC, 1 thread)") -> Path:
+    import nbformat
+
+    from lib.glue import MIME_TYPE
+
+    cell = nbformat.v4.new_code_cell("record(headline)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stream)] if stream else []
+    if device:
+        cell.outputs.append(nbformat.v4.new_output("display_data", data={MIME_TYPE: {"device": device}}))
+    nb = nbformat.v4.new_notebook(cells=[cell], metadata={"papermill": {"parameters": parameters, "end_time": end,
+                                                                        "duration": 1.0}})
+    nbformat.write(nb, path)
+    return path
+
+
+def test_the_run_line_names_preset_date_commit_processor_and_source(tmp_path):
+    run = _executed(tmp_path / "01_x.ipynb", parameters={"PRESET": "cpu"},
+                    stream="stored layer results/01/cpu: 28 results read, 2 computed.\n")
+    assert "commit not recorded" in provenance.run_line(run)
+    provenance.stamp(run, commit="abc1234")
+    line = provenance.run_line(run, extra=" · more")
+    assert line.startswith(f'<div class="{provenance.LINE_CLASS}">') and line.endswith("</div>")
+    for part in ("preset `cpu`", "run on 2026-12-04", "commit `abc1234`", "on cpu (AMD EPYC, 1 thread)",
+                 "28 long stages read from `results/01/cpu`, 2 computed", "ran in 1 s", " · more"):
+        assert part in line, part
+    provenance.stamp(run)  # this checkout's commit, as `make run` stamps it
+    assert provenance.run_facts(run)["commit"].removesuffix("-dirty") == _git("rev-parse", "--short", "HEAD")
+
+
+def test_the_run_line_says_when_everything_was_computed_or_read_from_the_cache(tmp_path):
+    computed = _executed(tmp_path / "a.ipynb", parameters={"PRESET": "cpu", "SOURCE": "compute"}, device=None)
+    assert "every stage computed" in provenance.run_line(computed)
+    assert "processor not recorded" in provenance.run_line(computed)
+    cached = _executed(tmp_path / "b.ipynb", parameters={"PRESET": "smoke"},
+                       stream="stored layer results/04/smoke: 0 results read, 0 computed.\n")
+    assert "read from this machine's cache" in provenance.run_line(cached)

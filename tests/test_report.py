@@ -124,3 +124,34 @@ def _cell_status(folder, index: int) -> str | None:
         except (ValueError, KeyError, IndexError):  # being written
             return None
     return None
+
+
+def test_report_folds_the_plumbing_and_opens_with_the_runs_provenance(tmp_path):
+    """Imports, parameters, configuration and recording sit in <details> a click opens (code and, for the last
+    two, output); the run's provenance line follows the title, with a link to the executed notebook."""
+    from nbformat.v4 import new_output
+
+    cells = [new_markdown_cell("# A report\n\nIntroduction."), new_code_cell("import numpy as np"),
+             new_code_cell('PRESET: str = "smoke"', metadata={"tags": ["parameters"]}),
+             new_code_cell("check_notebook_parameters(globals())",
+                           outputs=[new_output("stream", name="stdout", text="resolved settings\n")]),
+             new_code_cell("x = np.pi  # the argument"), new_code_cell("record(headline)")]
+    nb = new_notebook(cells=cells, metadata={"papermill": {"parameters": {"PRESET": "smoke"},
+                                                           "end_time": "2026-12-04T10:00:00"}})
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    html = report.to_html(tmp_path / "t.ipynb").read_text(encoding="utf-8")
+    folds = re.findall(r'<details class="wb-fold">(.*?)</details>', html, re.S)
+    texts = [re.sub(r"<[^>]+>", "", f) for f in folds]
+    assert len(folds) == 4 and "import numpy" in texts[0] and "resolved settings" in texts[2], texts
+    assert "np.pi" not in "".join(texts) and "np.pi" in re.sub(r"<[^>]+>", "", html)  # the argument stays open
+    assert html.index('class="workbook-provenance"') < html.index("Introduction.")
+    assert 'href="t.ipynb"' in html and "preset <code>smoke</code>" in html
+
+
+def test_a_report_with_math_typesets_it_offline_with_mathjax_inline(tmp_path):
+    """$...$ in the Markdown (as the book and JupyterLab render it): MathJax 3 is in the page, loaded from nowhere."""
+    nb = new_notebook(cells=[new_markdown_cell(r"# Math" + "\n\nThe region $S^\\gamma(x)$.")])
+    nbformat.write(nb, tmp_path / "m.ipynb")
+    html = report.to_html(tmp_path / "m.ipynb").read_text(encoding="utf-8")
+    assert report.mathjax_script() and "MathJax" in html and "S^\\gamma(x)" in html
+    assert not re.search(r"""(src=|import\()["']https?://""", html)

@@ -134,3 +134,15 @@ def test_the_suite_stops_at_once_with_one_clear_line_when_the_data_is_missing(tm
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 4, done.stdout + done.stderr
     assert f"the reference data is not at {tmp_path / 'nowhere'}: set WORKBOOK_DATA" in done.stdout + done.stderr
+
+
+def test_the_readme_is_short_with_a_licence_and_a_citation_beside_it():
+    """A newcomer reads the README in two minutes: its dated measurements live in docs/measurements.md."""
+    import yaml
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    assert "MIT License" in (ROOT / "LICENSE").read_text() and "non-commercial" in readme
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT" and citation["title"]
+    assert "(docs/measurements.md)" in readme and (ROOT / "docs" / "measurements.md").is_file()

@@ -154,3 +154,24 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["templates"]
     with pytest.raises(SystemExit, match="make results: .* was interrupted"):
         main(["--runs", str(runs), "--out", str(out), "--readme", str(tmp_path / "README.md")])
+
+
+def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_not_record(tmp_path):
+    import nbformat
+
+    from lib.glue import MIME_TYPE
+    from lib.results import FINDINGS_CLASS, findings
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "findings-07.md").write_text('---\nliterals:\n  "0.5": "paper"\n---\n'
+                                              '- AUC {{ r["auc"] :.3f }} · paper 0.5.\n'
+                                              '- width {{ r["width"] :.2f }} · paper 0.5.\n')
+    cell = nbformat.v4.new_code_cell("record(headline)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={MIME_TYPE: {"auc": 0.9876}})]
+    run = tmp_path / "07_x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell], metadata={"papermill": {"parameters": {}}}), run)
+    box = findings(run, templates)
+    assert box.startswith(f'<div class="{FINDINGS_CLASS}">') and "- AUC 0.988 · paper 0.5." in box
+    assert "width" not in box  # the run recorded no width: the sentence is left out, not filled with a stale number
+    assert findings(tmp_path / "08_y.ipynb", templates) == ""  # no template

@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # lib, for a build started by sphinx-build rather than `python -m lib.book`
-from lib.book import page_text, set_image_alt_text  # noqa: E402
+from lib.book import (  # noqa: E402
+    DOWNLOADS, other_run_note, page_text, results_from_other_runs, set_image_alt_text)
 
 project = "Evaluation workbook"
 author = "the workbook's authors"
@@ -29,14 +30,16 @@ extensions = [
 
 # The book's pages; everything else in the checkout is not a page (a link to such a file becomes a download).
 NOTEBOOK_PAGES = "notebooks/[0-9][0-9]_*.ipynb"
-GUIDES = ["docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
+GUIDES = ["docs/glossary.md", "docs/measurements.md", "docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
 include_patterns = ["README.md", NOTEBOOK_PAGES, "docs/results/[0-9][0-9]-*.md", "docs/specs/*.md",
                     "results/*/*/README.md", *GUIDES]
 exclude_patterns = [".venv", ".git", "runs", "data/cache", "build", "**/.ipynb_checkpoints"]
 
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = ["dollarmath", "amsmath", "deflist"]  # deflist: the glossary
 myst_heading_anchors = 3  # `[...](page.md#measured)` links to headings
 nb_execution_mode = "off"  # the pages show the outputs of `make run`, not of a new execution
+# the reading cells print Markdown with tables and $...$ math: MyST (CommonMark has no tables) renders them
+nb_render_markdown_format = "myst"
 nb_ipywidgets_js = {}  # the explorers need a kernel; a page shows their static view and loads no widget script
 
 html_theme = "sphinx_book_theme"
@@ -58,6 +61,35 @@ def executed_notebook(app, docname: str, source: list[str]) -> None:
     executed = Path(app.config.workbook_runs) / f"{docname.removeprefix('notebooks/')}.ipynb"
     source[0] = page_text(executed)
     app.env.note_dependency(str(executed))
+
+
+def results_page_note(app, docname: str, source: list[str]) -> None:
+    """A results page `make results` wrote from another run than the notebook page beside it says so at its top."""
+    runs = Path(app.config.workbook_runs)
+    if docname == root_doc:  # the headline table is made with the results pages
+        notes = results_from_other_runs([runs / p.name for p in ROOT.glob(NOTEBOOK_PAGES)])
+        note = notes and ("The table of the notebooks below comes from other runs than the notebook pages of this "
+                          "book: " + "; ".join(notes) + ". `make results` then `make book` makes them agree.")
+    elif docname.startswith("docs/results/") and docname.count("/") == 2:
+        note = other_run_note(source[0], runs)
+    else:
+        return
+    if note:
+        title_end = source[0].index("\n", source[0].index("\n# ")) + 1 if "\n# " in source[0] else 0
+        source[0] = source[0][:title_end] + f"\n```{{warning}}\n{note}\n```\n" + source[0][title_end:]
+
+
+def copy_downloads(app, exception) -> None:
+    """The executed notebooks the pages show, and their stripped sources, as files of the site (DOWNLOADS/)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import shutil
+
+    target = Path(app.outdir) / DOWNLOADS
+    (target / "source").mkdir(parents=True, exist_ok=True)
+    for notebook in ROOT.glob(NOTEBOOK_PAGES):
+        shutil.copyfile(Path(app.config.workbook_runs) / notebook.name, target / notebook.name)
+        shutil.copyfile(notebook, target / "source" / notebook.name)
 
 
 def book_toc(app, docname: str, source: list[str]) -> None:
@@ -84,4 +116,6 @@ def setup(app):
     app.add_config_value("workbook_runs", str(ROOT / "runs"), "env")
     app.connect("source-read", executed_notebook)
     app.connect("source-read", book_toc)
+    app.connect("source-read", results_page_note)
+    app.connect("build-finished", copy_downloads)
     app.connect("doctree-read", set_image_alt_text)

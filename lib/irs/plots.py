@@ -28,7 +28,7 @@ def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int) -> plt
         ax.set_xscale("log")
         ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
         ax.xaxis.set_minor_formatter(NullFormatter())
-    axes[0].set(xlabel="n / N", ylabel="bias of IRS_inf (± sd)", title="MLE on simulated truth")
+    axes[0].set(xlabel="n / N", ylabel="bias of IRS_∞ (± sd)", title="MLE on simulated truth")
     axes[1].set(xlabel="n / N", ylabel="coverage of the 90 % interval", ylim=(0.5, 1.02),
                 title=f"interval coverage, N = {sim_n_train:,}")
     axes[1].legend(fontsize="small")
@@ -46,7 +46,7 @@ def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
             ax.scatter(row[x], row["irs_adj"], **style)
     for ax, x in zip(axes, ("FID (on these features)", "recall", "coverage")):
         ax.set_xlabel(x)
-    axes[0].set_ylabel("IRS_inf,a")
+    axes[0].set_ylabel("IRS_∞,a")
     axes[1].set_title(f"toy generators on {extractor} features")
     axes[2].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="generator")
     fig.tight_layout()
@@ -61,7 +61,7 @@ def explorer_figure(results: tuple[dict, dict, dict], f: float, title: str) -> p
         ax.errorbar([r["estimate"]], [i], xerr=[[r["estimate"] - r["lower"]], [r["upper"] - r["estimate"]]],
                     marker="o", capsize=4, color=PALETTE[i])
     ax.axvline(f, color="k", ls="--", lw=0.8)
-    ax.set(yticks=[0, 1, 2], yticklabels=["IRS_inf synth", "IRS_inf real", "IRS_inf,a"], xlim=(0, 1.5), title=title)
+    ax.set(yticks=[0, 1, 2], yticklabels=["IRS_∞ synth", "IRS_∞ real", "IRS_∞,a"], xlim=(0, 1.5), title=title)
     return fig
 
 
