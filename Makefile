@@ -103,7 +103,7 @@ run: $(STAMP)
 NB ?=
 store: $(STAMP)
 	@test -n "$(NB)" || { echo "make store needs NB, e.g. make store NB=01 [PRESET=cpu]"; exit 2; }
-	$(BIN)/python -m lib.store $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
+	$(BIN)/python -m lib.store_writer $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
 		--preset $(PRESET) $(if $(REUSE_CACHE),--reuse-cache)
 
 results: $(STAMP)

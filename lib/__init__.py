@@ -3,7 +3,8 @@
 Shared core (any notebook may use it): `paths` (where files live: the checkout, the cache and results/ roots; the
 regular-file check and SHA-256 of a file; imports nothing from `lib`), `params` (parameter checks, presets),
 `cache` (configuration-keyed, atomic cache), `store` (its committed, read-only layer of stored results in
-results/NN/<preset>/), `glue` (results recorded in and read back from notebooks), `device` (CPU/GPU, threads),
+results/NN/<preset>/; `store_writer` writes it, for `make store`), `glue` (results recorded in and read back from
+notebooks), `device` (CPU/GPU, threads),
 `seeds` (derived seeds, named streams), `plotting` (the house style, saving and showing figures), `progress` (text
 progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics`
 (AuROC, Fréchet distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03),

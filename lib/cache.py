@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from lib.params import path_inside
-from lib.paths import PROJECT_ROOT, cache_dir, regular_file, sha256_from  # noqa: F401  lib.results's PROJECT_ROOT
+from lib.paths import cache_dir, regular_file, sha256_from
 
 MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the header
 HEADER_SIZE = len(MAGIC) + 32
@@ -277,7 +277,7 @@ def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], forc
 
     A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed. With
     `stored`, the entry belongs to its notebook's stored layer (`lib.store`): a cache miss reads it from
-    there when the layer holds it, and `python -m lib.store` copies it there."""
+    there when the layer holds it, and `python -m lib.store_writer` copies it there."""
     return _cached(path, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz,
                    lambda arrays, p: atomic_savez(p, arrays),
                    force, stored)

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from lib.params import SAFE_NAME
 from lib.paths import PROJECT_ROOT
 
 STAMP_KEY = "workbook"  # the executed notebook's metadata key of `stamp`
@@ -71,8 +72,6 @@ def run_facts(executed: str | Path) -> dict[str, Any]:
         device = read_results(executed).get("device")
     except (ValueError, KeyError):
         device = None
-    from lib.results import run_info
-
     found = STORE_SUMMARY.search(_stream_text(nb))
     stored = run_info(Path(executed))["stored"] if found and int(found["read"]) else None
     return {"preset": params.get("PRESET", "?"), "date": (papermill.get("end_time") or "")[:10] or None,
@@ -99,8 +98,6 @@ def run_line(executed: str | Path, *, extra: str = "") -> str:
     """The provenance line of a page that shows the run of `executed`: a Markdown paragraph in a
     <div class="workbook-provenance"> (rendered alike by MyST, nbconvert and JupyterLab), `extra` appended."""
     f = run_facts(executed)
-    from lib.results import minutes
-
     parts = [f"preset `{f['preset']}`", f"run on {f['date'] or 'an unrecorded date'}",
              f"commit `{f['commit']}`" if f["commit"] else "commit not recorded",
              f"on {f['processor']}" if f["processor"] else "processor not recorded", source_words(f)]
@@ -109,3 +106,29 @@ def run_line(executed: str | Path, *, extra: str = "") -> str:
         parts.append(f"ran in {minutes(f['duration_s'])}{scratch}")
     return (f'<div class="{LINE_CLASS}">\n\n**This page shows the run:** ' + " · ".join(parts) + extra
             + "\n\n</div>")
+
+
+def run_info(notebook: Path) -> dict[str, Any]:
+    """Preset, parameters, duration and end time that papermill stored in an executed notebook."""
+    meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
+    params = meta.get("parameters", {})
+    end = meta.get("end_time") or ""
+    info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
+    if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
+        from lib.store import layer_dir, read_manifest
+
+        manifest = read_manifest(layer_dir(Path(notebook).name[:2], info["preset"]))
+        if manifest is not None:
+            scratch = manifest.get("from_scratch") or manifest
+            info["stored"] = {"commit": manifest["commit"][:7], "date": manifest["date"][:10],
+                              "entries": len(manifest["entries"]), "from_scratch_s": scratch["wall_seconds"]}
+    return info
+
+
+def minutes(seconds: float | None) -> str:
+    """'5 min 12 s' (or '40 s') for a duration in seconds."""
+    if seconds is None:
+        return "?"
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"

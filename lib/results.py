@@ -29,17 +29,16 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime as dt
-import json
 import re
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lib.cache import PROJECT_ROOT, atomic_write
+from lib.cache import atomic_write
 from lib.glue import IncompleteRun, read_complete_results, read_results, run_problem
-from lib.params import SAFE_NAME
-from lib.provenance import git_commit, run_line
+from lib.paths import PROJECT_ROOT
+from lib.provenance import git_commit, minutes, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import pct, span, stated_numbers
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.+?)(?:\s+:([^{}]*?))?\s*\}\}", re.S)
@@ -52,38 +51,12 @@ class TemplateError(KeyError):
     """A placeholder that the run's results cannot fill."""
 
 
-def run_info(notebook: Path) -> dict[str, Any]:
-    """Preset, parameters, duration and end time that papermill stored in an executed notebook."""
-    meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
-    params = meta.get("parameters", {})
-    end = meta.get("end_time") or ""
-    info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
-            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
-    if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
-        from lib.store import layer_dir, read_manifest
-
-        manifest = read_manifest(layer_dir(Path(notebook).name[:2], info["preset"]))
-        if manifest is not None:
-            scratch = manifest.get("from_scratch") or manifest
-            info["stored"] = {"commit": manifest["commit"][:7], "date": manifest["date"][:10],
-                              "entries": len(manifest["entries"]), "from_scratch_s": scratch["wall_seconds"]}
-    return info
-
-
 def wall_time(run: Mapping[str, Any]) -> str:
     """The recorded run's wall time and preset, and, when it read a stored layer, what computing it took."""
     text = f"{minutes(run['duration_s'])} (`{run['preset']}`"
     if run.get("stored"):
         text += f", stored results; from scratch {minutes(run['stored']['from_scratch_s'])}"
     return text + ")"
-
-
-def minutes(seconds: float | None) -> str:
-    """'5 min 12 s' (or '40 s') for a duration in seconds."""
-    if seconds is None:
-        return "?"
-    m, s = divmod(round(seconds), 60)
-    return f"{m} min {s} s" if m else f"{s} s"
 
 
 def mean_sd(row: Mapping[str, Any], name: str, spec: str = ".3f") -> str:

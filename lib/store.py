@@ -1,7 +1,6 @@
 """Stored results: a committed, read-only layer of the cache, so the default run reads what takes hours.
 
-    python -m lib.store notebooks/01_ensemble_pr_curves.ipynb [--preset cpu] [--reuse-cache] [-p NAME VALUE]
-    make store NB=01 [PRESET=cpu]
+    make store NB=01 [PRESET=cpu]        # python -m lib.store_writer (the writer, apart from this layer)
 
 The cache (`lib.cache`) names each expensive result by what it depends on plus a hash of its whole
 configuration (`<namespace>/<label>-<hash>.<ext>`). Some of those entries are the slow, compact outputs a
@@ -19,12 +18,12 @@ written: the notebook says so in one line, computes the entry and names the comm
 A stored file whose SHA-256 differs from its manifest's, or that does not load, is refused with a message
 naming it, and the entry is computed. `SOURCE="compute"` ignores the layer.
 
-Writing (`main`): runs the notebook from scratch with papermill (`SOURCE="compute"`, an empty temporary
-cache unless `--reuse-cache`), records every `stored=True` entry the run computed or read, and replaces the
-layer `results/<namespace>/<preset>/` with copies of exactly those entries and the manifest. The layer is
-small by construction (model weights are not stored; 01's samples are, not its networks), and every refresh
-stays in git's history, so keep it so (`results/` under 45 MiB: 40.3 MiB with notebook 02's label-to-image entries,
-2026-12-04; notebook 03's whole networks are 30 MB of it).
+Writing (`lib.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
+(`SOURCE="compute"`, an empty temporary cache unless `--reuse-cache`), records every `stored=True` entry the run
+computed or read, and replaces the layer `results/<namespace>/<preset>/` with copies of exactly those entries and
+the manifest. The layer is small by construction (model weights are not stored; 01's samples are, not its
+networks), and every refresh stays in git's history, so keep it so (`results/` under 45 MiB: 40.3 MiB with notebook
+02's label-to-image entries, 2026-12-04; notebook 03's whole networks are 30 MB of it).
 
 Keys: the policy for changing one
 ---------------------------------
@@ -57,28 +56,24 @@ committed layers still serve the default run. The rules, which the comments at e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lib.cache import DamagedCacheEntry, known_config
-from lib.cli import command_line, command_parser
 from lib.params import check_name, path_inside
 from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
-RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by `main`: the file the notebook's kernel lists its stored entries in
+RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by lib.store_writer: the file the kernel lists its stored entries in
 NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
-# the module whose PRESETS the notebook of each namespace resolves its PRESET from (`main` checks --preset there)
+# the module whose PRESETS the notebook of each namespace resolves its PRESET from (the writer checks --preset there)
 PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", "03": "lib.regret.experiment",
                   "04": "lib.irs.experiment"}
 
@@ -371,104 +366,3 @@ def read_records(path: Path) -> list[dict]:
     if not Path(path).exists():
         return []
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def _parser() -> argparse.ArgumentParser:
-    """The options of `python -m lib.store` (module docstring)."""
-    parser = command_parser("lib.store", __doc__)
-    parser.add_argument("notebook", type=Path, help="e.g. notebooks/01_ensemble_pr_curves.ipynb")
-    parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu; one of the "
-                                                        "notebook's PRESETS)")
-    parser.add_argument("--reuse-cache", action="store_true",
-                        help=f"read entries already in the cache ({cache_dir()}) instead of computing everything "
-                             "in an empty one; the manifest says so")
-    parser.add_argument("--scratch-run", type=Path, default=None,
-                        help="with --reuse-cache: the executed notebook of the from-scratch run that filled the cache; "
-                             "the manifest records its wall time and date as the cost of the stored entries")
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "runs" / "store",
-                        help="folder for the executed notebook of the run")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                        help="another notebook parameter, as papermill's -p (the layer is then not the preset's)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The command (module docstring): run the notebook from scratch and write its stored layer."""
-    from papermill.cli import _resolve_type
-
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if not args.notebook.exists():
-        parser.error(f"notebook {args.notebook} does not exist")
-    overrides = {name: _resolve_type(value) for name, value in args.parameter}
-    problem = _store_problem(args.notebook, args.preset, overrides)
-    if problem:
-        parser.error(problem)
-    parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False, **overrides}
-    target = _store_run(args, parameters, command_line("lib.store", argv))
-    manifest = read_manifest(target)
-    print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
-          f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
-    return 0
-
-
-def _store_problem(notebook: Path, preset: str, overrides: dict) -> str | None:
-    """Why `python -m lib.store notebook --preset preset -p ...` cannot write a layer, before anything runs: a
-    notebook without a layer namespace, a preset outside its PRESETS (`../..` would name a folder outside
-    results/), a PRESET or SOURCE parameter that contradicts the command; else None."""
-    import importlib
-
-    namespace = notebook.name[:2]
-    if namespace not in PRESET_MODULES:
-        return f"notebook {notebook} has no stored layer (notebooks {', '.join(PRESET_MODULES)} have one)"
-    presets = importlib.import_module(PRESET_MODULES[namespace]).PRESETS
-    if preset not in presets:
-        return f"--preset {preset!r} is not one of notebook {namespace}'s PRESETS {sorted(presets)}"
-    if "PRESET" in overrides and overrides["PRESET"] != preset:
-        return f"-p PRESET {overrides['PRESET']!r} contradicts --preset {preset!r}: give the preset with --preset alone"
-    if overrides.get("SOURCE", "compute") != "compute":
-        return (f"-p SOURCE {overrides['SOURCE']!r}: a layer is written from a run that computes its entries "
-                "(SOURCE='compute', the command's own setting; --reuse-cache reads the cache instead)")
-    return None
-
-
-def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path:
-    """Run the notebook with `parameters`, in an empty temporary cache unless --reuse-cache, recording its stored
-    entries, and write its layer with the run's provenance; returns the layer's folder."""
-    from lib.device import cpu_model
-    from lib.provenance import git_commit
-    from lib.report import temporary_environ
-
-    commit = git_commit(mark_dirty=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
-        env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
-        if not args.reuse_cache:
-            env["WORKBOOK_CACHE"] = str(Path(tmp) / "cache")
-        with temporary_environ(env):  # the layer is written from this cache
-            executed, seconds = _execute_timed(args.notebook, args.out, parameters)
-            provenance = {
-                "command": command, "commit": commit, "machine": cpu_model(),
-                "threads": os.environ.get("OMP_NUM_THREADS", "default"),
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **seconds,
-                "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
-                "parameters": parameters, "executed_notebook": _shown(executed)}
-            if args.scratch_run is not None:
-                provenance["from_scratch"] = scratch_run_info(args.scratch_run)
-            return write_layer(args.notebook.name[:2], args.preset, read_records(Path(env[RECORD_ENV])), provenance)
-
-
-def _execute_timed(notebook: Path, out: Path, parameters: dict) -> tuple[Path, dict]:
-    """The notebook run by papermill into `out`: (the executed copy, {"wall_seconds", "cpu_seconds"} of the run,
-    the CPU time its kernel took)."""
-    from lib.report import execute
-
-    start, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    executed = execute(notebook, out / notebook.name, parameters)
-    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return executed, {"wall_seconds": round(time.perf_counter() - start, 1),
-                      "cpu_seconds": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1)}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

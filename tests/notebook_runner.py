@@ -75,7 +75,7 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Ca
 def smoke_run(tmp_path_factory: pytest.TempPathFactory, run: Callable[..., dict]) -> dict:
     """The notebook's smoke run, run once per test session (across xdist workers): {"results", "seconds",
     "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number", "records"
-    (the entries of its stored layer, as `python -m lib.store` records them)}. Tests that write files put them
+    (the entries of its stored layer, as `python -m lib.store_writer` records them)}. Tests that write files put them
     in their own tmp_path, not in "tmp"."""
 
     def compute(tmp: Path) -> dict:

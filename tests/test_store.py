@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from lib import store
+from lib import store, store_writer
 from lib.cache import cache_path, cached_npz, cached_torch
 from lib.paths import sha256_file
 
@@ -212,7 +212,7 @@ def test_the_store_command_refuses_a_bad_preset_or_source_before_running(roots, 
     bystander = roots / "keep.txt"
     bystander.write_text("mine")
     with pytest.raises(SystemExit) as stop:
-        store.main(["notebooks/04_image_retrieval_score.ipynb", "--out", str(roots / "runs"), *argv])
+        store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--out", str(roots / "runs"), *argv])
     assert stop.value.code == 2 and re_search(message, capsys.readouterr().err)
     assert bystander.read_text() == "mine" and not (roots / "runs").exists()  # refused before the run
 
