@@ -16,25 +16,20 @@ python benchmarks/bench_diffusion.py [--settings 16:32 16:16 32:64] [--repeats 3
 from __future__ import annotations
 
 import argparse
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+from benchmarks.bench_pareto import median_time
 from lib.device import cpu_model
 from lib.diffusion import Recipe, build_denoiser, edm_loss
 from lib.diffusion.training import WithEMA
 
 
 def _median_seconds(fn, repeats: int) -> float:
+    """`median_time` after one warm-up call (the first call builds the graph and allocates)."""
     fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return median_time(fn, repeats)
 
 
 def reference_rates(repeats: int) -> dict:

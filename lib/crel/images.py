@@ -118,17 +118,18 @@ class Similarity:
     def __init__(self, depth: int, prototypes: np.ndarray, resolution: int):
         self.net, _ = cifar_resnet.load_pretrained(depth)
         self.net.requires_grad_(False)
-        self.prototypes = torch.as_tensor(prototypes / np.linalg.norm(prototypes, axis=1, keepdims=True),
-                                          dtype=torch.float32)
+        self.set_prototypes(prototypes)
         self.resolution = resolution
         self._mean = torch.tensor(cifar_resnet.MEAN).view(1, 3, 1, 1)
         self._std = torch.tensor(cifar_resnet.STD).view(1, 3, 1, 1)
 
-    @torch.no_grad()
-    def features_of_images(self, images: np.ndarray, batch: int = 500) -> np.ndarray:
-        up = fam.for_extractor(images)
-        return np.concatenate([self.net.features(cifar_resnet.to_input(up[i:i + batch])).numpy()
-                               for i in range(0, len(up), batch)])
+    def set_prototypes(self, prototypes: np.ndarray) -> None:
+        """mu_x: the rows of `prototypes` (10, 64), normalised."""
+        self.prototypes = torch.as_tensor(prototypes / np.linalg.norm(prototypes, axis=1, keepdims=True),
+                                          dtype=torch.float32)
+
+    def features_of_images(self, images: np.ndarray) -> np.ndarray:
+        return cifar_resnet.predict(self.net, fam.for_extractor(images), features=True)
 
     def of_images(self, images: np.ndarray, labels: np.ndarray) -> np.ndarray:
         f = torch.as_tensor(self.features_of_images(images))
@@ -159,10 +160,10 @@ def held_out_classes(family: fam.Family, per_class: int, offset: int = 0) -> dic
 def similarity(s: ImageSettings) -> Similarity:
     """rho with mu_x from the first `prototype_per_class` test images of each class."""
     real = held_out_classes(s.family, s.prototype_per_class)
-    probe = Similarity(s.rho_depth, np.ones((fam.NUM_CLASSES, cifar_resnet.FEATURE_DIM)), s.family.resolution)
-    feats = probe.features_of_images(real["images"])
-    protos = np.stack([feats[real["labels"] == c].mean(0) for c in range(fam.NUM_CLASSES)])
-    return Similarity(s.rho_depth, protos, s.family.resolution)
+    rho = Similarity(s.rho_depth, np.ones((fam.NUM_CLASSES, cifar_resnet.FEATURE_DIM)), s.family.resolution)
+    feats = rho.features_of_images(real["images"])
+    rho.set_prototypes(np.stack([feats[real["labels"] == c].mean(0) for c in range(fam.NUM_CLASSES)]))
+    return rho
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from scipy.spatial import ConvexHull
 from lib.crel import method as crel
 from lib.crel.evaluation import DecodedSet
 from lib.data.banana import sample_y
+from lib.data.cifar10 import CLASSES
 from lib.plotting import PALETTE
 
 DECODED_LABEL = r"Dec($S^\gamma$ grid points)"  # the legend entry of the decoded grid points of the set
@@ -56,8 +57,6 @@ def mark_worst(ax_z: plt.Axes, ax_y: plt.Axes, rel: dict) -> None:
     ax_y.scatter(*rel["y"].T, marker="*", s=200, color="red", label=f"Dec(z*), ρ = {rel['score'][0]:.3f}")
 
 
-CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
-
 
 def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(range(10))) -> plt.Figure:
     """One row per set (`lib.crel.images.generator_crel` results by label): for each class in `classes`, a typical
@@ -75,6 +74,6 @@ def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(
                 side.set(color="red", linewidth=1.5)
         row[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
     for k, c in enumerate(classes):
-        axes[0][2 * k].set_title(CIFAR_CLASSES[c], fontsize=8, loc="left")
+        axes[0][2 * k].set_title(CLASSES[c], fontsize=8, loc="left")
     fig.subplots_adjust(wspace=0.05, hspace=0.35, left=0.16, right=0.99, top=0.92, bottom=0.05)
     return fig
