@@ -9,7 +9,10 @@ folder is `$WORKBOOK_CACHE` if set, else the git-ignored `data/cache/` of the ch
 Each entry (and each training checkpoint) carries its own SHA-256: the file is a 40-byte header
 (`MAGIC` + the digest of the rest) followed by the usual .npz / torch.save payload. Loading checks the
 digest first, so a truncated file or a flipped bit is found before anything is unpickled; the cached_*
-helpers then log the file and the reason, delete it and recompute (`DamagedCacheEntry`).
+lookup (`lib.run.Run`) then logs the file and the reason, deletes it and recomputes (`DamagedCacheEntry`).
+
+This module is the entry format only: the path (`cache_entry`), the checksum header, the atomic write and the
+safe load. Which entries a run reads, from the cache or the stored layer, and when it computes, is `lib.run`'s.
 
 Trust: a file at a cache path is read only as data. One without the header (not written by this
 workbook, or by a version before checksums) is a damaged entry, never opened further; .npz payloads are
@@ -30,11 +33,10 @@ import os
 import pickle
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -97,24 +99,27 @@ def config_hash(config: Any, length: int = 10) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-_CONFIGS: dict[str, Any] = {}  # the configuration of each path cache_path made, for stored layers' manifests
+class Entry(NamedTuple):
+    """A cache entry's file and the configuration its name hashes (canonical JSON types): a stored layer's
+    manifest records it, and a stored file is read only for the configuration it was computed for."""
+
+    path: Path
+    config: Any
 
 
-def cache_path(namespace: str, label: str, config: Any, suffix: str) -> Path:
-    """<cache_dir>/<namespace>/<label>-<hash(config)><suffix>. A label (often made of parameter values) with a
-    '/' or a namespace that leads outside the cache root is refused, naming it: a damaged entry is deleted, so
-    an entry's path must never land outside the cache."""
+def cache_entry(namespace: str, label: str, config: Any, suffix: str) -> Entry:
+    """The entry <cache_dir>/<namespace>/<label>-<hash(config)><suffix> with its configuration. A label (often
+    made of parameter values) with a '/' or a namespace that leads outside the cache root is refused, naming it:
+    a damaged entry is deleted, so an entry's path must never land outside the cache."""
     if "/" in label or os.sep in label:
         raise ValueError(f"cache label {label!r} holds a path separator; a label names one file of its namespace")
     folder = path_inside(cache_dir(), namespace, name="cache namespace")
-    path = path_inside(folder, f"{label}-{config_hash(config)}{suffix}", name="cache label")
-    _CONFIGS[path.name] = _jsonable(config)
-    return path
+    return Entry(path_inside(folder, f"{label}-{config_hash(config)}{suffix}", name="cache label"), _jsonable(config))
 
 
-def known_config(path: Path) -> Any:
-    """The configuration (canonical JSON types) `cache_path` hashed into `path`'s name in this process, or None."""
-    return _CONFIGS.get(Path(path).name)
+def cache_path(namespace: str, label: str, config: Any, suffix: str) -> Path:
+    """The file of `cache_entry(namespace, label, config, suffix)` (for checkpoints and entries no layer keeps)."""
+    return cache_entry(namespace, label, config, suffix).path
 
 
 class WriteFailed(OSError):
@@ -269,50 +274,3 @@ def atomic_torch_save(obj: Any, path: Path) -> Path:
 def atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
     """np.savez `arrays` to `path` atomically, with the checksum header (`load_npz` reads it)."""
     return _write_checked(path, lambda fh: np.savez(fh, **arrays))
-
-
-def cached_npz(path: Path, compute: Callable[[], Mapping[str, np.ndarray]], force: bool = False, *,
-               stored: bool = False) -> dict:
-    """Load the arrays at `path`, or compute, store and return them (`force` recomputes).
-
-    A damaged entry (checksum mismatch, truncation, unreadable) is logged, deleted and recomputed. With
-    `stored`, the entry belongs to its notebook's stored layer (`lib.store`): a cache miss reads it from
-    there when the layer holds it, and `python -m lib.store_writer` copies it there."""
-    return _cached(path, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz,
-                   lambda arrays, p: atomic_savez(p, arrays),
-                   force, stored)
-
-
-def cached_torch(path: Path, compute: Callable[[], Any], force: bool = False, *,
-                 allow: Sequence[type | Callable] = (), stored: bool = False) -> Any:
-    """Load the object at `path` (torch.save format; `load_torch`, which `allow` is passed to), or compute,
-    store and return it.
-
-    A damaged entry (no header, checksum mismatch, truncation, unreadable, content outside what
-    `load_torch` builds) is logged, deleted and recomputed. `stored`: as for `cached_npz`."""
-    return _cached(path, compute, lambda p: load_torch(p, allow=allow), atomic_torch_save, force, stored)
-
-
-def _cached(path: Path, compute: Callable[[], Any], load: Callable[[Path], Any], save: Callable[[Any, Path], Any],
-            force: bool, stored: bool) -> Any:
-    """The cache's one lookup order: the cache entry, else (`stored`) the stored layer, else compute and save."""
-    from lib import store
-
-    if path.exists() and not force:
-        try:
-            value = load(path)
-            if stored:
-                store.record(path)
-            return value
-        except DamagedCacheEntry as err:
-            discard_damaged(err)
-    if stored and not force:
-        found, value = store.load_stored(path, load)
-        if found:
-            return value
-    start = time.perf_counter()
-    value = compute()
-    save(value, path)
-    if stored:
-        store.note_computed(path, time.perf_counter() - start)
-    return value

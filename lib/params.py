@@ -15,7 +15,7 @@ import re
 import tempfile
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -299,6 +299,80 @@ def resolve_preset(presets: Mapping[str, Any], preset: str, overrides: Mapping[s
     """`presets[preset]` with `overrides` (see `with_overrides`); an unknown preset names the choices."""
     check_choice("PRESET", preset, presets)
     return with_overrides(presets[preset], overrides, flat=flat)
+PARAMETER = "parameter"  # a config field's metadata key: the notebook parameter that sets it (None: no parameter)
+
+
+def setting_parameters(template: Any, declared: Iterable[str] | None = None, prefix: str = "") -> dict[str, str]:
+    """{setting path: the notebook parameter that sets it} of a config dataclass (a preset), the one place a
+    notebook parameter is named: each field is set by its name in capitals (`num_members` by NUM_MEMBERS, the
+    nested `train.batch_size` by BATCH_SIZE), or by the name its field metadata gives (`field(metadata={PARAMETER:
+    "CLASS_DRAWS"})`; None: no parameter). A field holding a dataclass is walked into unless its metadata names a
+    parameter. One parameter may set several settings (02's PGD_STARTS sets both its caption and image runs').
+    With `declared` (the notebook's parameters), only the parameters it declares are kept."""
+    declared = None if declared is None else set(declared)
+    out: dict[str, str] = {}
+    for f in fields(template):
+        value, path = getattr(template, f.name), prefix + f.name
+        if is_dataclass(value) and PARAMETER not in f.metadata:
+            out |= setting_parameters(value, declared, prefix=path + ".")
+            continue
+        name = f.metadata.get(PARAMETER, f.name.upper())
+        if name is not None and (declared is None or name in declared):
+            out[path] = name
+    return out
+
+
+def overrides_from(namespace: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """The overrides (nested dicts for nested settings, as `with_overrides` takes them) that the notebook's
+    parameters in `namespace` give the settings of `names` ({setting path: parameter})."""
+    overrides: dict[str, Any] = {}
+    for path, parameter in names.items():
+        if parameter in namespace:
+            *heads, last = path.split(".")
+            level = overrides
+            for head in heads:
+                level = level.setdefault(head, {})
+            level[last] = namespace[parameter]
+    return overrides
+
+
+def configure(resolve: Callable[..., Any], presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> Any:
+    """A notebook's config from its parameters, in one call: `resolve(PRESET, **overrides)` with the value of every
+    parameter the notebook declares that sets a setting (`setting_parameters`; None keeps the preset's), resolved
+    inside `parameter_names`, so that a bad value is reported under the parameter's name. The configuration cell
+    calls it with `globals()`, after `check_notebook_parameters`."""
+    preset = check_choice("PRESET", namespace["PRESET"], presets)
+    names = setting_parameters(presets[preset], namespace.get("__annotations__", {}))
+    with parameter_names(names):
+        return resolve(preset, **overrides_from(namespace, names))
+
+
+def resolved_parameters(config: Any, presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> list[dict]:
+    """One row per notebook parameter that sets `config`: {"parameter", "value" (what the run uses), "preset"
+    (the preset's value where the run's differs, else "")}, for the table after the configuration cell."""
+    names = setting_parameters(config, namespace.get("__annotations__", {}))
+    base = presets[config.preset]
+    rows: dict[str, dict] = {}
+    for path, parameter in names.items():
+        value, default = _setting(config, path), _setting(base, path)
+        if parameter not in rows:
+            rows[parameter] = {"parameter": parameter, "value": _short(value),
+                               "preset": "" if value == default else _short(default)}
+    return list(rows.values())
+
+
+def _setting(config: Any, path: str) -> Any:
+    for part in path.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def _short(value: Any, width: int = 48) -> str:
+    """A setting's value as a table cell: tuples as lists, None as "None", cut at `width` characters."""
+    text = repr(list(value) if isinstance(value, tuple) else value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def check_bool(name: str, value: Any) -> bool:
     """`value` must be a real bool. Strings are refused, not parsed: papermill reads only `True` and `False`
     as booleans (`-p EXPLORER False`), so `-p EXPLORER false` arrives as the string 'false', which Python

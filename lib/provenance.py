@@ -21,7 +21,7 @@ from lib.paths import PROJECT_ROOT
 
 STAMP_KEY = "workbook"  # the executed notebook's metadata key of `stamp`
 LINE_CLASS = "workbook-provenance"  # the HTML class of the line (the browser test finds it by this class)
-# what `lib.store.summary` prints at a notebook's end
+# what `lib.run.Run.summary` prints at a notebook's end
 STORE_SUMMARY = re.compile(r"stored layer (?P<layer>\S+): (?P<read>\d+) results read, (?P<computed>\d+) computed")
 
 

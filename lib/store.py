@@ -11,12 +11,13 @@ beside a `manifest.json` that says which command and commit produced them, on wh
 wall and CPU time, and each entry's configuration (its cache key) and SHA-256.
 
 Reading (`SOURCE="stored"`, the notebooks' default): an entry missing from the cache is looked up in the
-stored layer of the notebook's preset (`use`) before it is computed. The file name is the key, so a stored
-entry is used only for exactly the configuration it was computed for; when the layer holds the same label
-under another hash, the configuration or the code (each key carries a version) changed since the layer was
-written: the notebook says so in one line, computes the entry and names the command that refreshes the layer.
-A stored file whose SHA-256 differs from its manifest's, or that does not load, is refused with a message
-naming it, and the entry is computed. `SOURCE="compute"` ignores the layer.
+stored layer of the notebook's preset before it is computed; the run (`lib.run.Run`) owns that order, and this
+module reads a layer (`lookup`). The file name is the key, so a stored entry is used only for exactly the
+configuration it was computed for; when the layer holds the same label under another hash, the configuration or
+the code (each key carries a version) changed since the layer was written: the notebook says so in one line,
+computes the entry and names the command that refreshes the layer. A stored file whose SHA-256 differs from its
+manifest's, or that does not load, is refused with a message naming it, and the entry is computed.
+`SOURCE="compute"` ignores the layer. The module holds no state: a layer is read from its manifest each time.
 
 Writing (`lib.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
 (`SOURCE="compute"`, an empty temporary cache unless `--reuse-cache`), records every `stored=True` entry the run
@@ -63,9 +64,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from lib.cache import DamagedCacheEntry, known_config
+from lib.cache import DamagedCacheEntry
 from lib.params import check_name, path_inside
 from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
@@ -77,10 +78,6 @@ NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
 PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", "03": "lib.regret.experiment",
                   "04": "lib.irs.experiment"}
 
-_active: dict[str, Any] = {"source": "compute", "namespace": None, "preset": None}
-_counts: dict[str, int] = {"loaded": 0, "computed": 0, "stale": 0, "refused": 0}
-_told: set[str] = set()
-
 
 def layer_dir(namespace: str, preset: str) -> Path:
     """results/<namespace>/<preset>/: the stored layer of one notebook and preset; a namespace or preset that
@@ -89,28 +86,7 @@ def layer_dir(namespace: str, preset: str) -> Path:
                        name="namespace/PRESET")
 
 
-def use(source: str, namespace: str, preset: str) -> str:
-    """Make `source` ("stored" or "compute") the way this process finds the entries of notebook `namespace`
-    (e.g. "01") under `preset`; returns one line for the notebook to print. Called by each notebook's
-    configuration cell; the parameter is named SOURCE there."""
-    if source not in SOURCES:
-        raise ValueError(f"SOURCE={source!r} is not one of {SOURCES}: 'stored' reads the committed results of the "
-                         "long stages where their configuration matches, 'compute' recomputes them.")
-    _active.update(source=source, namespace=namespace, preset=preset)
-    _counts.update(dict.fromkeys(_counts, 0))
-    _told.clear()
-    if source == "compute":
-        return f"SOURCE='compute': the long stages are computed (or read from the cache {cache_dir()})."
-    layer = layer_dir(namespace, preset)
-    manifest = read_manifest(layer)
-    if manifest is None:
-        return f"SOURCE='stored': there is no stored layer for PRESET={preset!r} ({_shown(layer)}): computing."
-    return (f"SOURCE='stored': results of the long stages are read from {_shown(layer)} where their configuration "
-            f"matches ({len(manifest['entries'])} stored, commit {manifest['commit'][:10]}, "
-            f"{manifest['date']}); SOURCE='compute' recomputes them.")
-
-
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """`path` relative to the checkout when inside it (what a reader can find), else as it is."""
     try:
         return str(Path(path).resolve().relative_to(PROJECT_ROOT))
@@ -123,8 +99,8 @@ class DamagedManifest(ValueError):
 
     def __init__(self, path: Path, reason: str):
         self.path = Path(path)
-        super().__init__(f"{_shown(path)} is not a valid stored-layer manifest: {reason}. Restore it "
-                         f"(`git checkout -- {_shown(path)}`) or rewrite its layer (`make store NB=...`).")
+        super().__init__(f"{shown(path)} is not a valid stored-layer manifest: {reason}. Restore it "
+                         f"(`git checkout -- {shown(path)}`) or rewrite its layer (`make store NB=...`).")
 
 
 def read_manifest(layer: Path) -> dict | None:
@@ -172,14 +148,6 @@ def manifest_problem(manifest: Any) -> str | None:
     return None
 
 
-def _manifest_entries(namespace: str) -> dict[str, dict]:
-    """{file name: manifest entry} of the active layer (read each time: the layer may change under a run)."""
-    if _active["source"] != "stored" or _active["namespace"] != namespace:
-        return {}
-    manifest = read_manifest(layer_dir(namespace, _active["preset"]))
-    return {} if manifest is None else manifest["entries"]
-
-
 def namespace_of(path: Path) -> tuple[str, str] | None:
     """(namespace, file name) of a cache path, or None for a path outside the cache root."""
     try:
@@ -189,28 +157,35 @@ def namespace_of(path: Path) -> tuple[str, str] | None:
     return ("/".join(parts[:-1]), parts[-1]) if len(parts) >= 2 else None
 
 
-def load_stored(path: Path, load: Callable[[Path], Any]) -> tuple[bool, Any]:
-    """(True, value) when the active stored layer holds the cache entry `path` intact, loaded with `load`;
-    else (False, None), after one line to the reader when the layer's entry is stale or damaged."""
-    located = namespace_of(path)
-    if located is None:
-        return False, None
-    namespace, name = located
-    entries = _manifest_entries(namespace)
-    if not entries:
-        return False, None
-    stored = layer_dir(namespace, _active["preset"]) / name
+class Found(NamedTuple):
+    """What a layer holds for one cache entry: `status` "loaded" (with its `value`), "absent" (no such entry, nor
+    its label under another key), "stale" (its label under another key: the configuration or the code changed
+    since the layer was written) or "refused" (listed, but missing, damaged or recorded for another configuration:
+    `reason`)."""
+
+    status: str
+    layer: Path
+    label: str = ""
+    value: Any = None
+    reason: str | None = None
+
+
+def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> Found:
+    """The layer's entry `name` (a cache file name), loaded with `load` when it is intact and recorded for the
+    configuration `asked` (the key the run hashed into the name). The manifest is read each time: the layer may
+    change under a run."""
+    manifest = read_manifest(layer)
+    entries = {} if manifest is None else manifest["entries"]
+    match = NAME.match(name)
+    label = match["label"] if match else name
     if name not in entries:
-        _tell_if_stale(namespace, name, entries)
-        return False, None
-    reason, value = _stored_value(stored, entries[name], load, known_config(path))
+        stale = match is not None and any((m := NAME.match(n)) and m["label"] == label and m["suffix"] == match["suffix"]
+                                          for n in entries)
+        return Found("stale" if stale else "absent", layer, label)
+    reason, value = _stored_value(layer / name, entries[name], load, asked)
     if reason is not None:
-        _counts["refused"] += 1
-        print(f"stored result {_shown(stored)} refused: {reason}; computing it instead "
-              f"({refresh_command(namespace)} rewrites the layer).")
-        return False, None
-    _counts["loaded"] += 1
-    return True, value
+        return Found("refused", layer, label, reason=reason)
+    return Found("loaded", layer, label, value)
 
 
 def _stored_value(stored: Path, entry: dict, load: Callable[[Path], Any], asked: Any) -> tuple[str | None, Any]:
@@ -235,54 +210,6 @@ def _canonical(config: Any) -> str:
     return json.dumps(config, default=str, sort_keys=True)
 
 
-def _tell_if_stale(namespace: str, name: str, entries: dict) -> None:
-    """One line, once per run, when the layer holds this label under another key."""
-    match = NAME.match(name)
-    if match is None:
-        return
-    label, suffix = match["label"], match["suffix"]
-    others = [n for n in entries if (m := NAME.match(n)) and m["label"] == label and m["suffix"] == suffix]
-    if not others:
-        return
-    _counts["stale"] += 1
-    if namespace not in _told:
-        _told.add(namespace)
-        print(f"stored result {label} (and any later ones) of {_shown(layer_dir(namespace, _active['preset']))} is "
-              f"stale: its configuration or the code changed since the layer was written, so it is computed; "
-              f"{refresh_command(namespace)} refreshes the layer.")
-
-
-def refresh_command(namespace: str) -> str:
-    preset = _active["preset"] or "cpu"
-    return f"`make store NB={namespace} PRESET={preset}`"
-
-
-def note_computed(path: Path, seconds: float) -> None:
-    """Count an entry computed in this run and, under `main`, record it for the layer."""
-    _counts["computed"] += 1
-    record(path, seconds)
-
-
-def record(path: Path, seconds: float | None = None) -> None:
-    """Under `main` (RECORD_ENV set), append the cache entry `path` to the list of entries the layer keeps."""
-    target = os.environ.get(RECORD_ENV)
-    if not target:
-        return
-    line = {"path": str(path), "config": known_config(path), "compute_seconds": seconds}
-    with open(target, "a") as fh:
-        fh.write(json.dumps(line, default=str) + "\n")
-
-
-def summary() -> str:
-    """One line on where this run's stored-layer entries came from (printed at a notebook's end)."""
-    if _active["source"] != "stored":
-        return "SOURCE='compute': nothing was read from a stored layer."
-    c = _counts
-    return (f"stored layer {_shown(layer_dir(_active['namespace'], _active['preset']))}: {c['loaded']} results read, "
-            f"{c['computed']} computed" + (f", {c['stale']} stale" if c["stale"] else "")
-            + (f", {c['refused']} refused" if c["refused"] else "") + ".")
-
-
 # ------------------------------------------------------------------------------------------------------------
 # Writing a layer
 # ------------------------------------------------------------------------------------------------------------
@@ -293,7 +220,7 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
     target = layer_dir(namespace, preset)
     entries, sources = _layer_entries(namespace, records)
     if not entries:
-        raise ValueError(f"the run recorded no stored entry of notebook {namespace}, so {_shown(target)} is left as "
+        raise ValueError(f"the run recorded no stored entry of notebook {namespace}, so {shown(target)} is left as "
                          "it is: a layer is written from a run that computes (or reads from the cache) its long "
                          "stages with SOURCE='compute'.")
     previous = (read_manifest(target) or {}).get("entries", {})

@@ -24,7 +24,7 @@ from lib.paths import PROJECT_ROOT, cache_dir
 from lib.store import (
     PRESET_MODULES,
     RECORD_ENV,
-    _shown,
+    shown,
     read_manifest,
     read_records,
     scratch_run_info,
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False, **overrides}
     target = _store_run(args, parameters, command_line("lib.store_writer", argv))
     manifest = read_manifest(target)
-    print(f"{_shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
+    print(f"{shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
           f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
     return 0
 
@@ -111,7 +111,7 @@ def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path
                 "threads": os.environ.get("OMP_NUM_THREADS", "default"),
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **seconds,
                 "cache": f"reused ({cache_dir()})" if args.reuse_cache else "empty (computed from scratch)",
-                "parameters": parameters, "executed_notebook": _shown(executed)}
+                "parameters": parameters, "executed_notebook": shown(executed)}
             if args.scratch_run is not None:
                 provenance["from_scratch"] = scratch_run_info(args.scratch_run)
             return write_layer(args.notebook.name[:2], args.preset, read_records(Path(env[RECORD_ENV])), provenance)

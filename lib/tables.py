@@ -5,9 +5,13 @@ counts as `877.0` and whose fixed decimals print a runtime of 0.000181 s as `0.0
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Integral, Real
+from typing import Any
 
 import pandas as pd
+
+from lib.params import resolved_parameters
 
 
 def _whole(values: pd.Series) -> bool:
@@ -59,3 +63,14 @@ def grouped(table: pd.DataFrame, groups: dict[str, dict[str, str]]) -> pd.DataFr
     out = table[[column for _, _, column in pairs]].copy()
     out.columns = pd.MultiIndex.from_tuples([(top, sub) for top, sub, _ in pairs])
     return out
+
+
+def resolved_table(config: Any, presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> pd.DataFrame:
+    """The table after a notebook's configuration cell: the value this run uses for each parameter that sets its
+    config (a parameter left None shows the preset's), and the preset's value where the run's differs
+    (`lib.params.resolved_parameters`)."""
+    rows = resolved_parameters(config, presets, namespace)
+    table = pd.DataFrame(rows, columns=["parameter", "value", "preset"]).set_index("parameter")
+    table.columns = ["this run", f"preset {config.preset!r} where it differs"]
+    table.index.name = None
+    return table

@@ -216,7 +216,7 @@ class NotebookChecks:
     fixtures: on the worker that runs the rest of the file, from the session's one smoke run of the notebook."""
 
     run: Callable[..., dict]  # notebook_runner(<the notebook>)
-    parameters: dict[str, str]  # the package's NOTEBOOK_PARAMETERS
+    presets: dict  # the package's PRESETS: their dataclass names the parameters (lib.params.setting_parameters)
     checked_by_name: frozenset[str] = frozenset()  # parameters whose checks use their own name
     max_runtime_s: float  # what the smoke run may take, with room for a loaded CI machine
     bad_parameters: list[tuple[dict, str]]  # (parameters, the error they raise) for the configuration cell
@@ -236,7 +236,11 @@ class NotebookChecks:
         assert smoke["results"]["runtime_s"] < self.max_runtime_s
 
     def test_every_parameter_is_named_in_the_configuration_cells_errors(self):
-        assert_parameters_are_named(self.run.notebook, self.parameters, self.checked_by_name)
+        from lib.params import setting_parameters
+
+        declared = declared_parameters(self.run.notebook)
+        for preset in self.presets.values():  # every preset's config is set by the same parameters
+            assert_parameters_are_named(self.run.notebook, setting_parameters(preset, declared), self.checked_by_name)
 
     def test_bad_parameters_fail_before_any_work(self, config_cell, parameters, message):
         config_cell.assert_rejects(parameters, message)  # the configuration cell, in one kernel for all cases
@@ -257,9 +261,9 @@ def declared_parameters(notebook: Path) -> list[str]:
 
 
 def assert_parameters_are_named(notebook: Path, names: dict[str, str], checked_by_name: set[str] = frozenset()) -> None:
-    """`names` (a package's NOTEBOOK_PARAMETERS, setting -> parameter) names only parameters the notebook declares,
-    and every declared parameter but the common ones and `checked_by_name` (checks that use the parameter's own
-    name) is among them, so a range error in the configuration cell names what the user passed."""
+    """`names` (setting -> parameter, as `lib.params.setting_parameters` derives them) names only parameters the
+    notebook declares, and every declared parameter but the common ones and `checked_by_name` (checks that use the
+    parameter's own name) is among them, so a range error in the configuration cell names what the user passed."""
     declared = declared_parameters(notebook)
     assert set(names.values()) <= set(declared), set(names.values()) - set(declared)
     assert set(declared) - COMMON_PARAMETERS - set(checked_by_name) == set(names.values())

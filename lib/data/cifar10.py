@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.cache import cache_path, cached_npz, config_hash
+from lib.cache import cache_path, config_hash
 from lib.data.files import DataFileError, data_file, data_root
+from lib.run import Run
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SOURCES = ("jpeg", "python")
@@ -110,15 +111,15 @@ def _arrays_from_batches(batches: dict) -> dict[str, np.ndarray]:
             "test_labels": np.asarray(batches["test_batch"][b"labels"], dtype=np.int64)}
 
 
-def load_cifar10(source: str = "jpeg", force: bool = False) -> dict[str, Split]:
+def load_cifar10(source: str = "jpeg") -> dict[str, Split]:
     """CIFAR-10 as {"train": Split (50000 images), "test": Split (10000, original order)}.
 
-    Decoded once and cached; `force` decodes again.
+    Decoded once and cached (a damaged cache entry is decoded again).
     """
     if source not in SOURCES:
         raise ValueError(f"source={source!r} is not a CIFAR-10 source; choose one of {SOURCES}")
     read = _decode_jpeg_zip if source == "jpeg" else _read_python_archive
-    arrays = cached_npz(decoded_path(source), read, force=force)
+    arrays = Run().npz(decoded_path(source), read)
     return {"train": Split(arrays["train_images"], arrays["train_labels"]),
             "test": Split(arrays["test_images"], arrays["test_labels"])}
 

@@ -22,8 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_path
 from lib.diffusion.training import Recipe, load_denoiser, one_hot, sample, train_denoiser
+from lib.run import Run
 from lib.seeds import derive_seed
 
 NAMESPACE = "04"  # the cache namespace of the family's entries (first trained for notebook 04)
@@ -176,7 +177,7 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
                               epochs=epochs, seed=derive_seed(family.seed, TRAIN_STREAM), checkpoint=checkpoint,
                               device=device, progress=progress)
 
-    return cached_torch(path, compute)
+    return Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
 
 
 def weights_path(family: Family, low: dict, arm: str, channels: int, epochs: int,
@@ -226,4 +227,4 @@ def generated_images(family: Family, low: dict, spec: GeneratedSet, conditioning
                         seed=derive_seed(family.seed, SAMPLES_STREAM), progress=progress)
         return {"images": images, "sources": rows if spec.arm == "diadm" else np.full(family.n, -1)}
 
-    return cached_npz(set_path(family, low, spec, conditioning_key), compute)
+    return Run().npz(set_path(family, low, spec, conditioning_key), compute)

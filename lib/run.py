@@ -1,0 +1,169 @@
+"""A run: the one object that owns where each expensive result of a notebook comes from.
+
+A notebook's configuration cell makes one `Run` from its PRESET, SOURCE, FORCE_RECOMPUTE, DEVICE and PROGRESS
+(`Run.for_notebook`); the experiment stages take it instead of force/device/progress/stored arguments. It owns the
+single lookup order of a cache entry (`npz`, `torch`):
+
+1. the cache (`lib.cache`: the entry's file, checksum verified; a damaged one is logged, deleted and recomputed),
+   unless FORCE_RECOMPUTE;
+2. for an entry of the notebook's stored layer (`stored=True`), the layer (`lib.store`: results/<NN>/<PRESET>/),
+   when SOURCE="stored" and not FORCE_RECOMPUTE;
+3. compute, save it to the cache and, under `make store` (`lib.store.RECORD_ENV`, read once when the run is made),
+   record it for the layer.
+
+It counts what was read from the layer and what was computed (`summary`, printed at a notebook's end). The run
+holds no module state: two runs in one process (a test, a sweep) do not see each other's counts or layers.
+
+Method-layer functions (the trainings, the metrics) keep explicit arguments, so that assignments and benchmarks
+call them without a run; a stage called outside a notebook takes `Run()`: compute, the CPU, no progress bars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lib import store
+from lib.cache import DamagedCacheEntry, Entry, atomic_savez, atomic_torch_save, discard_damaged, load_npz, load_torch
+from lib.params import check_bool, check_choice
+from lib.paths import cache_dir
+
+
+@dataclass
+class Run:
+    """How one run finds its expensive results (module docstring). `Run()` computes on the CPU, silently."""
+
+    namespace: str | None = None  # the notebook's cache namespace ("01"): its stored layer is results/<namespace>/
+    preset: str | None = None
+    source: str = "compute"  # "stored": read the layer where an entry is missing from the cache
+    force: bool = False  # recompute every entry (the cache and the layer are ignored, the cache rewritten)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    progress: bool = False  # text progress bars in the long loops
+    record_to: Path | None = field(default_factory=lambda: os.environ.get(store.RECORD_ENV) or None)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("loaded", "computed", "stale", "refused"), 0))
+    told: set[str] = field(default_factory=set)  # the layers already named stale (once per run)
+
+    @classmethod
+    def for_notebook(cls, namespace: str, preset: str, *, source: str, force: bool, device: str,
+                     progress: bool) -> Run:
+        """The run of notebook `namespace` under `preset` from its parameters SOURCE, FORCE_RECOMPUTE, DEVICE and
+        PROGRESS, each checked and named in the error (before any work)."""
+        from lib.device import pick_device
+
+        check_choice("SOURCE", source, store.SOURCES)
+        check_bool("FORCE_RECOMPUTE", force)
+        check_bool("PROGRESS", progress)
+        store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here
+        return cls(namespace=namespace, preset=preset, source=source, force=force, device=pick_device(device),
+                   progress=progress)
+
+    def but(self, **changes: Any) -> Run:
+        """This run with `changes` (e.g. progress=False for an inner loop); the counts stay shared."""
+        return replace(self, **changes)
+
+    # --------------------------------------------------------------------------------------------------------
+    # The lookup
+    # --------------------------------------------------------------------------------------------------------
+    def npz(self, entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]], *,
+            stored: bool = False) -> dict:
+        """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order)."""
+        return self._fetch(entry, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz,
+                           lambda arrays, p: atomic_savez(p, arrays), stored)
+
+    def torch(self, entry: Entry | Path, compute: Callable[[], Any], *, allow: Sequence[type | Callable] = (),
+              stored: bool = False) -> Any:
+        """The object of the cache entry (torch.save format, loaded by `lib.cache.load_torch` with `allow`), or
+        computed, saved and returned."""
+        return self._fetch(entry, compute, lambda p: load_torch(p, allow=allow), atomic_torch_save, stored)
+
+    def _fetch(self, entry: Entry | Path, compute: Callable[[], Any], load: Callable[[Path], Any],
+               save: Callable[[Any, Path], Any], stored: bool) -> Any:
+        if stored and not isinstance(entry, Entry):
+            raise TypeError(f"a stored entry needs its configuration: pass lib.cache.cache_entry(...), not {entry}")
+        path, config = (entry.path, entry.config) if isinstance(entry, Entry) else (Path(entry), None)
+        if path.exists() and not self.force:
+            try:
+                value = load(path)
+                if stored:
+                    self._record(path, config)
+                return value
+            except DamagedCacheEntry as err:
+                discard_damaged(err)
+        if stored and not self.force and self.source == "stored":
+            found, value = self._from_layer(path, config, load)
+            if found:
+                return value
+        start = time.perf_counter()
+        value = compute()
+        save(value, path)
+        if stored:
+            self.counts["computed"] += 1
+            self._record(path, config, time.perf_counter() - start)
+        return value
+
+    def _from_layer(self, path: Path, config: Any, load: Callable[[Path], Any]) -> tuple[bool, Any]:
+        """(True, value) when this run's stored layer holds the entry intact; else (False, None), after one line
+        to the reader when the layer's entry is stale (once per layer) or refused."""
+        located = store.namespace_of(path)
+        if located is None or located[0] != self.namespace:
+            return False, None
+        found = store.lookup(store.layer_dir(self.namespace, self.preset), located[1], config, load)
+        if found.status == "loaded":
+            self.counts["loaded"] += 1
+            return True, found.value
+        if found.status == "stale":
+            self.counts["stale"] += 1
+            if self.namespace not in self.told:
+                self.told.add(self.namespace)
+                print(f"stored result {found.label} (and any later ones) of {store.shown(found.layer)} is stale: its "
+                      f"configuration or the code changed since the layer was written, so it is computed; "
+                      f"{self.refresh_command()} refreshes the layer.")
+        elif found.status == "refused":
+            self.counts["refused"] += 1
+            print(f"stored result {store.shown(found.layer / located[1])} refused: {found.reason}; computing it "
+                  f"instead ({self.refresh_command()} rewrites the layer).")
+        return False, None
+
+    def _record(self, path: Path, config: Any, seconds: float | None = None) -> None:
+        """Under `make store` (`record_to` set), append the entry to the list of entries the layer keeps."""
+        if not self.record_to:
+            return
+        line = {"path": str(path), "config": config, "compute_seconds": seconds}
+        with open(self.record_to, "a") as fh:
+            fh.write(json.dumps(line, default=str) + "\n")
+
+    # --------------------------------------------------------------------------------------------------------
+    # What the notebook prints
+    # --------------------------------------------------------------------------------------------------------
+    def refresh_command(self) -> str:
+        return f"`make store NB={self.namespace} PRESET={self.preset or 'cpu'}`"
+
+    def describe(self) -> str:
+        """One line on where the long stages' results come from (the configuration cell prints it)."""
+        if self.source == "compute" or self.namespace is None:
+            return f"SOURCE='compute': the long stages are computed (or read from the cache {cache_dir()})."
+        layer = store.layer_dir(self.namespace, self.preset)
+        manifest = store.read_manifest(layer)
+        if manifest is None:
+            return f"SOURCE='stored': there is no stored layer for PRESET={self.preset!r} ({store.shown(layer)}): computing."
+        return (f"SOURCE='stored': results of the long stages are read from {store.shown(layer)} where their "
+                f"configuration matches ({len(manifest['entries'])} stored, commit {manifest['commit'][:10]}, "
+                f"{manifest['date']}); SOURCE='compute' recomputes them.")
+
+    def summary(self) -> str:
+        """One line on where this run's stored-layer entries came from (printed at a notebook's end; the
+        provenance line of the book reads it: `lib.provenance.STORE_SUMMARY`)."""
+        if self.source != "stored" or self.namespace is None:
+            return "SOURCE='compute': nothing was read from a stored layer."
+        c = self.counts
+        return (f"stored layer {store.shown(store.layer_dir(self.namespace, self.preset))}: {c['loaded']} results "
+                f"read, {c['computed']} computed" + (f", {c['stale']} stale" if c["stale"] else "")
+                + (f", {c['refused']} refused" if c["refused"] else "") + ".")
