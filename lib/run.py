@@ -153,7 +153,8 @@ class Run:
         layer = store.layer_dir(self.namespace, self.preset)
         manifest = store.read_manifest(layer)
         if manifest is None:
-            return f"SOURCE='stored': there is no stored layer for PRESET={self.preset!r} ({store.shown(layer)}): computing."
+            return (f"SOURCE='stored': there is no stored layer for PRESET={self.preset!r} ({store.shown(layer)}): "
+                    "computing.")
         return (f"SOURCE='stored': results of the long stages are read from {store.shown(layer)} where their "
                 f"configuration matches ({len(manifest['entries'])} stored, commit {manifest['commit'][:10]}, "
                 f"{manifest['date']}); SOURCE='compute' recomputes them.")

@@ -179,7 +179,7 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> F
     match = NAME.match(name)
     label = match["label"] if match else name
     if name not in entries:
-        stale = match is not None and any((m := NAME.match(n)) and m["label"] == label and m["suffix"] == match["suffix"]
+        stale = match is not None and any((m := NAME.match(n)) and (m["label"], m["suffix"]) == (label, match["suffix"])
                                           for n in entries)
         return Found("stale" if stale else "absent", layer, label)
     reason, value = _stored_value(layer / name, entries[name], load, asked)

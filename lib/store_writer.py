@@ -24,10 +24,10 @@ from lib.paths import PROJECT_ROOT, cache_dir
 from lib.store import (
     PRESET_MODULES,
     RECORD_ENV,
-    shown,
     read_manifest,
     read_records,
     scratch_run_info,
+    shown,
     write_layer,
 )
 
