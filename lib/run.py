@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib import store
-from lib.cache import DamagedCacheEntry, Entry, atomic_savez, atomic_torch_save, discard_damaged, load_npz, load_torch
-from lib.params import check_bool, check_choice
+from lib import cache, store
+from lib.cache import DamagedCacheEntry, Entry
+from lib.params import check_bool
 from lib.paths import cache_dir
 
 
@@ -58,7 +58,9 @@ class Run:
         PROGRESS, each checked and named in the error (before any work)."""
         from lib.device import pick_device
 
-        check_choice("SOURCE", source, store.SOURCES)
+        if source not in store.SOURCES:
+            raise ValueError(f"SOURCE={source!r} is not one of {store.SOURCES}: 'stored' reads the committed results "
+                             "of the long stages where their configuration matches, 'compute' recomputes them.")
         check_bool("FORCE_RECOMPUTE", force)
         check_bool("PROGRESS", progress)
         store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here
@@ -75,14 +77,15 @@ class Run:
     def npz(self, entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]], *,
             stored: bool = False) -> dict:
         """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order)."""
-        return self._fetch(entry, lambda: {k: np.asarray(v) for k, v in compute().items()}, load_npz,
-                           lambda arrays, p: atomic_savez(p, arrays), stored)
+        return self._fetch(entry, lambda: {k: np.asarray(v) for k, v in compute().items()}, cache.load_npz,
+                           lambda arrays, p: cache.atomic_savez(p, arrays), stored)
 
     def torch(self, entry: Entry | Path, compute: Callable[[], Any], *, allow: Sequence[type | Callable] = (),
               stored: bool = False) -> Any:
         """The object of the cache entry (torch.save format, loaded by `lib.cache.load_torch` with `allow`), or
         computed, saved and returned."""
-        return self._fetch(entry, compute, lambda p: load_torch(p, allow=allow), atomic_torch_save, stored)
+        return self._fetch(entry, compute, lambda p: cache.load_torch(p, allow=allow),
+                           lambda obj, p: cache.atomic_torch_save(obj, p), stored)
 
     def _fetch(self, entry: Entry | Path, compute: Callable[[], Any], load: Callable[[Path], Any],
                save: Callable[[Any, Path], Any], stored: bool) -> Any:
@@ -96,7 +99,7 @@ class Run:
                     self._record(path, config)
                 return value
             except DamagedCacheEntry as err:
-                discard_damaged(err)
+                cache.discard_damaged(err)
         if stored and not self.force and self.source == "stored":
             found, value = self._from_layer(path, config, load)
             if found:

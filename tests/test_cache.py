@@ -3,6 +3,7 @@ import pytest
 
 from lib import cache
 from lib.paths import NotARegularFile
+from lib.run import Run
 
 
 def test_hash_depends_on_every_setting_and_array_content():
@@ -19,7 +20,7 @@ def test_path_is_named_by_label_and_hash(tmp_path, monkeypatch):
     assert path.name == f"ensemble-C4-{cache.config_hash({'a': 1})}.pt"
 
 
-def test_cached_npz_computes_once_and_force_recomputes(tmp_path):
+def test_a_run_computes_an_entry_once_and_force_recomputes(tmp_path):
     calls = []
 
     def compute():
@@ -27,10 +28,10 @@ def test_cached_npz_computes_once_and_force_recomputes(tmp_path):
         return {"x": np.arange(len(calls) + 2)}
 
     path = tmp_path / "entry.npz"
-    first = cache.cached_npz(path, compute)
-    again = cache.cached_npz(path, compute)
+    first = Run().npz(path, compute)
+    again = Run().npz(path, compute)
     assert len(calls) == 1 and np.array_equal(first["x"], again["x"])
-    forced = cache.cached_npz(path, compute, force=True)
+    forced = Run(force=True).npz(path, compute)
     assert len(calls) == 2 and len(forced["x"]) == 4
 
 
@@ -67,7 +68,7 @@ def npz_entry(path):
         calls.append(1)
         return {"x": np.arange(1000.0) * len(calls), "y": np.eye(3)}
 
-    return calls, lambda: cache.cached_npz(path, compute)
+    return calls, lambda: Run().npz(path, compute)
 
 
 def torch_entry(path):
@@ -79,7 +80,7 @@ def torch_entry(path):
         calls.append(1)
         return {"w": torch.arange(1000.0) * len(calls), "step": 3}
 
-    return calls, lambda: cache.cached_torch(path, compute)
+    return calls, lambda: Run().torch(path, compute)
 
 
 @pytest.mark.parametrize("suffix, entry", [(".npz", npz_entry), (".pt", torch_entry)])
@@ -271,7 +272,7 @@ def _assert_same(a, b, where="entry"):
 
 @pytest.fixture
 def stored(monkeypatch):
-    """Records what `cached_torch` writes and what it reads back ({path: object}, deep copies at that moment),
+    """Records what `Run.torch` writes and what it reads back ({path: object}, deep copies at that moment),
     and that every read is torch.load(weights_only=True)."""
     import copy
 
@@ -398,7 +399,7 @@ def _prcurves_budget(monkeypatch):
                          ids=["crel-cvae", "crel-flow", "crel-captioner", "regret-heads", "regret-whole",
                               "prcurves-ensemble", "prcurves-budget"])
 def test_every_kind_of_entry_round_trips_as_data(tmp_path, monkeypatch, stored, kind):
-    """Each caller of cached_torch, run twice at a tiny size: the second run reads every entry the first wrote
+    """Each caller of Run.torch, run twice at a tiny size: the second run reads every entry the first wrote
     (its computation is forbidden), with weights_only=True, and gets the same content back."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
     written, read, flags = stored
@@ -481,7 +482,7 @@ def test_a_damaged_entry_in_a_read_only_cache_directory_names_the_directory(tmp_
     monkeypatch.setattr(Path, "unlink", _refuse)
     with pytest.raises(cache.CacheNotWritable, match=rf"the cache directory {path.parent} is not writable \(the "
                                                      r"damaged entry entry.npz cannot be deleted: Permission denied\)"):
-        cache.cached_npz(path, lambda: calls.append(1) or {"x": np.zeros(3)})
+        Run().npz(path, lambda: calls.append(1) or {"x": np.zeros(3)})
     assert calls == []  # nothing computed that could not be stored
 
 
@@ -514,7 +515,7 @@ def test_a_directory_or_fifo_at_an_entry_is_named_not_read(tmp_path, kind):
     path.parent.mkdir()
     path.mkdir() if kind == "directory" else os.mkfifo(path)
     with pytest.raises(NotARegularFile, match=rf"^{path}: it is a (directory|FIFO).*not a regular file"):
-        cache.cached_npz(path, lambda: {"x": np.zeros(1)})
+        Run().npz(path, lambda: {"x": np.zeros(1)})
 
 
 FSIZE_WRITE = """

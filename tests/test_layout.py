@@ -200,35 +200,20 @@ def _loop(graph: dict[str, dict[str, str]], component: set[str]) -> str:
     return " -> ".join(f"{a} ({graph[a][b]})" for a, b in zip(loop, loop[1:])) + f" -> {start}"
 
 
-# The import cycles lib still has, each with the change that removes it (test_known_import_cycles_are_still_there
-# turns red the day one is gone: then delete it here, which removes that test's mark).
-KNOWN_CYCLES = {frozenset({"lib.cache", "lib.store"}): "the Run object removes it: one object owns a run's cache "
-                                                         "policy, so the cache no longer calls up into the store"}
-
-
 def test_the_import_graph_finds_a_planted_cycle():
     graph = {"m.a": {"m.b": "m/a.py:1"}, "m.b": {"m.c": "m/b.py:2"}, "m.d": {},
              "m.c": {"m.a": "m/c.py:3", "m.d": "m/c.py:4"}}
     assert _cycles(graph) == {frozenset({"m.a", "m.b", "m.c"}):
                               "m.a (m/a.py:1) -> m.b (m/b.py:2) -> m.c (m/c.py:3) -> m.a"}
-    assert "lib.store" in _import_graph()["lib.cache"]  # a lazy import, inside a function, counts
+    assert "lib.device" in _import_graph()["lib.run"]  # a lazy import, inside a function, counts
 
 
-def test_lib_has_no_import_cycle_but_the_known_ones():
+def test_lib_has_no_import_cycle():
     """A cycle (`a` imports `b`, which imports `a`, however late) makes the order of imports matter and hides which
-    module owns what; lib.paths is the leaf that the cache, the store and the rest import instead."""
-    unknown = {modules: loop for modules, loop in _cycles(_import_graph()).items() if modules not in KNOWN_CYCLES}
-    assert not unknown, "import cycles in lib:\n" + "\n".join(unknown.values())
-
-
-@pytest.mark.parametrize("modules", [
-    pytest.param(modules, id="-".join(sorted(modules)), marks=pytest.mark.xfail(strict=True, reason=reason))
-    for modules, reason in KNOWN_CYCLES.items()])
-def test_known_import_cycles_are_still_there(modules):
-    """Each known cycle is expected to fail `assert modules not in cycles` until the change named removes it; a strict
-    xfail then turns this red, so that the cycle leaves KNOWN_CYCLES and can never come back unnoticed."""
+    module owns what; lib.paths is the leaf that the cache, the store and the rest import, and the run (lib.run)
+    is the one module that calls both the cache and the store."""
     cycles = _cycles(_import_graph())
-    assert modules not in cycles, cycles.get(modules)
+    assert not cycles, "import cycles in lib:\n" + "\n".join(cycles.values())
 
 
 def _readme_layout() -> dict[str, str]:

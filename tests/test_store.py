@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from lib import store, store_writer
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_entry, cache_path
 from lib.paths import sha256_file
+from lib.run import Run
 
 
 @pytest.fixture
@@ -19,19 +20,23 @@ def roots(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv(store.RECORD_ENV, str(tmp_path / "records.jsonl"))
-    yield tmp_path
-    store.use("compute", "xx", "test")  # leave the process as the other tests expect it
+    return tmp_path
+
+
+def run_of(source: str, namespace: str = "xx", preset: str = "test", **changes) -> Run:
+    """The run of a notebook `namespace` under `preset` (made after the fixture set the recording)."""
+    return Run.for_notebook(namespace, preset, source=source, force=False, device="cpu", progress=False).but(**changes)
 
 
 def fill(roots, seed: int = 0) -> dict:
     """Compute two stored entries and one that is not stored, and write the layer "xx/test" from the records."""
-    store.use("compute", "xx", "test")
-    values = {"a": cached_npz(cache_path("xx", "samples", {"seed": seed}, ".npz"),
-                              lambda: {"x": np.arange(5.0) + seed}, stored=True)["x"],
-              "b": cached_torch(cache_path("xx", "rows", {"seed": seed}, ".pt"),
-                                lambda: [{"auc": 0.5 + seed}], stored=True),
-              "weights": cached_npz(cache_path("xx", "weights", {"seed": seed}, ".npz"),
-                                    lambda: {"w": np.ones(3)})["w"]}
+    run = run_of("compute")
+    values = {"a": run.npz(cache_entry("xx", "samples", {"seed": seed}, ".npz"),
+                           lambda: {"x": np.arange(5.0) + seed}, stored=True)["x"],
+              "b": run.torch(cache_entry("xx", "rows", {"seed": seed}, ".pt"),
+                             lambda: [{"auc": 0.5 + seed}], stored=True),
+              "weights": run.npz(cache_path("xx", "weights", {"seed": seed}, ".npz"),
+                                 lambda: {"w": np.ones(3)})["w"]}
     store.write_layer("xx", "test", store.read_records(roots / "records.jsonl"),
                       {"command": "test", "commit": "abc", "date": "today"})
     return values
@@ -62,19 +67,20 @@ def test_a_layer_holds_exactly_the_stored_entries_with_their_provenance(roots):
 def test_stored_entries_load_without_computing_and_equal_the_computed_ones(roots, monkeypatch, capsys):
     values = fill(roots)
     empty_cache(roots, monkeypatch)
-    assert "2 stored" in store.use("stored", "xx", "test")
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), fail, stored=True)["x"]
-    rows = cached_torch(cache_path("xx", "rows", {"seed": 0}, ".pt"), fail, stored=True)
+    run = run_of("stored")
+    assert "2 stored" in run.describe()
+    x = run.npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), fail, stored=True)["x"]
+    rows = run.torch(cache_entry("xx", "rows", {"seed": 0}, ".pt"), fail, stored=True)
     assert np.array_equal(x, values["a"]) and rows == values["b"]
-    assert store.summary().endswith("2 results read, 0 computed.")
+    assert run.summary().endswith("2 results read, 0 computed.")
     assert not (roots / "cache2").exists()  # read in place, not copied into the cache
 
 
 def test_compute_ignores_the_layer(roots, monkeypatch):
     fill(roots)
     empty_cache(roots, monkeypatch)
-    store.use("compute", "xx", "test")
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.zeros(2)}, stored=True)["x"]
+    x = run_of("compute").npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.zeros(2)},
+                              stored=True)["x"]
     assert np.array_equal(x, np.zeros(2))
 
 
@@ -92,31 +98,30 @@ def test_a_damaged_stored_file_is_refused_by_name_and_computed(roots, monkeypatc
     else:
         path.unlink()
     empty_cache(roots, monkeypatch)
-    store.use("stored", "xx", "test")
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(2, 7.0)}, stored=True)["x"]
+    run = run_of("stored")
+    x = run.npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(2, 7.0)}, stored=True)["x"]
     assert np.array_equal(x, np.full(2, 7.0))
     out = capsys.readouterr().out
     assert f"stored result {path} refused" in out and "computing it instead" in out and "make store NB=xx" in out
-    assert "1 refused" in store.summary()
+    assert "1 refused" in run.summary()
 
 
 def test_a_stale_entry_is_computed_and_the_notebook_says_so_once(roots, monkeypatch, capsys):
     fill(roots)
     empty_cache(roots, monkeypatch)
-    store.use("stored", "xx", "test")
+    run = run_of("stored")
     for seed in (1, 2):  # the configuration changed: same labels, other keys
-        cached_npz(cache_path("xx", "samples", {"seed": seed}, ".npz"), lambda: {"x": np.zeros(1)}, stored=True)
+        run.npz(cache_entry("xx", "samples", {"seed": seed}, ".npz"), lambda: {"x": np.zeros(1)}, stored=True)
     out = capsys.readouterr().out
     assert out.count("is stale") == 1 and "make store NB=xx PRESET=test" in out
-    assert store.summary().endswith("0 results read, 2 computed, 2 stale.")
+    assert run.summary().endswith("0 results read, 2 computed, 2 stale.")
 
 
 def test_force_recomputes_even_what_the_layer_holds(roots, monkeypatch):
     fill(roots)
     empty_cache(roots, monkeypatch)
-    store.use("stored", "xx", "test")
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(1)}, force=True,
-                   stored=True)["x"]
+    x = run_of("stored", force=True).npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(1)},
+                                         stored=True)["x"]
     assert np.array_equal(x, np.ones(1))
 
 
@@ -124,18 +129,19 @@ def test_force_recomputes_even_what_the_layer_holds(roots, monkeypatch):
 def test_another_notebooks_or_presets_layer_is_not_read(roots, monkeypatch, namespace, preset):
     fill(roots)
     empty_cache(roots, monkeypatch)
-    store.use("stored", namespace, preset)
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(1)}, stored=True)["x"]
+    x = run_of("stored", namespace, preset).npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"),
+                                                lambda: {"x": np.ones(1)}, stored=True)["x"]
     assert np.array_equal(x, np.ones(1))
 
 
 def test_a_missing_layer_is_said_in_one_line(roots):
-    assert store.use("stored", "xx", "cpu").startswith("SOURCE='stored': there is no stored layer for PRESET='cpu'")
+    assert run_of("stored", preset="cpu").describe().startswith(
+        "SOURCE='stored': there is no stored layer for PRESET='cpu'")
 
 
 def test_a_bad_source_is_refused_naming_the_parameter(roots):
     with pytest.raises(ValueError, match=r"^SOURCE='stord' is not one of \('stored', 'compute'\)"):
-        store.use("stord", "xx", "test")
+        run_of("stord")
 
 
 def test_a_recorded_entry_outside_the_namespace_is_refused(roots, tmp_path):
@@ -227,8 +233,8 @@ def computed_instead(roots, monkeypatch, capsys) -> str:
     """Read seed 0's samples from the layer into an empty cache, check that they were computed instead of read,
     and return what the run printed."""
     empty_cache(roots, monkeypatch)
-    store.use("stored", "xx", "test")
-    x = cached_npz(cache_path("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(1, 9.0)}, stored=True)["x"]
+    x = run_of("stored").npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.full(1, 9.0)},
+                             stored=True)["x"]
     assert np.array_equal(x, np.full(1, 9.0))
     return capsys.readouterr().out
 
@@ -271,7 +277,7 @@ def test_a_malformed_manifest_is_an_error_naming_the_file(roots, text, reason):
     layer.mkdir(parents=True)
     (layer / "manifest.json").write_text(text)
     with pytest.raises(store.DamagedManifest, match="is not a valid stored-layer manifest") as err:
-        store.use("stored", "xx", "test")
+        run_of("stored").describe()
     assert str(layer / "manifest.json") in str(err.value) and reason in str(err.value)
 
 

@@ -152,15 +152,15 @@ def _compute_together(sync: Path, role: str, expected: np.ndarray) -> dict:
 
 
 def _writer(role: str, path: Path, sync: Path, rounds: int, naive: bool) -> None:
-    from lib import cache
+    from lib.run import Run
 
     expected = np.random.default_rng(0).standard_normal(SIZE)
-    first = cache.cached_npz(path, lambda: _compute_together(sync, role, expected))["x"]
+    first = Run().npz(path, lambda: _compute_together(sync, role, expected))["x"]
     for _ in range(rounds):
         if naive:  # the control: a write in place, as a cache without atomic renames would do
             np.savez(path, x=expected)
         else:
-            cache.cached_npz(path, lambda: {"x": expected}, force=True)
+            Run(force=True).npz(path, lambda: {"x": expected})
     (sync / f"done-{role}").write_text(json.dumps({"equal": bool(np.array_equal(first, expected))}))
 
 
