@@ -93,7 +93,7 @@ run: $(STAMP)
 	@for nb in $(NOTEBOOKS); do \
 		name=$$(basename $$nb .ipynb); \
 		echo "== $$name (PRESET=$(PRESET))"; \
-		$(BIN)/python -m lib.report $$nb runs -p PRESET $(PRESET) -p EXPLORER False \
+		$(BIN)/python -m lib.make.report $$nb runs -p PRESET $(PRESET) -p EXPLORER False \
 			-p FIGURES_DIR $(FIGURES) $(if $(SOURCE),-p SOURCE $(SOURCE)) || exit 1; \
 	done
 
@@ -103,18 +103,18 @@ run: $(STAMP)
 NB ?=
 store: $(STAMP)
 	@test -n "$(NB)" || { echo "make store needs NB, e.g. make store NB=01 [PRESET=cpu]"; exit 2; }
-	$(BIN)/python -m lib.store_writer $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
+	$(BIN)/python -m lib.make.store_writer $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
 		--preset $(PRESET) $(if $(REUSE_CACHE),--reuse-cache)
 
 results: $(STAMP)
-	$(BIN)/python -m lib.results --runs runs --out docs/results --readme README.md
+	$(BIN)/python -m lib.make.results --runs runs --out docs/results --readme README.md
 
-# The book (lib.book, docs/book/conf.py): README as the front page, the executed notebooks of the last `make run`
+# The book (lib.make.book, docs/book/conf.py): README as the front page, the executed notebooks of the last `make run`
 # (runs/*.ipynb, not executed again), the results pages, specs and guides, as a static site in $(BOOK) (git-ignored).
 # Sphinx with MyST-NB, every warning an error; it downloads nothing and the site requests nothing off the machine.
 BOOK ?= runs/book
 book: $(STAMP)
-	$(BIN)/python -m lib.book --runs runs --out $(BOOK)
+	$(BIN)/python -m lib.make.book --runs runs --out $(BOOK)
 
 # JupyterLab on the checkout with the environment `make run` uses (WORKBOOK_DATA, exported above).
 lab: $(STAMP)
@@ -132,7 +132,7 @@ GRID ?= params/sweeps/04_irs_smoke.yaml
 SWEEP_NOTEBOOK ?= $(firstword $(wildcard notebooks/$(firstword $(subst _, ,$(notdir $(GRID))))_*.ipynb))
 
 sweep: $(STAMP)
-	$(BIN)/python -m lib.sweep $(SWEEP_NOTEBOOK) $(GRID) --out runs/sweeps/$(basename $(notdir $(GRID))) \
+	$(BIN)/python -m lib.make.sweep $(SWEEP_NOTEBOOK) $(GRID) --out runs/sweeps/$(basename $(notdir $(GRID))) \
 		$(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))

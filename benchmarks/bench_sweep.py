@@ -1,11 +1,11 @@
-"""Sweep benchmark (`make sweep`, lib.sweep): a 4-point smoke sweep on a 2-worker LocalCluster against the same
+"""Sweep benchmark (`make sweep`, lib.make.sweep): a 4-point smoke sweep on a 2-worker LocalCluster against the same
 points run one after another, and the per-point overhead of the sweep machinery.
 
 1. Speed-up. The grid's points (default: notebook 04's smoke preset with two cheap extractors over
    TRAIN_PER_CLASS in {100, 200} x ALPHA_E in {0.05, 0.1}, the 2x2 grid of tests/test_sweep.py; `--grid`
    for another, e.g. params/sweeps/04_irs_smoke.yaml) run (a) serially, one papermill execution after
    another in this process, and
-   (b) by `lib.sweep.sweep` on a LocalCluster of `--workers` single-threaded workers, cluster start-up and
+   (b) by `lib.make.sweep.sweep` on a LocalCluster of `--workers` single-threaded workers, cluster start-up and
    shut-down included. Each mode gets its own empty result cache (points of one mode may share cached
    features, as they would in any sweep); the decoded CIFAR-10 images are decoded once beforehand and shared.
 2. Overhead, with the sub-second fixture notebook tests/fixtures/sweep_point.ipynb:
@@ -44,7 +44,7 @@ def notebook_for(grid: Path) -> Path:
 
 
 def serial(notebook: Path, points: list[dict], env: dict) -> tuple[float, list[dict]]:
-    from lib import sweep
+    from lib.make import sweep
 
     text = notebook.read_text()
     digest = sweep.notebook_digest(text)
@@ -57,7 +57,7 @@ def serial(notebook: Path, points: list[dict], env: dict) -> tuple[float, list[d
 def smoke_comparison(grid: Path, workers: int, work: Path, repeat: int) -> dict:
     import csv
 
-    from lib import sweep
+    from lib.make import sweep
 
     notebook = notebook_for(grid)
     points = sweep.load_grid(grid).points
@@ -82,7 +82,7 @@ def smoke_comparison(grid: Path, workers: int, work: Path, repeat: int) -> dict:
 def overhead(points: int, repeats: int, work: Path) -> dict:
     from distributed import Client, LocalCluster
 
-    from lib import sweep
+    from lib.make import sweep
 
     fixture = [{"X": i, "Y": 0.5} for i in range(points)]
     single = []

@@ -9,7 +9,7 @@ AUC, a coverage, a share of the grid), the sentence is written by a *reading cel
     ({compare(table.loc[1, "width"], 0.42)} the paper's 0.42).\"\"\")
 
 Why reading cells, not MyST-NB's `glue` roles: a reading cell's output is an ordinary `text/markdown` display,
-which JupyterLab, the HTML report (`lib.report`, which hides the inputs of cells tagged `remove-input`),
+which JupyterLab, the HTML report (`lib.make.report`, which hides the inputs of cells tagged `remove-input`),
 papermill's executed copy and a MyST-NB book all render the same way, with no role resolver that only the
 book has (in JupyterLab a `{glue}` role is shown as its raw text). And the text is recomputed on every run,
 so it stays true after a rerun with another preset or other parameters; a number typed into Markdown would

@@ -1,6 +1,6 @@
 """Stored results: a committed, read-only layer of the cache, so the default run reads what takes hours.
 
-    make store NB=01 [PRESET=cpu]        # python -m lib.store_writer (the writer, apart from this layer)
+    make store NB=01 [PRESET=cpu]        # python -m lib.make.store_writer (the writer, apart from this layer)
 
 The cache (`lib.cache`) names each expensive result by what it depends on plus a hash of its whole
 configuration (`<namespace>/<label>-<hash>.<ext>`). Some of those entries are the slow, compact outputs a
@@ -19,7 +19,7 @@ computes the entry and names the command that refreshes the layer. A stored file
 manifest's, or that does not load, is refused with a message naming it, and the entry is computed.
 `SOURCE="compute"` ignores the layer. The module holds no state: a layer is read from its manifest each time.
 
-Writing (`lib.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
+Writing (`lib.make.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
 (`SOURCE="compute"`, an empty temporary cache unless `--reuse-cache`), records every `stored=True` entry the run
 computed or read, and replaces the layer `results/<namespace>/<preset>/` with copies of exactly those entries and
 the manifest. The layer is small by construction (model weights are not stored; 01's samples are, not its
@@ -72,7 +72,7 @@ from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, re
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
-RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by lib.store_writer: the file the kernel lists its stored entries in
+RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by lib.make.store_writer: the file the kernel lists its stored entries in
 NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
 # the module whose PRESETS the notebook of each namespace resolves its PRESET from (the writer checks --preset there)
 PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", "03": "lib.regret.experiment",

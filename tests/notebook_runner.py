@@ -19,7 +19,7 @@ from filelock import FileLock
 
 from lib.glue import MIME_TYPE, read_results
 from lib.provenance import stamp
-from lib.report import IPCKernelManager, temporary_environ
+from lib.make.report import IPCKernelManager, temporary_environ
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -45,7 +45,7 @@ def notebook_runner(filename: str) -> Callable[..., dict]:
                                 **(env or {})}):
             pm.execute_notebook(notebook, out, parameters=parameters, cwd=notebook.parent, progress_bar=False,
                                 execution_timeout=cell_timeout, kernel_manager_class=IPCKernelManager)
-        stamp(out)  # as `make run` does (lib.report.execute): the pages built from it name its commit
+        stamp(out)  # as `make run` does (lib.make.report.execute): the pages built from it name its commit
         return read_results(out)
 
     run.notebook = notebook
@@ -75,7 +75,7 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Ca
 def smoke_run(tmp_path_factory: pytest.TempPathFactory, run: Callable[..., dict]) -> dict:
     """The notebook's smoke run, run once per test session (across xdist workers): {"results", "seconds",
     "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number", "records"
-    (the entries of its stored layer, as `python -m lib.store_writer` records them)}. Tests that write files put them
+    (the entries of its stored layer, as `python -m lib.make.store_writer` records them)}. Tests that write files put them
     in their own tmp_path, not in "tmp"."""
 
     def compute(tmp: Path) -> dict:
@@ -117,7 +117,7 @@ def reading_outputs(executed: Path) -> dict[str, str]:
 def smoke_book(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The book (`make book`) built once per test session from `smoke_runs_folder`: {"out" (the site's folder),
     "runs" (the executed notebooks), "seconds" (the build's wall time)}."""
-    from lib.book import build
+    from lib.make.book import build
 
     def compute(folder: Path) -> dict:
         runs = smoke_runs_folder(tmp_path_factory, folder / "runs")
@@ -139,7 +139,7 @@ def smoke_runs_folder(tmp_path_factory: pytest.TempPathFactory, folder: Path) ->
 def assert_results_page_renders(smoke: dict) -> str:
     """The notebook's docs/results template fills from the smoke run's glued results (no key it names is
     missing), as `make results` fills it from the default preset's run; returns the page."""
-    from lib.results import render_page, run_info
+    from lib.make.results import render_page, run_info
 
     template = next((NOTEBOOKS.parent / "docs" / "results" / "templates").glob(f"{smoke['number']}-*.md"))
     page = render_page(smoke["results"], run_info(smoke["notebook"]), template)

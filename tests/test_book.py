@@ -1,4 +1,4 @@
-"""`make book` (lib.book, docs/book/conf.py): the site built from the session's smoke runs of every notebook, with
+"""`make book` (lib.make.book, docs/book/conf.py): the site built from the session's smoke runs of every notebook, with
 Sphinx warnings as errors; its links, figures and the absence of any request off the machine; and the checks
 that stop a build before Sphinx starts."""
 
@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from notebook_runner import smoke_book
 
-from lib import book
+from lib.make import book
 from lib.glue import MIME_TYPE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_a_results_page_from_another_run_says_so_on_the_page(tmp_path):
 
 def test_each_notebook_page_opens_with_its_provenance_line_and_findings(site):
     """Under the title: the run (preset, date, commit, processor, stored or computed) and three or more findings,
-    each with our number beside the paper's (lib.results.findings, from the smoke run here)."""
+    each with our number beside the paper's (lib.make.results.findings, from the smoke run here)."""
     for notebook in NOTEBOOKS:
         text = (site["out"] / "notebooks" / f"{notebook.stem}.html").read_text(encoding="utf-8")
         line = re.search(r'<div class="workbook-provenance">(.*?)</div>', text, re.S)

@@ -17,7 +17,7 @@ from notebook_runner import (
 
 from lib.glue import without_clocks
 from lib.irs import experiment as ie
-from lib.report import temporary_environ
+from lib.make.report import temporary_environ
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
 

@@ -1,4 +1,4 @@
-"""`make run`'s runner (lib.report): a quiet kernel, relative paths in the injected parameters, and a
+"""`make run`'s runner (lib.make.report): a quiet kernel, relative paths in the injected parameters, and a
 self-contained HTML report whose figures carry alt text."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lib import report
+from lib.make import report
 
 
 def test_report_is_offline_clean_and_described(tmp_path, capfd):
@@ -56,7 +56,7 @@ def test_concurrent_runs_in_one_folder_keep_their_kernels_apart(tmp_path):
                              new_code_cell("from lib.glue import record\nrecord({'pid': pid})")],
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     nbformat.write(nb, tmp_path / "t.ipynb")
-    code = "import sys; from lib.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
+    code = "import sys; from lib.make.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
     runs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "t.ipynb"), str(tmp_path / f"o{i}.ipynb")],
                              stderr=subprocess.PIPE, text=True) for i in range(3)]
     errors = [run.communicate(timeout=300)[1] for run in runs]
@@ -102,7 +102,7 @@ def test_a_killed_run_leaves_the_previous_complete_run_in_place(tmp_path):
     output = tmp_path / "runs" / "t.ipynb"
     output.parent.mkdir()
     output.write_text("the previous complete run")
-    code = "import sys; from lib.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
+    code = "import sys; from lib.make.report import execute; execute(sys.argv[1], sys.argv[2], {}, progress_bar=False)"
     run = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "t.ipynb"), str(output)],
                            start_new_session=True, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lib import results
+from lib.make import results
 from lib.glue import IncompleteRun
 from lib.paths import PROJECT_ROOT
-from lib.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
+from lib.make.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
 
@@ -63,7 +63,7 @@ def test_every_notebook_has_a_template_and_the_readme_has_the_markers():
 
 
 def test_headline_rows_render_the_notebooks_that_ran_and_keep_the_others():
-    from lib.results import headline_rows
+    from lib.make.results import headline_rows
 
     template = ("| # | result |\n|---|---|\n| [01](nb1) | {{ r01['auc'] :.2f }} |\n"
                 "| [02](nb2) | {{ r02['cov'] :.2f }} |\n")
@@ -73,7 +73,7 @@ def test_headline_rows_render_the_notebooks_that_ran_and_keep_the_others():
 
 
 def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
-    from lib.results import rows_table
+    from lib.make.results import rows_table
 
     rows = [{"method": "b", "seed": 1, "cov": 0.5}, {"method": "a", "seed": 10, "cov": 0.25},
             {"method": "a", "seed": 2}]
@@ -84,7 +84,7 @@ def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
 def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, monkeypatch):
     import json
 
-    from lib.results import run_info, wall_time
+    from lib.make.results import run_info, wall_time
 
     monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
     executed = tmp_path / "04_image_retrieval_score.ipynb"
@@ -141,7 +141,7 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
 
     from test_book import half_run
 
-    from lib.results import generate, main
+    from lib.make.results import generate, main
 
     out = tmp_path / "pages"
     shutil.copytree(PROJECT_ROOT / "docs" / "results" / "templates", out / "templates")
@@ -160,7 +160,7 @@ def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_no
     import nbformat
 
     from lib.glue import MIME_TYPE
-    from lib.results import FINDINGS_CLASS, findings
+    from lib.make.results import FINDINGS_CLASS, findings
 
     templates = tmp_path / "templates"
     templates.mkdir()

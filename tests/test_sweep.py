@@ -1,4 +1,4 @@
-"""lib.sweep: grid files and point ids, results.csv, failing points, interrupt and resume, a real dask
+"""lib.make.sweep: grid files and point ids, results.csv, failing points, interrupt and resume, a real dask
 scheduler with two workers, a smoke grid of a real notebook, and the cache under concurrent writers.
 
 The mechanics run tests/fixtures/sweep_point.ipynb (a parameters cell and a glue cell, sub-second)."""
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from lib import sweep
+from lib.make import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "sweep_point.ipynb"
@@ -260,7 +260,7 @@ def test_a_bad_point_is_recorded_the_others_finish_and_a_rerun_retries_only_it(t
 def test_interrupted_sweep_keeps_its_rows_and_the_rerun_runs_only_the_missing_points(tmp_path):
     log, out = tmp_path / "ran.log", tmp_path / "out"
     grid = grid_file(tmp_path, {"fixed": {"SLEEP": 1.0, "LOG": str(log)}, "grid": {"X": [1, 2, 3]}})
-    command = [sys.executable, "-m", "lib.sweep", str(FIXTURE), str(grid), "--workers", "1", "--out", str(out),
+    command = [sys.executable, "-m", "lib.make.sweep", str(FIXTURE), str(grid), "--workers", "1", "--out", str(out),
                "--no-progress"]
     with open(tmp_path / "first.log", "w") as stdout:
         first = subprocess.Popen(command, cwd=ROOT, env=env_for_subprocess(), stdout=stdout, stderr=subprocess.STDOUT,

@@ -1,4 +1,4 @@
-"""Sphinx configuration of the workbook's book (`make book`, built by `python -m lib.book`).
+"""Sphinx configuration of the workbook's book (`make book`, built by `python -m lib.make.book`).
 
 The source folder is the checkout itself, so every relative link of README.md and the docs resolves in the
 book as it does on a code host; `include_patterns` picks the pages. The notebook pages are the executed copies
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # lib, for a build started by sphinx-build rather than `python -m lib.book`
-from lib.book import (  # noqa: E402
+sys.path.insert(0, str(ROOT))  # lib, for a build started by sphinx-build rather than `python -m lib.make.book`
+from lib.make.book import (  # noqa: E402
     DOWNLOADS, other_run_note, page_text, results_from_other_runs, set_image_alt_text)
 
 project = "Evaluation workbook"
@@ -112,7 +112,7 @@ def book_toc(app, docname: str, source: list[str]) -> None:
 
 
 def setup(app):
-    # the folder of the executed notebooks: `make run` writes runs/, lib.book passes its --runs (-D workbook_runs=)
+    # the folder of the executed notebooks: `make run` writes runs/, lib.make.book passes its --runs (-D workbook_runs=)
     app.add_config_value("workbook_runs", str(ROOT / "runs"), "env")
     app.connect("source-read", executed_notebook)
     app.connect("source-read", book_toc)

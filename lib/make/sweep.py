@@ -1,4 +1,4 @@
-"""Parameter sweeps of a notebook on Dask distributed: `python -m lib.sweep NOTEBOOK GRID.yaml`.
+"""Parameter sweeps of a notebook on Dask distributed: `python -m lib.make.sweep NOTEBOOK GRID.yaml`.
 
 A grid file (YAML) names the fixed parameters of every point and lists of values; the sweep is the
 product of the lists (plus any explicit points). Each point is one papermill execution of the
@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from lib.cache import atomic_write, config_hash
-from lib.report import IPCKernelManager, temporary_environ
+from lib.make.report import IPCKernelManager, temporary_environ
 
 GRID_KEYS = ("fixed", "grid", "points", "resources", "timeout")
 HEAD = ("point_id", "status")
@@ -429,7 +429,7 @@ def _parse_env(items: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: exit status 0 when every point is ok, 1 when some failed, 2 on bad input."""
-    parser = argparse.ArgumentParser(prog="python -m lib.sweep", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.make.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", help="the notebook to run, e.g. notebooks/04_image_retrieval_score.ipynb")
     parser.add_argument("grid", help="the grid file (YAML), e.g. params/sweeps/04_irs_smoke.yaml")
     parser.add_argument("--scheduler", help="address of a running dask scheduler (tcp://host:8786); "
@@ -463,6 +463,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from lib.sweep import main as _main  # the module's own functions, so that workers can unpickle them
+    from lib.make.sweep import main as _main  # the module's own functions, so that workers can unpickle them
 
     sys.exit(_main())

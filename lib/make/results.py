@@ -1,6 +1,6 @@
 """Results pages generated from executed notebooks, so that a number in the docs is the number a run recorded.
 
-`make results` (python -m lib.results) reads the glued results of every executed notebook in `runs/` (what
+`make results` (python -m lib.make.results) reads the glued results of every executed notebook in `runs/` (what
 `make run` writes) and renders, for each, `docs/results/templates/NN-*.md` into `docs/results/NN-*.md`, and
 the headline table of README.md between its `<!-- headlines:begin -->` / `<!-- headlines:end -->` markers
 from `docs/results/templates/headlines.md`.

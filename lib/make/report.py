@@ -1,6 +1,6 @@
 """`make run`'s runner: execute a notebook with papermill and write its self-contained HTML report.
 
-    python -m lib.report notebooks/01_ensemble_pr_curves.ipynb runs -p PRESET smoke -p FIGURES_DIR docs/figures
+    python -m lib.make.report notebooks/01_ensemble_pr_curves.ipynb runs -p PRESET smoke -p FIGURES_DIR docs/figures
 
 - The kernel talks to papermill over IPC sockets (not TCP), so ipykernel has no "Kernel is running over TCP
   without encryption" warning to print.
@@ -12,7 +12,7 @@
   embedded: the explorers are Python callbacks that need a kernel, so a report shows their static view.
 - Cells tagged `remove-input` show their output only: the reading cells (`lib.reading`), whose code writes the
   text that states the run's numbers, read as text, as they do in a MyST-NB book.
-- As in the book (`lib.book`): the plumbing cells (imports, parameters, configuration, recording) are folded
+- As in the book (`lib.make.book`): the plumbing cells (imports, parameters, configuration, recording) are folded
   (<details>, opened by a click), and the run's provenance line (`lib.provenance`) follows the title, with a link to
   the executed notebook beside the report. `execute` stamps that notebook with the commit it ran at.
 """
@@ -140,7 +140,7 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor, TagRemovePreprocessor
 
-    from lib.book import add_provenance, fold_plumbing, without_progress_bars
+    from lib.make.book import add_provenance, fold_plumbing, without_progress_bars
     from lib.glue import MIME_TYPE
 
     executed = Path(executed)

@@ -1,13 +1,13 @@
 """The writer of the stored layers (`lib.store`): run a notebook from scratch and keep its stored entries.
 
-    python -m lib.store_writer notebooks/01_ensemble_pr_curves.ipynb [--preset cpu] [--reuse-cache] [-p NAME VALUE]
+    python -m lib.make.store_writer notebooks/01_ensemble_pr_curves.ipynb [--preset cpu] [--reuse-cache] [-p NAME VALUE]
     make store NB=01 [PRESET=cpu]
 
 Runs the notebook with papermill (`SOURCE="compute"`, an empty temporary cache unless `--reuse-cache`), records
 every `stored=True` entry the run computed or read (`lib.store.RECORD_ENV`), and replaces the layer
 `results/<namespace>/<preset>/` with copies of exactly those entries and a manifest of the run's provenance
 (`lib.store.write_layer`). It is apart from `lib.store`, which notebooks import to read the layers, because it
-runs notebooks (`lib.report`) and records the commit (`lib.provenance`), which read the layers themselves.
+runs notebooks (`lib.make.report`) and records the commit (`lib.provenance`), which read the layers themselves.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from lib.store import (
 
 def _parser() -> argparse.ArgumentParser:
     """The options of `python -m lib.store` (module docstring)."""
-    parser = command_parser("lib.store_writer", __doc__)
+    parser = command_parser("lib.make.store_writer", __doc__)
     parser.add_argument("notebook", type=Path, help="e.g. notebooks/01_ensemble_pr_curves.ipynb")
     parser.add_argument("--preset", default="cpu", help="the preset whose layer is written (default cpu; one of the "
                                                         "notebook's PRESETS)")
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False, **overrides}
-    target = _store_run(args, parameters, command_line("lib.store_writer", argv))
+    target = _store_run(args, parameters, command_line("lib.make.store_writer", argv))
     manifest = read_manifest(target)
     print(f"{shown(target)}: {len(manifest['entries'])} entries, {manifest['total_bytes'] / 1e6:.1f} MB, "
           f"run {manifest['wall_seconds'] / 60:.1f} min wall, {manifest['cpu_seconds'] / 60:.1f} min CPU")
@@ -96,7 +96,7 @@ def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path
     entries, and write its layer with the run's provenance; returns the layer's folder."""
     from lib.device import cpu_model
     from lib.provenance import git_commit
-    from lib.report import temporary_environ
+    from lib.make.report import temporary_environ
 
     commit = git_commit(mark_dirty=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -120,7 +120,7 @@ def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path
 def _execute_timed(notebook: Path, out: Path, parameters: dict) -> tuple[Path, dict]:
     """The notebook run by papermill into `out`: (the executed copy, {"wall_seconds", "cpu_seconds"} of the run,
     the CPU time its kernel took)."""
-    from lib.report import execute
+    from lib.make.report import execute
 
     start, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     executed = execute(notebook, out / notebook.name, parameters)
