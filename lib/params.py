@@ -45,7 +45,7 @@ def shown(name: str) -> str:
 def parameter_names(names: Mapping[str, str]) -> Iterator[None]:
     """Within the block, the checks of this module (and messages built with `shown`) name a setting by the
     notebook parameter that sets it. `names` maps the setting names the checks use to the parameters, e.g.
-    {"num_members": "NUM_MEMBERS", "ring.trunc_factor": "TRUNC_FACTOR"} (each package's NOTEBOOK_PARAMETERS):
+    {"num_members": "NUM_MEMBERS", "ring.trunc_factor": "TRUNC_FACTOR"} (`setting_parameters`, which `configure` uses):
     a notebook's configuration cell resolves its config inside it, so `-p NUM_MEMBERS 1` is reported as
     NUM_MEMBERS=1, the name the user typed."""
     token = _NAMES.set(MappingProxyType(dict(names)))
@@ -307,11 +307,14 @@ def setting_parameters(template: Any, declared: Iterable[str] | None = None, pre
     notebook parameter is named: each field is set by its name in capitals (`num_members` by NUM_MEMBERS, the
     nested `train.batch_size` by BATCH_SIZE), or by the name its field metadata gives (`field(metadata={PARAMETER:
     "CLASS_DRAWS"})`; None: no parameter). A field holding a dataclass is walked into unless its metadata names a
-    parameter. One parameter may set several settings (02's PGD_STARTS sets both its caption and image runs').
-    With `declared` (the notebook's parameters), only the parameters it declares are kept."""
+    parameter; a top-level `preset` field is PRESET itself. One parameter may set several settings (02's
+    PGD_STARTS sets both its caption and image runs'). With `declared` (the notebook's parameters), only the
+    parameters it declares are kept."""
     declared = None if declared is None else set(declared)
     out: dict[str, str] = {}
     for f in fields(template):
+        if not prefix and f.name == "preset":  # PRESET chooses the preset itself; it overrides nothing
+            continue
         value, path = getattr(template, f.name), prefix + f.name
         if is_dataclass(value) and PARAMETER not in f.metadata:
             out |= setting_parameters(value, declared, prefix=path + ".")

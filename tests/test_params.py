@@ -1,3 +1,5 @@
+from dataclasses import dataclass, field
+
 import numpy as np
 import pytest
 
@@ -320,7 +322,59 @@ def test_a_seed_out_of_range_is_refused_naming_the_notebook_parameter(module, se
     import importlib
 
     ex = importlib.import_module(module)
-    with params.parameter_names(ex.NOTEBOOK_PARAMETERS), pytest.raises(
-            ValueError, match=rf"^{setting.upper()}={value} must be (<= {2**63 - 1}|>= 0)"):
-        ex.resolve_config("smoke", **{setting: value})
+    notebook = {"PRESET": "smoke", setting.upper(): value, "__annotations__": {"PRESET": str, setting.upper(): int}}
+    with pytest.raises(ValueError, match=rf"^{setting.upper()}={value} must be (<= {2**63 - 1}|>= 0)"):
+        params.configure(ex.resolve_config, ex.PRESETS, notebook)
     assert params.check_seed("SEED", params.MAX_SEED) == 2**63 - 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# Each parameter named once: derived from the config dataclass
+# ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Inner:
+    batch_size: int = 32
+    seed: int = field(default=0, metadata={params.PARAMETER: None})  # not the notebook's SEED
+    draws: int = field(default=3, metadata={params.PARAMETER: "CLASS_DRAWS"})
+
+
+@dataclass(frozen=True)
+class _Toy:
+    preset: str = "a"  # PRESET itself: not an override
+    seed: int = 0
+    alphas: tuple = (0.1,)
+    inner: _Inner = field(default_factory=_Inner)
+
+
+def _resolve_toy(preset: str, **overrides) -> _Toy:
+    config = params.resolve_preset({"a": _Toy(), "b": _Toy(preset="b", seed=5)}, preset, overrides)
+    params.check_int("inner.batch_size", config.inner.batch_size, minimum=1)
+    return config
+
+
+def test_the_parameters_are_derived_from_the_dataclass_capitals_nesting_and_metadata():
+    assert params.setting_parameters(_Toy()) == {"seed": "SEED", "alphas": "ALPHAS", "inner.batch_size": "BATCH_SIZE",
+                                                 "inner.draws": "CLASS_DRAWS"}
+    assert params.setting_parameters(_Toy(), declared=["SEED", "CLASS_DRAWS"]) == {"seed": "SEED",
+                                                                                    "inner.draws": "CLASS_DRAWS"}
+
+
+def test_configure_passes_the_notebooks_parameters_in_one_call_and_errors_name_them():
+    notebook = {"PRESET": "b", "SEED": None, "ALPHAS": [0.2, 0.05], "BATCH_SIZE": 8, "CLASS_DRAWS": None,
+                "OTHER": 1, "__annotations__": dict.fromkeys(["PRESET", "SEED", "ALPHAS", "BATCH_SIZE", "CLASS_DRAWS",
+                                                               "OTHER"])}
+    config = params.configure(_resolve_toy, {"a": _Toy(), "b": _Toy(preset="b", seed=5)}, notebook)
+    assert config == _Toy(preset="b", seed=5, alphas=(0.2, 0.05), inner=_Inner(batch_size=8))  # None keeps "b"'s
+    with pytest.raises(ValueError, match=r"^BATCH_SIZE=0 must be >= 1"):
+        params.configure(_resolve_toy, {"a": _Toy()}, {**notebook, "PRESET": "a", "BATCH_SIZE": 0})
+    with pytest.raises(ValueError, match=r"^PRESET='c' is not allowed"):
+        params.configure(_resolve_toy, {"a": _Toy()}, {**notebook, "PRESET": "c"})
+
+
+def test_the_resolved_table_shows_what_the_run_uses_and_the_presets_value_where_it_differs():
+    presets = {"a": _Toy(), "b": _Toy(preset="b", seed=5)}
+    notebook = {"PRESET": "b", "SEED": None, "ALPHAS": [0.2], "__annotations__": dict.fromkeys(["PRESET", "SEED",
+                                                                                                  "ALPHAS"])}
+    config = params.configure(_resolve_toy, presets, notebook)
+    assert params.resolved_parameters(config, presets, notebook) == [
+        {"parameter": "SEED", "value": "5", "preset": ""}, {"parameter": "ALPHAS", "value": "[0.2]", "preset": "[0.1]"}]
