@@ -25,16 +25,22 @@ LINE_CLASS = "workbook-provenance"  # the HTML class of the line (the browser te
 STORE_SUMMARY = re.compile(r"stored layer (?P<layer>\S+): (?P<read>\d+) results read, (?P<computed>\d+) computed")
 
 
+# What `make run` writes into tracked files as it goes (the README gallery's figures): a change there is the run's
+# own output, not a change to what it ran, so it does not make the later notebooks' commit "-dirty".
+RUN_OUTPUTS = ("docs/figures",)
+
+
 def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:
     """The HEAD commit of the checkout `lib` is imported from (whatever the working directory), abbreviated
-    with `short`; with `mark_dirty`, "-dirty" is appended when a tracked file differs from it. "unknown"
-    outside a git checkout or without git."""
+    with `short`; with `mark_dirty`, "-dirty" is appended when a tracked file outside RUN_OUTPUTS differs from it.
+    "unknown" outside a git checkout or without git."""
     git = ["git", "-C", str(PROJECT_ROOT)]
     try:
         commit = subprocess.run([*git, "rev-parse", *(["--short"] if short else []), "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = mark_dirty and subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                                              capture_output=True, text=True, check=True).stdout.strip()
+        outputs = [f":(exclude){path}" for path in RUN_OUTPUTS]
+        dirty = mark_dirty and subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                               *outputs], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")

@@ -21,8 +21,27 @@ def test_the_commit_is_the_checkouts_from_any_working_directory(tmp_path, monkey
     head = _git("rev-parse", "HEAD")
     assert provenance.git_commit() == head and len(head) == 40
     assert provenance.git_commit(short=True) == _git("rev-parse", "--short", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs/figures"))
     assert provenance.git_commit(mark_dirty=True) == head + ("-dirty" if dirty else "")
+
+
+def test_a_figure_make_run_writes_does_not_make_the_commit_dirty_and_a_code_change_does(tmp_path, monkeypatch):
+    """`make run` rewrites the gallery's tracked figures as it goes: the pages of the later notebooks said
+    "-dirty" of a clean checkout. A changed source file still says so."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, check=True)
+
+    git("init", "-q")
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "fig.png").write_bytes(b"one")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    monkeypatch.setattr(provenance, "PROJECT_ROOT", tmp_path)
+    (tmp_path / "docs" / "figures" / "fig.png").write_bytes(b"two")
+    assert not provenance.git_commit(mark_dirty=True).endswith("-dirty")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance.git_commit(mark_dirty=True).endswith("-dirty")
 
 
 def test_outside_a_checkout_or_without_git_the_commit_is_unknown(tmp_path, monkeypatch):
