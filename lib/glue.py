@@ -187,17 +187,19 @@ def _table(name: str, value: Any, names: Sequence[str] | None, digits: int) -> T
     return None
 
 
-def summary_table(results: dict[str, Any], digits: int = 4, *, columns: Mapping[str, Sequence[str]] | None = None,
-                  shown: Sequence[str] | None = None) -> Summary:
-    """The reader's summary of `results`: floats rounded to `digits` significant digits, only the results in
-    `shown` (default: all) displayed and the others named in one line. `columns` ({result: names}) names the
-    entries of a result's lists, or chooses the columns of a dict of records.
+def summary_table(results: dict[str, Any], digits: int = 3, *, columns: Mapping[str, Sequence[str]] | None = None,
+                  shown: Sequence[str] | None = None, paper: Mapping[str, Any] | None = None) -> Summary:
+    """The reader's summary of `results`: floats rounded to `digits` significant digits (the prose's 3), only the
+    results in `shown` (default: all) displayed and the others named in one line. `columns` ({result: names})
+    names the entries of a result's lists, or chooses the columns of a dict of records. `paper` ({result: the
+    paper's value or a short text}) adds a "paper" column to the main table, beside our value.
 
     A shown dict of equal-length lists of floats must have its entries named in `columns`: unnamed, a row such
     as '[0.084, 0.063, 0.67]' cannot be read.
     """
     results, columns = to_jsonable(results), dict(columns or {})
-    unknown = sorted((set(columns) | set(shown or ())) - set(results))
+    paper = dict(paper or {})
+    unknown = sorted((set(columns) | set(shown or ()) | set(paper)) - set(results))
     if unknown:
         raise ValueError(f"summary_table: {unknown} are not among the results ({', '.join(results)})")
     for name, names in columns.items():
@@ -207,28 +209,28 @@ def summary_table(results: dict[str, Any], digits: int = 4, *, columns: Mapping[
     if unnamed:
         raise ValueError(f"summary_table: the lists of {unnamed} need names for their entries: pass "
                          f"columns={{{unnamed[0]!r}: (...)}}")
-    main, tables = Table("", ["result", "value"], []), []
+    main, tables = Table("", ["result", "value", *(["paper"] if paper else [])], []), []
     for name in show_names:
         value = results[name]
         table = _table(name, value, columns.get(name), digits)
         if table is not None:
             tables.append(table)
-        elif isinstance(value, list):
-            main.rows.append([name, _labelled(value, columns.get(name), digits)])
         else:
-            main.rows.append([name, _fmt(value, digits)])
+            ours = _labelled(value, columns.get(name), digits) if isinstance(value, list) else _fmt(value, digits)
+            main.rows.append([name, ours, *([_fmt(to_jsonable(paper[name]), digits) if name in paper else ""]
+                                            if paper else [])])
     return Summary(([main] if main.rows else []) + tables, [n for n in results if n not in show_names])
 
 
-def record(results: dict[str, Any], digits: int = 4, *, columns: Mapping[str, Sequence[str]] | None = None,
-           shown: Sequence[str] | None = None) -> Summary:
+def record(results: dict[str, Any], digits: int = 3, *, columns: Mapping[str, Sequence[str]] | None = None,
+           shown: Sequence[str] | None = None, paper: Mapping[str, Any] | None = None) -> Summary:
     """Glue every entry of `results` silently and return the rounded summary table to display.
 
     The notebooks end with `display(record(headline, columns=..., shown=...))`: tests and `make run` read the
     exact values back with `read_results`, the reader sees the headline results in a few short, labelled tables
     (see `summary_table`). The summary is built first, so a mislabelled headline fails before anything is glued.
     """
-    summary = summary_table(results, digits, columns=columns, shown=shown)
+    summary = summary_table(results, digits, columns=columns, shown=shown, paper=paper)
     for name, value in results.items():
         glue(name, value, display=False)
     return summary

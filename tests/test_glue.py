@@ -41,12 +41,12 @@ def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
                      {glue.MIME_TYPE: {"auc": {"C4": [0.97123456, 0.01]}}}, {glue.MIME_TYPE: {"name": "x"}}]
     assert table.tables[0].rows == [["delta", "-0.0014"], ["name", "x"]]
     assert (table.tables[1].title, table.tables[1].columns, table.tables[1].rows) == (
-        "auc", ["", "mean", "sd"], [["C4", "0.9712", "0.01"]])  # the glued list, its entries named
+        "auc", ["", "mean", "sd"], [["C4", "0.971", "0.01"]])  # the glued list, its entries named
     html = table._repr_html_()
     assert "<th style='text-align:left'>mean</th>" in html and "<code>auc</code></caption>" in html
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage": 0.8931234, "area": 115.0}}})
     assert deep.tables[0].columns == ["", "coverage", "area"]  # a dict of records: one table, its keys as columns
-    assert deep.rows == [("CReL/0.1", "0.8931", "115")]
+    assert deep.rows == [("CReL/0.1", "0.893", "115")]
 
 
 def test_headline_lists_without_entry_names_are_refused_before_anything_is_glued(monkeypatch):
@@ -77,14 +77,23 @@ def test_summary_rounds_to_what_the_numbers_mean():
                                   "small": 1.23456e-5, "imagenet": [0.1234567, 0.2, 0.3]},
                                  columns={"imagenet": ("lower", "estimate", "upper")})
     assert dict(summary.rows) == {"ratio": "74.3", "ties": "877", "n": "50000", "seconds": "12346",
-                                  "small": "1.235e-05", "imagenet": "lower: 0.1235, estimate: 0.2, upper: 0.3"}
+                                  "small": "1.23e-05", "imagenet": "lower: 0.123, estimate: 0.2, upper: 0.3"}
+
+
+def test_the_headline_shows_the_papers_value_beside_ours_where_it_has_one():
+    summary = glue.summary_table({"share": 0.27712, "auc": 0.98, "preset": "cpu"}, paper={"share": 0.442, "auc": "—"})
+    assert summary.tables[0].columns == ["result", "value", "paper"]
+    assert summary.rows == [("share", "0.277", "0.442"), ("auc", "0.98", "—"), ("preset", "cpu", "")]
+    assert glue.summary_table({"share": 0.5}).tables[0].columns == ["result", "value"]  # no paper, no column
+    with pytest.raises(ValueError, match=r"\['typo'\] are not among the results"):
+        glue.summary_table({"share": 0.5}, paper={"typo": 1})
 
 
 def test_columns_choose_what_a_table_of_records_shows():
     table = {"CReL/0.1": {"coverage_z": 0.888, "area": 101.7, "gamma": 0.78}, "Feldman/0.1": {"area": 285.5}}
     summary = glue.summary_table({"table": table}, columns={"table": ("coverage_z", "area")})
     assert summary.tables[0].columns == ["", "coverage_z", "area"]
-    assert summary.rows == [("CReL/0.1", "0.888", "101.7"), ("Feldman/0.1", "", "285.5")]
+    assert summary.rows == [("CReL/0.1", "0.888", "102"), ("Feldman/0.1", "", "286")]
     with pytest.raises(ValueError, match=r"columns\['table'\] names \['coverage'\], which no record"):
         glue.summary_table({"table": table}, columns={"table": ("coverage",)})
 
