@@ -1,0 +1,206 @@
+"""Other model families on the same ring: ensembles of a small VAE and a small normalising flow (beyond the paper).
+
+The paper's Discussion names its own limitation: only DDPMs were trained, and for "GAN, VAE, Flow-based" models
+"the nature and magnitude of evaluation uncertainty might differ significantly". This module trains M members of
+each family on notebook 01's ring with the DDPM's budget (the same Adam steps, batch size and cosine learning-rate
+decay; spec 01 §8), draws `num_generated` samples per member and evaluates them with the same kNN PR curves
+(`lib.prcurves.experiment.member_curves`), so that their bands and AUCs stand beside the DDPM's.
+
+- `vae`: a Gaussian VAE, encoder and decoder MLPs 2 -> h -> h -> (2 latent means and log-variances) and
+  latent -> h -> h -> 2, a learned output scale per coordinate; loss the negative ELBO (one reparametrised draw);
+  a sample is decoder(z) + sigma * eps with z, eps ~ N(0, I).
+- `flow`: zuko's neural spline flow (`zuko.flows.NSF`, rational-quadratic coupling transforms, hidden layers h, h);
+  loss the negative log-likelihood; a sample is the inverse flow of N(0, I).
+
+Both see the standardised ring (its training mean and sd) and give samples in the ring's units. Member i of a
+family starts from `derive_seed(base_seed, FAMILY_STREAM[family], i)` (weights, data order, its own noise) and
+samples from `derive_seed(that, SAMPLES_STREAM)`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import zuko
+from torch import nn
+
+from lib.cache import cache_entry, cache_path
+from lib.nn import mlp
+from lib.params import check_choice, check_int, check_real
+from lib.prcurves import experiment as ex
+from lib.prcurves import method as prcurves
+from lib.run import Run
+from lib.seeds import derive_seed
+from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
+
+FAMILIES = ("vae", "flow")
+FAMILY_STREAM = {"vae": 7001, "flow": 7002}  # the families' member seeds: derive_seed(base_seed, stream, i)
+SAMPLES_STREAM = 1  # a member's sampling noise: derive_seed(member seed, SAMPLES_STREAM)
+VERSION = 1  # key policy (lib.store): bump with a one-line "vN: what changed" when a value changes
+
+
+@dataclass(frozen=True)
+class FamilySettings:
+    """The two families' architecture and optimiser; the budget (steps, batch) is the DDPM's."""
+
+    hidden: int = 128  # width of every hidden layer
+    latent_dim: int = 2  # the VAE's latent dimension
+    transforms: int = 4  # the flow's coupling transforms
+    bins: int = 8  # the flow's spline bins
+    lr: float = 1e-3  # Adam's learning rate, decayed by a cosine over the steps
+
+    def check(self, name: str = "families") -> None:
+        check_int(f"{name}.hidden", self.hidden, minimum=1)
+        check_int(f"{name}.latent_dim", self.latent_dim, minimum=1)
+        check_int(f"{name}.transforms", self.transforms, minimum=1)
+        check_int(f"{name}.bins", self.bins, minimum=2)
+        check_real(f"{name}.lr", self.lr, low=0, open_low=True)
+
+
+class RingVAE(nn.Module):
+    """A Gaussian VAE of standardised 2-D points (module docstring)."""
+
+    def __init__(self, settings: FamilySettings):
+        super().__init__()
+        h, r = settings.hidden, settings.latent_dim
+        self.latent_dim = r
+        self.encoder = mlp([2, h, h, 2 * r], nn.SiLU)
+        self.decoder = mlp([r, h, h, 2], nn.SiLU)
+        self.log_sigma = nn.Parameter(torch.full((2,), math.log(0.1)))
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The negative ELBO per point (nats, the constant included), one reparametrised draw."""
+        mean, log_var = self.encoder(x).chunk(2, dim=1)
+        z = mean + torch.randn_like(mean) * (0.5 * log_var).exp()
+        recon = self.decoder(z)
+        nll = (0.5 * ((x - recon) / self.log_sigma.exp()) ** 2 + self.log_sigma + 0.5 * math.log(2 * math.pi)).sum(1)
+        kl = 0.5 * (mean**2 + log_var.exp() - 1 - log_var).sum(1)
+        return (nll + kl).mean()
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        z = torch.randn(n, self.latent_dim, generator=generator)
+        return self.decoder(z) + self.log_sigma.exp() * torch.randn(n, 2, generator=generator)
+
+
+class RingFlow(nn.Module):
+    """A neural spline flow of standardised 2-D points (module docstring)."""
+
+    def __init__(self, settings: FamilySettings):
+        super().__init__()
+        self.flow = zuko.flows.NSF(features=2, context=0, transforms=settings.transforms, bins=settings.bins,
+                                   hidden_features=(settings.hidden, settings.hidden))
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The negative log-likelihood per point (nats)."""
+        return -self.flow().log_prob(x).mean()
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        z = torch.randn(n, 2, generator=generator)
+        return self.flow().transform.inv(z)
+
+
+MODELS = {"vae": RingVAE, "flow": RingFlow}
+
+
+def num_parameters(family: str, settings: FamilySettings) -> int:
+    check_choice("family", family, FAMILIES)
+    return sum(p.numel() for p in MODELS[family](settings).parameters())
+
+
+def member_seed(base_seed: int, family: str, member: int) -> int:
+    return derive_seed(base_seed, FAMILY_STREAM[family], member)
+
+
+def train_member(family: str, points: np.ndarray, *, seed: int, num_steps: int, batch_size: int,
+                 settings: FamilySettings, progress: bool = False) -> tuple[nn.Module, np.ndarray]:
+    """One member trained on `points` (n, 2) for `num_steps` Adam steps of `batch_size` (the last epoch cut short
+    at num_steps), learning rate settings.lr decayed by a cosine over the steps. Returns (the model, in eval mode,
+    its scaling in `model.shift`/`model.scale`; the mean loss of every epoch)."""
+    check_choice("family", family, FAMILIES)
+    generator = seeded(seed)
+    model = MODELS[family](settings)
+    (x,) = float_rows(points)
+    shift, scale = x.mean(0), x.std(0)
+    x = (x - shift) / scale
+    plan = Epochs(epochs=math.ceil(num_steps / math.ceil(len(x) / batch_size)), batch_size=batch_size,
+                  schedule=lambda step, total: 0.5 * (1 + math.cos(math.pi * step / num_steps)), max_steps=num_steps)
+    history = train_epochs(model, lambda idx, epoch: model.loss(x[idx]), make_optimiser(model, "adam", settings.lr),
+                           num_items=len(x), plan=plan, generator=generator, progress=progress,
+                           desc=f"{family} member")["history"]
+    model.register_buffer("shift", shift)
+    model.register_buffer("scale", scale)
+    return model, np.asarray(history, np.float32)
+
+
+def sample_member(model: nn.Module, num_samples: int, seed: int) -> np.ndarray:
+    """(num_samples, 2) float32 samples of a trained member, in the ring's units, from `seed`."""
+    generator = torch.Generator().manual_seed(derive_seed(seed, SAMPLES_STREAM))
+    return (model.sample(num_samples, generator) * model.scale + model.shift).numpy().astype(np.float32)
+
+
+def family_ensemble(family: str, points: np.ndarray, *, base_seed: int, num_members: int, num_steps: int,
+                    batch_size: int, num_samples: int, settings: FamilySettings,
+                    progress: bool = False) -> dict[str, np.ndarray]:
+    """M members of `family` trained one after the other: {"samples": (M, num_samples, 2) float32, "history":
+    (M, epochs) float32 mean epoch losses, "parameters": (1,) the parameter count of a member}."""
+    samples, history = [], []
+    for i in range(num_members):
+        seed = member_seed(base_seed, family, i)
+        model, losses = train_member(family, points, seed=seed, num_steps=num_steps, batch_size=batch_size,
+                                     settings=settings, progress=progress)
+        samples.append(sample_member(model, num_samples, seed))
+        history.append(losses)
+    return {"samples": np.stack(samples), "history": np.stack(history),
+            "parameters": np.array([num_parameters(family, settings)])}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The stage: one stored entry per family (its samples, losses and member curves)
+# ----------------------------------------------------------------------------------------------------
+def family_steps(config: ex.EnsemblePRConfig) -> int:
+    """The families' budget in Adam steps: the DDPM's at the smallest complexity (the same for every C when the
+    budget is in steps, as in the `cpu` preset; the authors' C = 1 epochs under the `paper` preset)."""
+    return ex.training_steps(config, min(config.complexities))
+
+
+def run_family(config: ex.EnsemblePRConfig, family: str, data: dict, settings: FamilySettings, run: Run) -> dict:
+    """Train, sample and evaluate one family's ensemble, as `experiment.run_ensemble` does for a DDPM
+    complexity, and return a result of the same form ({"complexity": the family's name, "band", "summary", ...}),
+    so that `experiment.summary_row` and the notebook's band plots take it. The entry of the layer holds the
+    samples, the epoch losses and the member curves; each member is cached on its own (an interrupted run
+    resumes at the next member, and M = 8 members are the first 8 of M = 30)."""
+    check_choice("family", family, FAMILIES)
+    steps = family_steps(config)
+    key = {"v": VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
+           "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
+
+    def member(i: int) -> dict:
+        seed = member_seed(config.base_seed, family, i)
+        model, history = train_member(family, data["train"], seed=seed, num_steps=steps,
+                                      batch_size=config.train.batch_size, settings=settings, progress=run.progress)
+        return {"samples": sample_member(model, config.num_generated, seed), "history": history}
+
+    def compute() -> dict:
+        members = [run.npz(cache_path(ex.CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
+                           lambda i=i: member(i)) for i in range(config.num_members)]
+        samples = np.stack([m["samples"] for m in members])
+        curves = ex.member_curves(config, complexity=FAMILY_STREAM[family], heldout=data["heldout"], samples=samples)
+        return {"samples": samples, "history": np.stack([m["history"] for m in members]),
+                "parameters": np.array([num_parameters(family, settings)]), **curves}
+
+    entry = cache_entry(ex.CACHE_NAMESPACE, f"family-{family}-M{config.num_members}-{steps}steps",
+                        {**key, "members": config.num_members, "k": config.k, "angles": config.num_angles,
+                         "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
+    arrays = run.npz(entry, compute, stored=True)
+    curves = ex.curve_list(arrays)
+    band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
+    samples = arrays["samples"]
+    return {"complexity": family, "n_train": len(data["train"]), "num_steps": steps, "losses": None,
+            "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
+            "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
+            "summary": [prcurves.summarise(c) for c in curves]}

@@ -1,0 +1,86 @@
+"""Other model families on the ring (lib.prcurves.families): the VAE's loss and the flow's density against known
+answers, training and sampling reproducible per member seed, and the stage's stored entry read back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from lib.prcurves import families as fam
+
+TINY = fam.FamilySettings(hidden=16, latent_dim=2, transforms=2, bins=4, lr=1e-2)
+
+
+def test_a_vae_member_has_the_parameters_of_its_two_mlps_and_output_scale():
+    h, r = 128, 2
+    encoder = (2 * h + h) + (h * h + h) + (h * 2 * r + 2 * r)
+    decoder = (r * h + h) + (h * h + h) + (h * 2 + 2)
+    assert fam.num_parameters("vae", fam.FamilySettings()) == encoder + decoder + 2
+
+
+def test_the_vae_loss_is_the_gaussian_nll_when_the_code_is_the_prior_and_the_decoder_says_zero():
+    """With the last layers zeroed, the encoder gives N(0, I) (KL 0) and the decoder 0, so the negative ELBO is
+    -log N(x; 0, sigma^2 I) whatever the draw."""
+    torch.manual_seed(0)
+    vae = fam.RingVAE(TINY)
+    for net in (vae.encoder, vae.decoder):
+        torch.nn.init.zeros_(net[-1].weight)
+        torch.nn.init.zeros_(net[-1].bias)
+    x = torch.tensor([[0.3, -1.2], [2.0, 0.5]])
+    sigma = math.exp(vae.log_sigma[0].item())
+    expected = -stats.norm.logpdf(x.numpy(), scale=sigma).sum(axis=1).mean()
+    assert vae.loss(x).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_flow_is_a_density_it_integrates_to_one_over_the_plane():
+    torch.manual_seed(1)
+    flow = fam.RingFlow(TINY)
+    grid = torch.linspace(-8, 8, 401)
+    xx, yy = torch.meshgrid(grid, grid, indexing="ij")
+    with torch.no_grad():
+        density = flow.flow().log_prob(torch.stack([xx.ravel(), yy.ravel()], 1)).exp()
+    cell = float(grid[1] - grid[0]) ** 2
+    assert float(density.sum()) * cell == pytest.approx(1.0, abs=0.02)
+
+
+@pytest.mark.parametrize("family", fam.FAMILIES)
+def test_a_member_learns_a_gaussians_mean_and_scale_and_is_reproducible_from_its_seed(family):
+    rng = np.random.default_rng(0)
+    points = rng.normal([1.0, -2.0], [0.5, 2.0], size=(512, 2)).astype(np.float32)
+    model, history = fam.train_member(family, points, seed=3, num_steps=150, batch_size=64, settings=TINY)
+    samples = fam.sample_member(model, 4000, seed=3)
+    assert history[-1] < history[0]
+    assert np.allclose(samples.mean(0), [1.0, -2.0], atol=0.35) and np.allclose(samples.std(0), [0.5, 2.0], rtol=0.3)
+    again, _ = fam.train_member(family, points, seed=3, num_steps=150, batch_size=64, settings=TINY)
+    assert np.array_equal(fam.sample_member(again, 50, seed=3), samples[:50])
+    other, _ = fam.train_member(family, points, seed=4, num_steps=150, batch_size=64, settings=TINY)
+    assert not np.array_equal(fam.sample_member(other, 50, seed=4), samples[:50])
+
+
+def test_the_member_seeds_are_distinct_across_families_and_members():
+    seeds = {fam.member_seed(0, f, i) for f in fam.FAMILIES for i in range(30)}
+    assert len(seeds) == 60
+
+
+def test_the_families_stage_reads_its_stored_entry_back_without_training(tmp_path, monkeypatch):
+    from lib.prcurves import experiment as ex
+    from lib.run import Run
+
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
+    config = ex.resolve_config("smoke", num_members=2, budget=20, n_train=256, num_generated=64)
+    data = ex.ring_data(config)
+    first = fam.run_family(config, "flow", data, TINY, Run())
+    row = ex.summary_row(first)
+    assert row["C"] == "flow" and row["members"] == 2 and 0 <= row["auc_mean"] <= 1
+    assert first["samples"].shape == (2, 64, 2) and first["history"].shape[0] == 2
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("trained again although the entry is cached")
+
+    monkeypatch.setattr(fam, "train_member", forbidden)
+    again = fam.run_family(config, "flow", data, TINY, Run())
+    assert np.array_equal(again["samples"], first["samples"]) and ex.summary_row(again) == row
