@@ -48,17 +48,24 @@ def test_the_flow_is_a_density_it_integrates_to_one_over_the_plane():
 
 
 @pytest.mark.parametrize("family", fam.FAMILIES)
-def test_a_member_learns_a_gaussians_mean_and_scale_and_is_reproducible_from_its_seed(family):
-    rng = np.random.default_rng(0)
-    points = rng.normal([1.0, -2.0], [0.5, 2.0], size=(512, 2)).astype(np.float32)
-    model, history = fam.train_member(family, points, seed=3, num_steps=150, batch_size=64, settings=TINY)
+def test_a_member_learns_a_gaussians_mean_and_scale(family):
+    points = np.random.default_rng(0).normal([1.0, -2.0], [0.5, 2.0], size=(512, 2)).astype(np.float32)
+    model, history = fam.train_member(family, points, seed=3, num_steps=400, batch_size=64, settings=TINY)
     samples = fam.sample_member(model, 4000, seed=3)
     assert history[-1] < history[0]
-    assert np.allclose(samples.mean(0), [1.0, -2.0], atol=0.35) and np.allclose(samples.std(0), [0.5, 2.0], rtol=0.3)
-    again, _ = fam.train_member(family, points, seed=3, num_steps=150, batch_size=64, settings=TINY)
-    assert np.array_equal(fam.sample_member(again, 50, seed=3), samples[:50])
-    other, _ = fam.train_member(family, points, seed=4, num_steps=150, batch_size=64, settings=TINY)
-    assert not np.array_equal(fam.sample_member(other, 50, seed=4), samples[:50])
+    assert np.allclose(samples.mean(0), [1.0, -2.0], atol=0.2) and np.allclose(samples.std(0), [0.5, 2.0], rtol=0.15)
+
+
+@pytest.mark.parametrize("family", fam.FAMILIES)
+def test_a_member_is_reproducible_from_its_seed_and_another_seed_gives_another_member(family):
+    points = np.random.default_rng(1).normal(size=(128, 2)).astype(np.float32)
+
+    def member(seed: int) -> np.ndarray:
+        model, _ = fam.train_member(family, points, seed=seed, num_steps=10, batch_size=32, settings=TINY)
+        return fam.sample_member(model, 50, seed=seed)
+
+    first = member(3)
+    assert np.array_equal(member(3), first) and not np.array_equal(member(4), first)
 
 
 def test_the_member_seeds_are_distinct_across_families_and_members():

@@ -4,7 +4,7 @@ The paper's Discussion names its own limitation: only DDPMs were trained, and fo
 "the nature and magnitude of evaluation uncertainty might differ significantly". This module trains M members of
 each family on notebook 01's ring with the DDPM's budget (the same Adam steps, batch size and cosine learning-rate
 decay; spec 01 §8), draws `num_generated` samples per member and evaluates them with the same kNN PR curves
-(`lib.prcurves.experiment.member_curves`), so that their bands and AUCs stand beside the DDPM's.
+(`lib.prcurves.experiment.run_family`, the stage), so that their bands and AUCs stand beside the DDPM's.
 
 - `vae`: a Gaussian VAE, encoder and decoder MLPs 2 -> h -> h -> (2 latent means and log-variances) and
   latent -> h -> h -> 2, a learned output scale per coordinate; loss the negative ELBO (one reparametrised draw);
@@ -27,12 +27,8 @@ import torch
 import zuko
 from torch import nn
 
-from lib.cache import cache_entry, cache_path
 from lib.nn import mlp
 from lib.params import check_choice, check_int, check_real
-from lib.prcurves import experiment as ex
-from lib.prcurves import method as prcurves
-from lib.run import Run
 from lib.seeds import derive_seed
 from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
@@ -157,50 +153,3 @@ def family_ensemble(family: str, points: np.ndarray, *, base_seed: int, num_memb
         history.append(losses)
     return {"samples": np.stack(samples), "history": np.stack(history),
             "parameters": np.array([num_parameters(family, settings)])}
-
-
-# ----------------------------------------------------------------------------------------------------
-# The stage: one stored entry per family (its samples, losses and member curves)
-# ----------------------------------------------------------------------------------------------------
-def family_steps(config: ex.EnsemblePRConfig) -> int:
-    """The families' budget in Adam steps: the DDPM's at the smallest complexity (the same for every C when the
-    budget is in steps, as in the `cpu` preset; the authors' C = 1 epochs under the `paper` preset)."""
-    return ex.training_steps(config, min(config.complexities))
-
-
-def run_family(config: ex.EnsemblePRConfig, family: str, data: dict, settings: FamilySettings, run: Run) -> dict:
-    """Train, sample and evaluate one family's ensemble, as `experiment.run_ensemble` does for a DDPM
-    complexity, and return a result of the same form ({"complexity": the family's name, "band", "summary", ...}),
-    so that `experiment.summary_row` and the notebook's band plots take it. The entry of the layer holds the
-    samples, the epoch losses and the member curves; each member is cached on its own (an interrupted run
-    resumes at the next member, and M = 8 members are the first 8 of M = 30)."""
-    check_choice("family", family, FAMILIES)
-    steps = family_steps(config)
-    key = {"v": VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
-           "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
-
-    def member(i: int) -> dict:
-        seed = member_seed(config.base_seed, family, i)
-        model, history = train_member(family, data["train"], seed=seed, num_steps=steps,
-                                      batch_size=config.train.batch_size, settings=settings, progress=run.progress)
-        return {"samples": sample_member(model, config.num_generated, seed), "history": history}
-
-    def compute() -> dict:
-        members = [run.npz(cache_path(ex.CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
-                           lambda i=i: member(i)) for i in range(config.num_members)]
-        samples = np.stack([m["samples"] for m in members])
-        curves = ex.member_curves(config, complexity=FAMILY_STREAM[family], heldout=data["heldout"], samples=samples)
-        return {"samples": samples, "history": np.stack([m["history"] for m in members]),
-                "parameters": np.array([num_parameters(family, settings)]), **curves}
-
-    entry = cache_entry(ex.CACHE_NAMESPACE, f"family-{family}-M{config.num_members}-{steps}steps",
-                        {**key, "members": config.num_members, "k": config.k, "angles": config.num_angles,
-                         "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
-    arrays = run.npz(entry, compute, stored=True)
-    curves = ex.curve_list(arrays)
-    band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
-    samples = arrays["samples"]
-    return {"complexity": family, "n_train": len(data["train"]), "num_steps": steps, "losses": None,
-            "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
-            "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
-            "summary": [prcurves.summarise(c) for c in curves]}
