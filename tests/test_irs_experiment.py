@@ -187,10 +187,10 @@ def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):
 def test_fractions_that_are_not_multiples_of_a_tenth_are_refused_naming_fractions(fractions):
     """A draw keeps floor(10 f) whole classes: FRACTIONS [0.25, 0.55, 0.95] ran 0.2 / 0.5 / 0.9 labelled as
     0.25 / 0.55 / 0.95 (rows, fit, axis and reading)."""
-    from lib.params import parameter_names
+    from lib.params import configure
 
-    with parameter_names(ie.NOTEBOOK_PARAMETERS), pytest.raises(
-            ValueError, match=r"^FRACTIONS entry 0\.\d+ is not a multiple of 1/10: a draw keeps whole classes, so "
-                              r"it would keep \d of 10"):
-        ie.resolve_config("smoke", fractions=fractions)
+    parameters = {"PRESET": "smoke", "FRACTIONS": fractions, "__annotations__": {"PRESET": str, "FRACTIONS": list}}
+    with pytest.raises(ValueError, match=r"^FRACTIONS entry 0\.\d+ is not a multiple of 1/10: a draw keeps whole "
+                                         r"classes, so it would keep \d of 10"):
+        configure(ie.resolve_config, ie.PRESETS, parameters)  # as the configuration cell resolves it
     assert ie.resolve_config("smoke", fractions=[0.2, 0.3, 0.7, 1.0]).fractions == (0.2, 0.3, 0.7, 1.0)

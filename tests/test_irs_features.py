@@ -96,3 +96,23 @@ def test_cached_features_are_reused(tmp_path, monkeypatch, images):
     a = features.cached_features(counting, images, label="t")
     b = features.cached_features(counting, images, label="t")
     assert np.array_equal(a, b) and len(calls) == 1
+
+
+def test_a_forced_run_recomputes_features_and_reusing_cache_does_not(tmp_path, monkeypatch, images):
+    """FORCE_RECOMPUTE (`Run(force=True)`) extracts again; `reusing_cache` (the features FORCE_RECOMPUTE never
+    reached: generated sets, the generators' evaluation sets) reads the cache, keeping the run's counts."""
+    from lib.run import Run
+
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
+    calls = []
+    ex = features.get_extractor("pixels")
+    counting = features.Extractor("pixels", 3072, lambda x: calls.append(1) or ex.forward(x), ex.key)
+    forced = Run(force=True, progress=True)
+    features.cached_features(counting, images, label="t")
+    features.cached_features(counting, images, label="t", run=forced)
+    assert len(calls) == 2
+    reusing = features.reusing_cache(forced)
+    assert (reusing.force, reusing.progress, reusing.counts is forced.counts) == (False, True, True)
+    assert features.reusing_cache(forced, progress=False).progress is False and not features.reusing_cache().force
+    features.cached_features(counting, images, label="t", run=reusing)
+    assert len(calls) == 2

@@ -135,7 +135,7 @@ BAD_PARAMETERS = [
     ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
     ({"MEM_NOISE": "0.1"}, "MEM_NOISE='0.1' must be a number"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
-    ({"SOURCE": "store"}, r"SOURCE='store' is not one of \('stored', 'compute'\)"),
+    ({"SOURCE": "store"}, r"SOURCE='store' is not allowed; choose one of \['stored', 'compute'\]"),
     ({"EXTRACTORS": ["swav"]}, r"EXTRACTORS entry='swav' is not allowed"),  # needs image folders: lib.irs.folders
     ({"MEM_NOISE": float("inf")}, "MEM_NOISE=inf must be a finite real number"),  # ran, memoriser IRS 0.004
     ({"EXTRACTORS": ["pixels", "pixels"]}, r"EXTRACTORS=\('pixels', 'pixels'\) holds duplicates \('pixels'"),
@@ -157,7 +157,7 @@ class TestEveryNotebook(NotebookChecks):
     """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 04's settings."""
 
     run = staticmethod(run)
-    parameters, bad_parameters = ie.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    presets, bad_parameters = ie.PRESETS, BAD_PARAMETERS
     max_runtime_s = 240  # about 90 s on a loaded 2-core machine, cold cache (section 5 trains three generators)
 
 

@@ -3,10 +3,10 @@
 Its modules: `method`, retrieval, IRS_alpha, the IRS_inf maximum-likelihood estimate and its interval (spec 04
 §1-§3); `features`, the feature extractors and their cached features; `experiment`, presets, validation and the
 cached pipeline notebook 04 calls; `folders`, the paper-scale score as a command on image folders; `plots`, its
-figures that take more than a few lines; `vote`, the extractor vote (paper §4.1); `generators`, the trained
-diffusion arms (unconditional, DiADM, class) and their measurements (spec 04 §8); `train_generators`, their training
-as one command, also for a GPU machine. The paper's public functions are re-exported here, so `lib.irs.<name>`
-keeps working.
+figures that take more than a few lines; `vote`, the extractor vote (paper §4.1); `findings`, the facts its reading
+cells state and their sentences; `generators`, the trained diffusion arms (unconditional, DiADM, class) and their
+measurements (spec 04 §8); `train_generators`, their training as one command, also for a GPU machine. The paper's
+public functions are re-exported here, so `lib.irs.<name>` keeps working.
 """
 
 from lib.irs.method import (  # noqa: F401

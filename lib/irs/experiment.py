@@ -12,18 +12,18 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_entry
 from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
-from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor
+from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor, reusing_cache
 from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
     MEMORISER_STREAM,
     REFERENCE_STREAM,
@@ -34,6 +34,7 @@ from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.line
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import (
+    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -45,6 +46,7 @@ from lib.params import (
     shown,
 )
 from lib.reading import sig
+from lib.run import Run
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "04"
@@ -64,7 +66,7 @@ KEPT_CLASSES_STREAM = 55  # the 5 classes the mode-dropping PCA-Gaussian keeps
 class IRSConfig:
     """Every setting of notebook 04; comments name the spec section."""
 
-    preset: str
+    preset: str = field(metadata={PARAMETER: None})  # PRESET chooses the preset; it sets no field
     cifar_source: str = "jpeg"  # "jpeg" (the shared JPEG copy) | "python" (the official lossless archive)
     train_per_class: int = 5000  # retrieval database: the first m train images of each class (5000 = all)
     pool_per_class: int = 500  # held-out REF and SYN pools, m test images of each class each (§2.2 E2)
@@ -84,7 +86,7 @@ class IRSConfig:
     fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
     pool_split: str = "disjoint"
     n_fixed: int = 500  # regime (a)
-    e2_reps: int = 10
+    e2_reps: int = field(default=10, metadata={PARAMETER: "CLASS_DRAWS"})  # class draws per f
     mem_fractions: tuple[float, ...] = (0.1, 0.3, 0.6)  # g
     mem_noise: float = 0.02  # sigma of the Gaussian pixel noise on copies (pixels in [0, 1])
     gen_n: int = 2500  # E3 and toy generators: queries per generated set (reference: as many REF images)
@@ -127,12 +129,6 @@ PRESETS: dict[str, IRSConfig] = {
     "paper": IRSConfig(preset="paper", gen_train_per_class=5000, gen_resolution=32, gen_channels=(64, 32),
                        gen_epochs=200, gen_steps=32),
 }
-# The setting each parameter of notebook 04 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
-NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
-    "extractors", "cifar_source", "train_per_class", "pool_per_class", "efficientnet_size", "sim_reps", "gap_ns",
-    "fractions", "pool_split", "n_fixed", "mem_fractions", "mem_noise", "gen_n", "alpha_e", "seed", "gen_channels",
-    "gen_epochs", "gen_guidance", "gen_steps", "gen_eval_extractors")} | {
-    "e2_reps": "CLASS_DRAWS"}
 FEATURE_DIMS = {"pixels": 3072, "randcnn": 64, "efficientnet_lite0": 1280, **{name: 64 for name in RESNETS}}
 
 
@@ -248,21 +244,21 @@ RETRIEVAL_VERSION = 3  # v3: keyed by the images (not their features), so a stor
 
 
 def retrieve(extractor: Extractor, train: Callable[[], np.ndarray] | np.ndarray, images: np.ndarray, *, label: str,
-             train_images: np.ndarray, force: bool = False, progress: bool = False) -> np.ndarray:
+             train_images: np.ndarray, run: Run) -> np.ndarray:
     """Nearest training index (n,) int64 of each image, cached and stored (`lib.store`) by the extractor, the
-    database images and the query images.
+    database images and the query images; `run` finds it or computes it (`lib.run`).
 
     `train`: the database features, or a function returning them (called only when the retrieval is computed,
     so a stored retrieval reads no features). The query features are cached under `label`, the retrieval
     under `label` plus the database size."""
     key = {"extractor": extractor.key, "train": train_images, "queries": images, "version": RETRIEVAL_VERSION}
-    path = cache_path(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_images)}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_images)}", key, ".npz")
 
     def compute() -> dict:
-        feats = cached_features(extractor, images, label=label, force=force, progress=progress)
+        feats = cached_features(extractor, images, label=label, run=run)
         return {"idx": irs.nearest_train(train() if callable(train) else train, feats)}
 
-    return cached_npz(path, compute, force=force, stored=True)["idx"]
+    return run.npz(entry, compute, stored=True)["idx"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -436,22 +432,21 @@ def simulation_table(config: IRSConfig) -> list[dict]:
             for sf in config.sim_s_fractions for r in config.sim_ratios]
 
 
-def extractor_run(config: IRSConfig, name: str, sets: dict, *, force: bool = False, progress: bool = False,
-                  device: torch.device | str | None = None) -> dict:
-    """The held-out retrievals of one extractor, and its features on demand.
+def extractor_run(config: IRSConfig, name: str, sets: dict, *, run: Run) -> dict:
+    """The held-out retrievals of one extractor (on `run.device`), and its features on demand.
 
     Returns {"extractor", "features": {"train", "ref", "syn"} -> a function returning those features (cached;
     extracted at the first call), "ref_idx", "syn_idx"}. Under SOURCE="stored" the retrievals come from the
     stored layer and no feature is extracted unless a later stage asks for one."""
-    ex = extractor_for(config, name, device)
+    ex = extractor_for(config, name, run.device)
     labels = {"train": f"train{config.train_per_class}", "ref": f"ref{config.pool_per_class}",
               "syn": f"syn{config.pool_per_class}"}
-    features = {pool: functools.cache(lambda pool=pool: cached_features(ex, sets[pool], label=labels[pool], force=force,
-                                                                        progress=progress)) for pool in labels}
+    features = {pool: functools.cache(lambda pool=pool: cached_features(ex, sets[pool], label=labels[pool], run=run))
+                for pool in labels}
     out = {"extractor": ex, "features": features}
     for pool in ("ref", "syn"):
         out[f"{pool}_idx"] = retrieve(ex, features["train"], sets[pool], label=labels[pool], train_images=sets["train"],
-                                      force=force, progress=progress)
+                                      run=run)
     return out
 
 
@@ -476,19 +471,21 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
 GENERATED_VERSION = 1  # bump when `generated_retrievals`, `e3_rows` or `toy_rows` measure differently
 
 
-def generated_retrievals(config: IRSConfig, run: dict, sets: dict, generated: dict[str, dict], *,
-                         force: bool = False, progress: bool = False) -> dict[str, np.ndarray]:
-    """{label: nearest training index of each image of the generated set `label`} for one extractor run."""
-    return {label: retrieve(run["extractor"], run["features"]["train"], g["images"], label=label,
-                            train_images=sets["train"], force=force, progress=progress)
+def generated_retrievals(config: IRSConfig, extracted: dict, sets: dict, generated: dict[str, dict], *,
+                         run: Run) -> dict[str, np.ndarray]:
+    """{label: nearest training index of each image of the generated set `label`} for one extractor's
+    `extractor_run` (`extracted`)."""
+    return {label: retrieve(extracted["extractor"], extracted["features"]["train"], g["images"], label=label,
+                            train_images=sets["train"], run=run)
             for label, g in generated.items()}
 
 
-def e3_rows(config: IRSConfig, name: str, run: dict, generated: dict[str, dict], gen_idx: dict[str, np.ndarray],
-            n_train: int) -> list[dict]:
+def e3_rows(config: IRSConfig, name: str, extracted: dict, generated: dict[str, dict],
+            gen_idx: dict[str, np.ndarray], n_train: int) -> list[dict]:
     """E3, the memorising generator: per g, how often a copy retrieves its own source, IRS_inf with its
-    interval (does it cover g?), and IRS_inf,a against the real reference of the same n."""
-    real = irs.retrieval_result(n_train, run["ref_idx"][reference_rows(config, config.gen_n)], config.alpha_e)
+    interval (does it cover g?), and IRS_inf,a against the real reference of the same n (`extracted`: the
+    extractor's `extractor_run`)."""
+    real = irs.retrieval_result(n_train, extracted["ref_idx"][reference_rows(config, config.gen_n)], config.alpha_e)
     rows = []
     for g in config.mem_fractions:
         label = f"memorise-{g:g}"
@@ -501,31 +498,32 @@ def e3_rows(config: IRSConfig, name: str, run: dict, generated: dict[str, dict],
     return rows
 
 
-def toy_rows(config: IRSConfig, name: str, run: dict, sets: dict, generated: dict[str, dict],
-             gen_idx: dict[str, np.ndarray], n_train: int, *, force: bool = False,
-             progress: bool = False) -> list[dict]:
-    """The toy-generator study for one extractor: IRS, FID and precision/recall/density/coverage of real images
-    (the SYN pool), a 5-class drop of them, and every generated set, each against the REF reference of the same
-    n. Cached and stored by the extractor and every image set it reads, so a stored run extracts no feature."""
-    key = {"v": GENERATED_VERSION, "extractor": run["extractor"].key, "train": sets["train"], "ref": sets["ref"],
+def toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+             gen_idx: dict[str, np.ndarray], n_train: int, *, run: Run) -> list[dict]:
+    """The toy-generator study for one extractor (`extracted`: its `extractor_run`): IRS, FID and
+    precision/recall/density/coverage of real images (the SYN pool), a 5-class drop of them, and every generated
+    set, each against the REF reference of the same n. Cached and stored by the extractor and every image set it
+    reads, so a stored run extracts no feature."""
+    key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
            "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.gen_n,
            "prdc_k": config.prdc_k, "alpha_e": config.alpha_e, "seed": config.seed}
-    path = cache_path(CACHE_NAMESPACE, f"toy-{name}-n{config.gen_n}", key, ".pt")
-    return cached_torch(path, lambda: _toy_rows(config, name, run, sets, generated, gen_idx, n_train, progress),
-                        force=force, stored=True)
+    entry = cache_entry(CACHE_NAMESPACE, f"toy-{name}-n{config.gen_n}", key, ".pt")
+    return run.torch(entry, lambda: _toy_rows(config, name, extracted, sets, generated, gen_idx, n_train, run),
+                     stored=True)
 
 
-def _toy_rows(config: IRSConfig, name: str, run: dict, sets: dict, generated: dict[str, dict],
-              gen_idx: dict[str, np.ndarray], n_train: int, progress: bool) -> list[dict]:
+def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+              gen_idx: dict[str, np.ndarray], n_train: int, run: Run) -> list[dict]:
     rows_ref = reference_rows(config, config.gen_n)  # the same positions serve the SYN pool's "real" set
-    real_feats, real_idx = run["features"]["ref"]()[rows_ref], run["ref_idx"][rows_ref]
-    syn_feats, drop = run["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
-    candidates = {"real (SYN pool)": (syn_feats[rows_ref], run["syn_idx"][rows_ref]),
-                  "drop 5 classes (SYN)": (syn_feats[drop][: config.gen_n], run["syn_idx"][drop][: config.gen_n])}
-    for label, g in generated.items():
-        candidates[label] = (cached_features(run["extractor"], g["images"], label=label, progress=progress),
-                             gen_idx[label])
+    real_feats, real_idx = extracted["features"]["ref"]()[rows_ref], extracted["ref_idx"][rows_ref]
+    syn_feats, drop = extracted["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
+    candidates = {"real (SYN pool)": (syn_feats[rows_ref], extracted["syn_idx"][rows_ref]),
+                  "drop 5 classes (SYN)": (syn_feats[drop][: config.gen_n],
+                                           extracted["syn_idx"][drop][: config.gen_n])}
+    for label, g in generated.items():  # the rows are recomputed under FORCE_RECOMPUTE, these features are not
+        candidates[label] = (cached_features(extracted["extractor"], g["images"], label=label,
+                                             run=reusing_cache(run)), gen_idx[label])
     rows = []
     for label, (feats, idx) in candidates.items():
         n = min(len(idx), len(real_idx))

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib.cache import cache_path, cached_npz
+from lib.cache import cache_path
 from lib.device import one_thread
 from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the akamaster models' (spec §2.2)
 from lib.progress import progress as progress_bar
+from lib.run import Run
 
 RESNETS = ("resnet20", "resnet32", "resnet44", "resnet56")
 OFFLINE = ("pixels", "randproj", "randcnn", *RESNETS, "efficientnet_lite0")
@@ -200,8 +201,17 @@ def get_extractor(name: str, device: torch.device | str | None = None, **options
     return _user_weights(name, options.get("weights"), options.get("image_size", 224), device)
 
 
-def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, force: bool = False,
-                    progress: bool = False) -> np.ndarray:
-    """extractor(images), cached under data/cache/04/ by the extractor's key and the images' content."""
+def reusing_cache(run: Run | None = None, *, progress: bool | None = None) -> Run:
+    """`run` (default `Run()`) reading the cache first even under FORCE_RECOMPUTE, sharing its counts: the
+    features a stage extracts only inside a computed entry (generated sets, the generators' evaluation sets),
+    which FORCE_RECOMPUTE never reached. `progress` replaces the run's when given."""
+    run = run or Run()
+    return run.but(force=False, progress=run.progress if progress is None else progress)
+
+
+def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, run: Run | None = None) -> np.ndarray:
+    """extractor(images), cached under data/cache/04/ by the extractor's key and the images' content; `run`
+    (default `Run()`: the cache alone, no progress bar) says whether to recompute and show progress."""
+    run = run or Run()
     path = cache_path("04", f"feats-{extractor.name}-{label}", {"extractor": extractor.key, "images": images}, ".npz")
-    return cached_npz(path, lambda: {"feats": extractor(images, progress=progress)}, force=force)["feats"]
+    return run.npz(path, lambda: {"feats": extractor(images, progress=run.progress)})["feats"]

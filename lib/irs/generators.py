@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_path, cached_torch
+from lib.cache import cache_entry
 from lib.diffusion.family import (
     ARMS,
     NUM_CLASSES,
@@ -39,10 +39,11 @@ from lib.diffusion.family import (
     set_key,
 )
 from lib.irs import method as irs
-from lib.irs.features import cached_features
+from lib.irs.features import cached_features, reusing_cache
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.reading import sig
+from lib.run import Run
 from lib.seeds import derive_seed
 
 MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2: first extractor's retrievals only)
@@ -116,10 +117,13 @@ def low_res_sets(config: Any, sets: dict) -> dict:
     return out
 
 
-def conditioning_for(config: Any, extractor_for, device=None):
-    """(conditioning(images_up, label) -> the conditioning extractor's features (cached), its key) for DiADM."""
-    extractor = extractor_for(config, "efficientnet_lite0", device)
-    return (lambda images, label: cached_features(extractor, images, label=label)), extractor.key
+def conditioning_for(config: Any, extractor_for, run: Run | None = None):
+    """(conditioning(images_up, label) -> the conditioning extractor's features (cached; extracted on `run.device`,
+    never recomputed under `run.force`), its key) for DiADM."""
+    run = run or Run()
+    extractor = extractor_for(config, "efficientnet_lite0", run.device)
+    features_run = reusing_cache(run, progress=False)
+    return (lambda images, label: cached_features(extractor, images, label=label, run=features_run)), extractor.key
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -162,16 +166,18 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
             "nn_ratio": float(np.median(np.sqrt(fake_dist)) / np.median(np.sqrt(real_dist)))}
 
 
-def evaluation_runs(config: Any, low: dict, extractor_for, device=None) -> dict[str, dict]:
-    """Per evaluation extractor: {"extractor", "train", "ref"}, the last two functions returning the features
-    (cached) of the upsampled low-resolution database and REF pool, extracted at their first call."""
+def evaluation_runs(config: Any, low: dict, extractor_for, run: Run | None = None) -> dict[str, dict]:
+    """Per evaluation extractor (on `run.device`): {"extractor", "train", "ref"}, the last two functions returning
+    the features (cached; never recomputed under `run.force`) of the upsampled low-resolution database and REF
+    pool, extracted at their first call."""
     import functools
 
-    runs = {}
+    run = run or Run()
+    features_run, runs = reusing_cache(run, progress=False), {}
     for name in config.gen_eval_extractors:
-        ex = extractor_for(config, name, device)
+        ex = extractor_for(config, name, run.device)
         runs[name] = {"extractor": ex, **{pool: functools.cache(
-            lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"],
+            lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"], run=features_run,
                                                      label=f"{pool}{len(low[pool])}-lr{config.gen_resolution}"))
             for pool in ("train", "ref")}}
     return runs
@@ -183,7 +189,7 @@ def grid_rows(n: int, count: int) -> np.ndarray:
 
 
 def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
-                key: dict, force: bool = False) -> dict:
+                key: dict, run: Run) -> dict:
     """Stored: the scores of one set of gen_n images under every evaluation extractor, against the REF rows
     `reference`, with each sample's retrieved training index under the first extractor (the grids' nearest
     training images; kept small for results/), and `gen_grid` samples. FID's
@@ -191,11 +197,12 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
     1280-d EfficientNet features at n = 2,500 each resample costs seconds.
 
     `images`: a function returning (gen_n, r, r, 3) uint8, called only when the entry is computed; `sources`:
-    likewise, the training row each sample came from or was conditioned on (-1: none)."""
+    likewise, the training row each sample came from or was conditioned on (-1: none). `run` finds the entry or
+    computes it (`lib.run`); the samples' features are the cache's alone, never recomputed under `run.force`."""
     full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r["extractor"].key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
-    path = cache_path("04", f"genscores-{slug}-n{config.gen_n}", full, ".pt")
+    entry = cache_entry("04", f"genscores-{slug}-n{config.gen_n}", full, ".pt")
 
     def compute() -> dict:
         from lib.knn import nearest_neighbour
@@ -203,9 +210,10 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
         fake, src = images(), np.asarray(sources())
         rows = grid_rows(len(fake), config.gen_grid)
         out = {"grid": fake[rows], "grid_sources": src[rows], "by_extractor": {}}
-        for i, (name, run) in enumerate(runs.items()):
-            train_f, ref_f = run["train"](), run["ref"]()[reference]
-            fake_f = cached_features(run["extractor"], for_extractor(fake), label=f"gen-{slug}")
+        for i, (name, evaluation) in enumerate(runs.items()):
+            train_f, ref_f = evaluation["train"](), evaluation["ref"]()[reference]
+            fake_f = cached_features(evaluation["extractor"], for_extractor(fake), label=f"gen-{slug}",
+                                     run=reusing_cache(run, progress=False))
             fake_d, fake_i = nearest_neighbour(fake_f, train_f)
             ref_d, ref_i = nearest_neighbour(ref_f, train_f)
             scores = set_scores(len(train_f), fake_idx=fake_i, real_idx=ref_i, fake_feats=fake_f, real_feats=ref_f,
@@ -217,7 +225,7 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
                 out["idx"] = fake_i.astype(np.int32)
         return out
 
-    return cached_torch(path, compute, force=force, stored=True)
+    return run.torch(entry, compute, stored=True)
 
 
 def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed: int) -> dict:
@@ -251,20 +259,21 @@ def anchors(config: Any, low: dict) -> dict[str, dict]:
 
 
 def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioning_key: dict, *,
-                    device="cpu", force: bool = False, progress: bool = False) -> tuple[pd.DataFrame, dict]:
+                    run: Run) -> tuple[pd.DataFrame, dict]:
     """(rows, grids): one row per (set, evaluation extractor) with the set's description and `set_scores`, and
     per set {"grid", "grid_sources", "idx" (resnet-like first extractor's retrievals of the grid)}. Generated
-    sets first (`generated_sets_of`), then the anchors (`anchors`)."""
+    sets first (`generated_sets_of`; trained and sampled on `run.device`, from the cache alone), then the
+    anchors (`anchors`)."""
     reference = reference_rows(config, config.gen_n)
     rows, grids = [], {}
     family = family_of(config)
     for spec in generated_sets_of(config):
         def images(spec=spec):
-            return generated_images(family, low, spec, conditioning, conditioning_key, device=device,
-                                    progress=progress)
+            return generated_images(family, low, spec, conditioning, conditioning_key, device=run.device,
+                                    progress=run.progress)
         m = measure_set(config, low, runs, reference, slug=spec.slug, images=lambda: images()["images"],
                         sources=lambda: images()["sources"], key=set_key(family, low, spec, conditioning_key),
-                        force=force)
+                        run=run)
         rows += _rows_of(m, spec.label, {"kind": "generator", "arm": spec.arm, "channels": spec.channels,
                                          "fraction": spec.fraction, "guidance": spec.guidance,
                                          "heldout": spec.heldout})
@@ -272,7 +281,7 @@ def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioni
     for label, anchor in anchors(config, low).items():
         slug = label.split(" (")[0].replace(" ", "-")
         m = measure_set(config, low, runs, reference, slug=f"anchor-{slug}", images=lambda a=anchor: a["images"],
-                        sources=lambda a=anchor: a["sources"], key=anchor["key"], force=force)
+                        sources=lambda a=anchor: a["sources"], key=anchor["key"], run=run)
         rows += _rows_of(m, label, {"kind": "anchor", "arm": label.split(" ")[0]})
         grids[label] = _grid_of(m)
     return pd.DataFrame(rows), grids

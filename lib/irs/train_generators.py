@@ -27,6 +27,7 @@ from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 from lib.paths import cache_dir
+from lib.run import Run
 
 BUNDLE_BYTES = 12_000_000  # a packed file stays under the device tool's 16 MiB per file
 
@@ -43,15 +44,21 @@ def _low_sets(config, inputs: str | None) -> dict:
     return {**arrays, **{f"{pool}_up": gen.for_extractor(arrays[pool]) for pool in POOLS}}
 
 
+def run_on(device: str) -> Run:
+    """The run of this command: the cache and compute (no stored layer), on `device`, no progress bars."""
+    return Run(device=torch.device(device))
+
+
 def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str) -> dict:
     torch.set_num_threads(1)
-    config = ie.resolve_config(preset)
+    config, run = ie.resolve_config(preset), run_on(device)
     low = _low_sets(config, inputs)
-    conditioning, key = gen.conditioning_for(config, ie.extractor_for, device)
+    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
     start, done = time.perf_counter(), []
     for spec in gen.generated_sets_of(config):
         if spec.arm == arm and spec.channels == channels:
-            gen.generated_images(gen.family_of(config), low, spec, conditioning, key, device=device)
+            gen.generated_images(gen.family_of(config), low, spec, conditioning, key, device=run.device,
+                                 progress=run.progress)
             done.append(spec.label)
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
@@ -60,7 +67,7 @@ def train(preset: str, inputs: str | None, workers: int, device: str) -> list[di
     """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
     config = ie.resolve_config(preset)
     low = _low_sets(config, inputs)
-    conditioning, _ = gen.conditioning_for(config, ie.extractor_for, device)
+    conditioning, _ = gen.conditioning_for(config, ie.extractor_for, run_on(device))
     for pool in ("train", "syn"):
         conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
     tasks = [(preset, inputs, arm, ch, device) for ch in config.gen_channels for arm in gen.ARMS]
