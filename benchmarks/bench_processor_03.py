@@ -36,6 +36,7 @@ from threadpoolctl import threadpool_limits
 from lib import store
 from lib.regret import experiment as ex
 from lib.regret import uq
+from lib.run import Run
 
 CPU = torch.device("cpu")
 
@@ -85,19 +86,20 @@ def prediction_shift(config, cifar, feats, cache: Path) -> dict:
     heads are the stored layer's, the predictions cached under cache/<precision>."""
     targets = torch.from_numpy(np.eye(10, dtype=np.float32)[cifar["train_labels"]])
     inputs = {n: torch.from_numpy(feats[n]["feats"]) for n in ("train", "test")}
+    run = Run()  # compute on the CPU: every prediction computed (or cached), none read from the layer
     out = {}
     for precision in ("float32", "float64"):
         os.environ["WORKBOOK_CACHE"] = str(cache / precision)
         with float64_heads() if precision == "float64" else threads(1):
-            synth = ex.synth_run(config, device=CPU)
+            synth = ex.synth_run(config, run)
             for (method, loss), ev in synth["results"].items():
                 for metric in ex.PAPER_COLUMNS:
                     out.setdefault(("synth", method, loss, metric), []).append(ev["metrics"][metric])
             for method in config.methods:
                 trained = ex.trained_method(config, method, inputs["train"], targets, cifar["train_labels"],
-                                            head=config.head, num_groups=10, label="cifar", device=CPU)
+                                            head=config.head, label="cifar", run=run)
                 pred = ex.method_prediction(config, method, trained, inputs["test"], label="cifar", head=config.head,
-                                            device=CPU)
+                                            run=run)
                 for loss in config.losses:
                     metrics = ex.evaluate(config, method, pred, cifar["p_true"], loss)["metrics"]
                     for metric in ex.PAPER_COLUMNS:
@@ -113,7 +115,6 @@ def main() -> None:
         for head in store.layer_dir("03", "cpu").glob("*.pt"):
             shutil.copyfile(head, cache / precision / "03" / head.name)
     os.environ["WORKBOOK_CACHE"] = str(cache / "float32")
-    store.use("compute", "03", "cpu")  # every prediction computed, none read from the layer
     config = replace(ex.resolve_config("cpu"), whole_source="off")
     cifar = ex.cifar_data(config)
     feats = {n: ex.pretrained_outputs(config.depth, cifar[f"{n}_images"], n) for n in ("train", "test")}

@@ -208,7 +208,7 @@ class TestEveryNotebook(NotebookChecks):
     """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 03's settings."""
 
     run = staticmethod(run)
-    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    presets, bad_parameters = ex.PRESETS, BAD_PARAMETERS
     max_runtime_s = 180  # about 65 s on a 2-core machine (with a fresh cache)
 
 

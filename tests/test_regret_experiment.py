@@ -20,6 +20,7 @@ from lib import regret, store
 from lib.regret import experiment as ex
 from lib.regret import sandbox as sb
 from lib.regret import uq
+from lib.run import Run
 
 CPU = torch.device("cpu")
 
@@ -140,10 +141,9 @@ def test_the_paper_path_trains_a_resnet_from_scratch(method):
     images = torch.from_numpy(rng.normal(size=(32, 3, 32, 32)).astype(np.float32))
     labels = np.arange(32) % 10
     targets = torch.from_numpy(np.eye(10, dtype=np.float32)[labels])
-    trained = ex.trained_method(config, method, images, targets, labels, head=config.head, num_groups=10,
-                                label="test-scratch", device=CPU)
-    pred = ex.method_prediction(config, method, trained, images, label="test-scratch", head=config.head,
-                                device=CPU)
+    trained = ex.trained_method(config, method, images, targets, labels, head=config.head, label="test-scratch",
+                                run=Run())
+    pred = ex.method_prediction(config, method, trained, images, label="test-scratch", head=config.head, run=Run())
     est = uq.estimates(method, pred, "ce", num_draws=20)
     assert est["q"].shape == (32, 10) and np.all(np.isfinite(est["A_hat"]))
 
@@ -179,7 +179,7 @@ def test_active_learning_runs_and_its_nauc_is_an_accuracy():
     config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=2, al_epochs=50, al_pool=400)
     for strategy in ("epistemic", "random"):
         out = ex.active_learning(config, "ensemble", feats[:400], labels[:400], feats[400:], labels[400:],
-                                 strategy=strategy, device=CPU)
+                                 strategy=strategy)
         assert list(out["budget"]) == [20, 30, 40]
         assert out["accuracy"].min() <= out["nauc"] <= out["accuracy"].max()
         assert out["accuracy"][-1] > 0.5  # well-separated clusters
@@ -238,12 +238,12 @@ def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch, thread_coun
     thread_count(1)  # the keys below are one thread's (at other counts the whole networks' keys hold the count)
     paths = []
 
-    def capture(path, compute, force=False, stored=False):
-        paths.append(path)
+    def capture(run, entry, compute, **kwargs):
+        paths.append(getattr(entry, "path", entry))
         raise _Stop
 
-    monkeypatch.setattr(ex, "cached_npz", capture)
-    monkeypatch.setattr(ex, "cached_torch", capture)
+    monkeypatch.setattr(Run, "npz", capture)
+    monkeypatch.setattr(Run, "torch", capture)
     images = np.arange(2 * 32 * 32 * 3, dtype=np.int64).reshape(2, 32, 32, 3).astype(np.uint8)
     feats = torch.ones(6, 64)
     targets = torch.eye(10)[:6]
@@ -253,11 +253,11 @@ def test_cache_keys_carry_a_data_source_other_than_jpeg(monkeypatch, thread_coun
         config = ex.resolve_config("smoke", data_source=source)
         calls = [lambda: ex.pretrained_outputs(20, images, "train", data_source=source),
                  lambda: ex.trained_method(config, "evidential", feats, targets, labels, head=config.head,
-                                           num_groups=10, label="cifar", device=CPU),
+                                           label="cifar", run=Run()),
                  lambda: ex.method_prediction(config, "evidential", {"modules": [], "ddu_fit": None}, feats,
-                                              label="cifar", head=config.head, device=CPU),
-                 lambda: ex.whole_networks(config, "ddu", torch.zeros(6, 3, 32, 32), labels, device=CPU),
-                 lambda: ex.synth_run(config, device=CPU)]
+                                              label="cifar", head=config.head, run=Run()),
+                 lambda: ex.whole_networks(config, "ddu", torch.zeros(6, 3, 32, 32), labels, Run()),
+                 lambda: ex.synth_run(config)]
         for call in calls:
             with pytest.raises(_Stop):
                 call()
@@ -328,8 +328,8 @@ def test_heads_train_to_the_same_bits_at_one_and_two_threads(thread_count):
     head = replace(config.head, epochs=1, members=2)
 
     def weights() -> list:
-        trained = ex.trained_method(config, "ensemble", feats, targets, labels, head=head, num_groups=10,
-                                    label="threads", device=CPU, force=True)
+        trained = ex.trained_method(config, "ensemble", feats, targets, labels, head=head, label="threads",
+                                    run=Run(force=True))
         return [m.state_dict() for m in trained["modules"]]
 
     one, two = at_one_and_two_threads(thread_count, weights)
@@ -353,24 +353,19 @@ def test_trained_heads_are_stored_entries_read_without_training(method, tmp_path
     config = ex.resolve_config("smoke", methods=[method])
     head = replace(config.head, epochs=1, members=2)
 
-    def run() -> dict:
-        trained = ex.trained_method(config, method, feats, targets, labels, head=head, num_groups=10, label="cifar",
-                                    device=CPU)
-        return ex.method_prediction(config, method, trained, feats, label="cifar", head=head, device=CPU)
+    def predict(run: Run) -> dict:
+        trained = ex.trained_method(config, method, feats, targets, labels, head=head, label="cifar", run=run)
+        return ex.method_prediction(config, method, trained, feats, label="cifar", head=head, run=run)
 
-    try:
-        store.use("compute", "03", "smoke")
-        computed = run()
-        records = store.read_records(tmp_path / "records.jsonl")
-        assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == [f"cifar-{method}"]
-        store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
-        monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
-        monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored head was trained"))
-        store.use("stored", "03", "smoke")
-        read = run()
-        assert store.summary().endswith("1 results read, 0 computed.")
-    finally:
-        store.use("compute", "03", "smoke")
+    computed = predict(Run.for_notebook("03", "smoke", source="compute", force=False, device="cpu", progress=False))
+    records = store.read_records(tmp_path / "records.jsonl")
+    assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == [f"cifar-{method}"]
+    store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored head was trained"))
+    run = Run.for_notebook("03", "smoke", source="stored", force=False, device="cpu", progress=False)
+    read = predict(run)
+    assert run.summary().endswith("1 results read, 0 computed.")
     for key, value in computed.items():
         np.testing.assert_array_equal(read[key], value)
 
@@ -384,7 +379,7 @@ def test_active_learning_trains_its_heads_at_one_thread(thread_count, monkeypatc
     feats = rng.normal(size=(200, 8)).astype(np.float32)
     config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=1, al_epochs=2, al_pool=150)
     thread_count(2)
-    ex.active_learning(config, "ensemble", feats[:150], labels[:150], feats[150:], labels[150:], device=CPU)
+    ex.active_learning(config, "ensemble", feats[:150], labels[:150], feats[150:], labels[150:])
     assert counts == [1, 1] and torch.get_num_threads() == 2
 
 
@@ -393,19 +388,19 @@ def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_a
     count (nothing at one thread), so a run at two threads never reads a one-thread entry as its own."""
     paths = []
 
-    def capture(path, compute, force=False, stored=False):
-        paths.append(path)
+    def capture(run, entry, compute, **kwargs):
+        paths.append(getattr(entry, "path", entry))
         raise _Stop
 
-    monkeypatch.setattr(ex, "cached_torch", capture)
+    monkeypatch.setattr(Run, "torch", capture)
     labels = np.arange(6) % 10
     targets = torch.eye(10)[:6]
     scratch, frozen = ex.resolve_config("paper", depth=8), ex.resolve_config("smoke")
     calls = {"scratch": lambda: ex.trained_method(scratch, "evidential", torch.zeros(6, 3, 32, 32), targets, labels,
-                                                  head=scratch.head, num_groups=10, label="c", device=CPU),
+                                                  head=scratch.head, label="c", run=Run()),
              "head": lambda: ex.trained_method(frozen, "evidential", torch.ones(6, 64), targets, labels,
-                                               head=frozen.head, num_groups=10, label="c", device=CPU),
-             "whole": lambda: ex.whole_networks(frozen, "ddu", torch.zeros(6, 3, 32, 32), labels, device=CPU)}
+                                               head=frozen.head, label="c", run=Run()),
+             "whole": lambda: ex.whole_networks(frozen, "ddu", torch.zeros(6, 3, 32, 32), labels, Run())}
     keys = {}
     for n in (1, 2):
         thread_count(n)
@@ -414,7 +409,7 @@ def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_a
                 call()
             keys[name, n] = paths.pop()
         inputs = {"keys": {"images": "fingerprints"}}  # what whole_inputs gives the key
-        keys["whole predictions", n] = ex.whole_prediction_path(frozen, "ddu", inputs)
+        keys["whole predictions", n] = ex.whole_prediction_entry(frozen, "ddu", inputs).path
     assert keys["scratch", 1] != keys["scratch", 2] and keys["whole", 1] != keys["whole", 2]
     assert keys["whole predictions", 1] != keys["whole predictions", 2]  # made by the networks of that count
     assert keys["head", 1] == keys["head", 2]
@@ -530,19 +525,15 @@ def test_active_learning_is_a_stored_entry_that_a_default_run_reads(tmp_path, mo
     labels, feats = rng.integers(0, 10, 200), rng.normal(size=(200, 8)).astype(np.float32)
     config = ex.resolve_config("smoke", al_initial=20, al_batch=10, al_rounds=1, al_epochs=2, al_pool=150)
     args = (config, "ensemble", feats[:150], labels[:150], feats[150:], labels[150:])
-    try:
-        store.use("compute", "03", "smoke")
-        computed = ex.active_learning(*args, device=CPU)
-        records = store.read_records(tmp_path / "records.jsonl")
-        assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == ["al-ensemble-epistemic-150"]
-        store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
-        monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
-        monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored AL curve was recomputed"))
-        store.use("stored", "03", "smoke")
-        read = ex.active_learning(*args, device=CPU)
-        assert store.summary().endswith("1 results read, 0 computed.")
-    finally:
-        store.use("compute", "03", "smoke")
+    computed = ex.active_learning(*args, run=Run(namespace="03", preset="smoke", source="compute"))
+    records = store.read_records(tmp_path / "records.jsonl")
+    assert [Path(r["path"]).name.rsplit("-", 1)[0] for r in records] == ["al-ensemble-epistemic-150"]
+    store.write_layer("03", "smoke", records, {"command": "test", "commit": "x", "date": "today"})
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(uq, "fit_method", lambda *a, **k: pytest.fail("a stored AL curve was recomputed"))
+    run = Run(namespace="03", preset="smoke", source="stored")
+    read = ex.active_learning(*args, run=run)
+    assert run.summary().endswith("1 results read, 0 computed.")
     assert read["nauc"] == computed["nauc"] and np.array_equal(read["accuracy"], computed["accuracy"])
 
 

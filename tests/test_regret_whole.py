@@ -3,6 +3,7 @@ variants, resuming, and the stored predictions. Tiny nets, a few steps."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from lib.regret import experiment as ex
 from lib.regret import method as regret
 from lib.regret import whole as wh
+from lib.run import Run
 
 TINY = wh.WholeSettings(widths=(8, 8, 8), epochs=2, batch_size=32, mc_samples=4, members=2, whiten_patches=40)
 
@@ -112,9 +114,9 @@ def test_interrupted_training_resumes_to_the_same_weights(toy, tmp_path):
 
 
 def test_bad_recipe_values_are_named():
-    for bad, name in ((dict(widths=(8, 8)), "whole_widths"), (dict(epochs=0), "whole_epochs"),
-                      (dict(dropout=0.0), "whole_dropout"), (dict(label_smoothing=1.0), "whole_label_smoothing")):
-        with pytest.raises(ValueError, match=name):
+    for bad, name in ((dict(widths=(8, 8)), "whole.widths"), (dict(epochs=0), "whole.epochs"),
+                      (dict(dropout=0.0), "whole.dropout"), (dict(label_smoothing=1.0), "whole.label_smoothing")):
+        with pytest.raises(ValueError, match=rf"^{re.escape(name)}="):  # the setting's path (lib.params.configure)
             wh.validate_whole(replace(wh.WholeSettings(), **bad))
     for bad in ("gpu", "stored"):  # "stored" is SOURCE's business now: the whole networks are stored entries
         with pytest.raises(ValueError, match=rf"whole_source='{bad}' is not allowed.*'train', 'off'"):
@@ -189,7 +191,7 @@ def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     nothing, and with the networks gone it still reads the predictions), every OOD set scored."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     cifar, config = _tiny_cifar(), _tiny_config()
-    out = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
+    out = ex.whole_predictions(config, cifar)
     assert set(out) == {"ensemble", "ddu"}
     assert out["ensemble"]["test"]["samples"].shape == (2, 40, 10)
     assert set(out["ddu"]["ood"]) == {"id", "blur", "uniform_noise"} and len(out["ddu"]["ood"]["id"]) == 20
@@ -202,7 +204,7 @@ def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     _no_training(monkeypatch)
     for network in (tmp_path / "cache" / "03").glob("whole-*.pt"):
         network.unlink()  # the predictions are keyed by the images and the recipe, not by the networks
-    again = ex.whole_predictions(config, cifar, device=torch.device("cpu"))
+    again = ex.whole_predictions(config, cifar)
     np.testing.assert_array_equal(again["ensemble"]["test"]["samples"], out["ensemble"]["test"]["samples"])
     np.testing.assert_array_equal(again["ddu"]["ood"]["blur"], out["ddu"]["ood"]["blur"])
 
@@ -219,12 +221,12 @@ def test_the_recipe_variant_trains_the_recipes_networks(tmp_path, monkeypatch):
     train = wh.train_network
     monkeypatch.setattr(wh, "train_network", lambda *a, **k: seen.append((a[3], k["version"])) or train(*a, **k))
     cifar = _tiny_cifar()
-    ex.whole_predictions(config, cifar, device=torch.device("cpu"), variant="recipe")
+    ex.whole_predictions(config, cifar, variant="recipe")
     assert seen == [(settings, 1)]
     inputs = ex.whole_inputs(config, cifar)
-    assert ex.whole_prediction_path(config, "evidential", inputs, "recipe").name.startswith("whole-recipe-pred-")
-    assert ex.whole_prediction_path(config, "evidential", inputs, "recipe") != \
-        ex.whole_prediction_path(config, "evidential", inputs, "ours")
+    assert ex.whole_prediction_entry(config, "evidential", inputs, "recipe").path.name.startswith("whole-recipe-pred-")
+    assert ex.whole_prediction_entry(config, "evidential", inputs, "recipe").path != \
+        ex.whole_prediction_entry(config, "evidential", inputs, "ours").path
     with pytest.raises(ValueError, match="variant='airbench' is not allowed"):
         ex.whole_variant(config, "airbench")
 
@@ -233,16 +235,16 @@ def test_the_prediction_key_follows_what_the_predictions_depend_on():
     """The key changes with the recipe, seed, images (n_train, n_test, OOD sets), data source and thread count,
     and is computed without any network."""
     cifar, config = _tiny_cifar(), _tiny_config()
-    base = ex.whole_prediction_path(config, "ddu", ex.whole_inputs(config, cifar))
+    base = ex.whole_prediction_entry(config, "ddu", ex.whole_inputs(config, cifar)).path
     changed = {
         "recipe": _tiny_config(whole={"widths": [4, 8, 8], "epochs": 2, "batch_size": 32, "whiten_patches": 20}),
         "seed": _tiny_config(seed=1), "ood": _tiny_config(ood_sets=["blur"]), "n_ood": _tiny_config(n_ood=10),
         "source": _tiny_config(data_source="python")}
     for what, other in changed.items():
-        assert ex.whole_prediction_path(other, "ddu", ex.whole_inputs(other, cifar)) != base, what
+        assert ex.whole_prediction_entry(other, "ddu", ex.whole_inputs(other, cifar)).path != base, what
     fewer = {**cifar, "train_images": cifar["train_images"][:90], "train_labels": cifar["train_labels"][:90]}
-    assert ex.whole_prediction_path(config, "ddu", ex.whole_inputs(config, fewer)) != base
-    python = ex.whole_prediction_path(changed["source"], "ddu", ex.whole_inputs(changed["source"], cifar))
+    assert ex.whole_prediction_entry(config, "ddu", ex.whole_inputs(config, fewer)).path != base
+    python = ex.whole_prediction_entry(changed["source"], "ddu", ex.whole_inputs(changed["source"], cifar)).path
     assert python.name.startswith("whole-pred-ddu-python-")
 
 
@@ -269,12 +271,10 @@ def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, mon
     monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "trained"))
     cifar, config = _tiny_cifar(), _tiny_config()
-    cpu = torch.device("cpu")
-    made = {v: ex.whole_predictions(config, cifar, device=cpu, variant=v) for v in ex.WHOLE_VARIANTS}
+    made = {v: ex.whole_predictions(config, cifar, variant=v) for v in ex.WHOLE_VARIANTS}
     for variant, out in made.items():
         _legacy_folder(tmp_path / "legacy" / variant, out)
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "converted"))
-    store.use("compute", "03", "smoke")
     folders = {v: tmp_path / "legacy" / v for v in ex.WHOLE_VARIANTS}
     layer = store_whole.convert(folders, config, cifar, command="convert it")
     manifest = store.read_manifest(layer)
@@ -284,17 +284,15 @@ def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, mon
     assert {e["origin"]["command"] for e in manifest["entries"].values()} == {"legacy run"}
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
     _no_training(monkeypatch)
-    try:
-        assert "4 stored" in store.use("stored", "03", "smoke")
-        for variant, out in made.items():
-            read = ex.whole_predictions(config, cifar, device=cpu, variant=variant)
-            for method in config.methods:
-                for key, value in out[method]["test"].items():
-                    np.testing.assert_array_equal(read[method]["test"][key], value)
-                assert read[method]["meta"]["converted"]["command"] == "convert it"
-        assert store.summary().endswith("4 results read, 0 computed.")
-    finally:
-        store.use("compute", "03", "smoke")
+    run = Run.for_notebook("03", "smoke", source="stored", force=False, device="cpu", progress=False)
+    assert "4 stored" in run.describe()
+    for variant, out in made.items():
+        read = ex.whole_predictions(config, cifar, run, variant=variant)
+        for method in config.methods:
+            for key, value in out[method]["test"].items():
+                np.testing.assert_array_equal(read[method]["test"][key], value)
+            assert read[method]["meta"]["converted"]["command"] == "convert it"
+    assert run.summary().endswith("4 results read, 0 computed.")
     assert not (tmp_path / "empty").exists()  # read from the layer, nothing computed into the cache
     _legacy_folder(tmp_path / "legacy" / "jpeg-other", made["ours"], data_source="python")
     with pytest.raises(ValueError, match=r"jpeg-other/(ensemble|ddu).npz is not what PRESET='smoke' computes.*"
@@ -378,8 +376,9 @@ def test_the_committed_entries_are_under_the_keys_the_cpu_preset_computes(data_r
     config = ex.resolve_config("cpu")
     inputs = ex.whole_inputs(config, ex.cifar_data(config))
     _, _, entries = _committed_layer()
-    expected = {ex.whole_prediction_path(config, m, inputs, v).name for v in ex.WHOLE_VARIANTS for m in config.methods}
-    expected |= {ex.whole_prediction_path(ex.width_config(config, w, methods), m, inputs).name
+    expected = {ex.whole_prediction_entry(config, m, inputs, v).path.name for v in ex.WHOLE_VARIANTS
+                for m in config.methods}
+    expected |= {ex.whole_prediction_entry(ex.width_config(config, w, methods), m, inputs).path.name
                  for w, methods in config.width_study for m in methods}  # the width study's, variant "ours"
     assert expected == set(entries)
 
@@ -411,8 +410,8 @@ def test_store_whole_trains_the_configuration_asked_for(tmp_path, monkeypatch, c
         seen["cifar"] = config.data_source
         return _tiny_cifar()
 
-    def fake_whole(config, cifar, **kwargs):
-        seen.update(config=config, variant=kwargs["variant"])
+    def fake_whole(config, cifar, run, **kwargs):
+        seen.update(config=config, variant=kwargs["variant"], run=run)
         meta = {"test_accuracy": 0.5, "train_seconds": [60.0, 60.0]}
         return {m: {"meta": meta, "path": tmp_path / f"{m}.npz"} for m in config.methods}
 
@@ -423,6 +422,7 @@ def test_store_whole_trains_the_configuration_asked_for(tmp_path, monkeypatch, c
     assert f"ddu: test accuracy 0.5000, 2 network(s), 2.0 min of training; cached as {tmp_path}" in out
     assert seen["cifar"] == "python" and seen["config"].data_source == "python"
     assert seen["config"].methods == ("ddu",) and seen["variant"] == "ours"
+    assert seen["run"].source == "compute" and seen["run"].progress and not seen["run"].force  # cache, else train
     assert seen["config"].whole == ex.resolve_config("cpu").whole  # the cpu preset's networks by default
     assert seen["config"].whole.widths == (16, 32, 32) and seen["config"].whole.batch_size == 256
     assert store_whole.main(["--preset", "whole", "--variant", "recipe", "--seed", "100", "--label-smoothing",

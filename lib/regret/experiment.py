@@ -30,18 +30,18 @@ import hashlib
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import Entry, cache_entry, cache_path
 from lib.data.cifar10 import SOURCES
 from lib.device import describe, one_thread, threads_key
 from lib.metrics import auroc
 from lib.params import (
+    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -56,6 +56,7 @@ from lib.regret import method as regret
 from lib.regret import uq
 from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
+from lib.run import Run
 
 CACHE_NAMESPACE = "03"
 # A prediction's random draws (MC-Dropout's masks) come from seed + PREDICTION_STREAM, far from the networks' own
@@ -72,7 +73,7 @@ DEPTHS = (20, 32, 44, 56)
 class RegretConfig:
     """Every setting of notebook 03. Comments give the spec section or ambiguity (B#) each follows."""
 
-    preset: str
+    preset: str = field(metadata={PARAMETER: None})  # PRESET chooses the preset itself (lib.params.configure)
     backbone: str = "frozen"  # B8: "frozen" pretrained features + heads | "scratch" (the paper preset)
     depth: int = 20  # ResNet depth of the frozen features, or of the network trained from scratch
     n_train: int | None = None  # training images, stratified subset; None: all 50,000 (B6 train_source hard)
@@ -95,9 +96,12 @@ class RegretConfig:
     al_epochs: int = 100  # full-batch Adam epochs per (re)training of a head
     al_lr: float = 1e-3  # Adam learning rate of the AL heads (also in the paper preset, whose head lr is SGD's)
     al_test: int = 2000  # test rows scoring AL accuracy
-    synth: SynthAge = field(default_factory=SynthAge)
-    synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128))
-    sandbox: Sandbox = field(default_factory=Sandbox)
+    # settings of the presets only (no notebook parameter): the head fields' parameters (EPOCHS, ...) set `head`,
+    # N_TRAIN and SEED the CIFAR-10 run, not the synthetic task's head or the sandbox
+    synth: SynthAge = field(default_factory=SynthAge, metadata={PARAMETER: None})
+    synth_head: uq.HeadSettings = field(default_factory=lambda: uq.HeadSettings(epochs=60, batch_size=128),
+                                        metadata={PARAMETER: None})
+    sandbox: Sandbox = field(default_factory=Sandbox, metadata={PARAMETER: None})
     whole_source: str = "train"  # "train" (read from the cache or stored layer, else trained) | "off"
     whole: wh.WholeSettings = field(default_factory=wh.WholeSettings)
     # the width study (beyond the paper): ((conv-group widths, methods), ...) trained like `whole` but for the widths
@@ -137,22 +141,17 @@ PRESETS: dict[str, RegretConfig] = {
                                                                                    lr=0.1, weight_decay=1e-4),
                           synth_head=uq.HeadSettings(epochs=200, batch_size=128)),
 }
-# The setting each parameter of notebook 03 sets, as `validate` names it -> the parameter (lib.params.parameter_names);
-# the head's fields are named without a prefix, as resolve_config takes them, the whole networks' as whole_<field>
-NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
-    "methods", "losses", "mc_samples", "members", "dropout", "sn_coeff", "edl_loss", "lambda_kl", "epochs",
-    "scratch_epochs", "depth", "whole_source", "whole_widths", "whole_epochs", "whole_label_smoothing",
-    "width_study", "data_source", "n_train", "n_test", "aurec_norm", "ties", "pgap_scale", "num_dirichlet_draws",
-    "seed")}
 NUM_CLASSES = 10
+NUM_GROUPS = 10  # DDU's groups of a head's training rows: CIFAR-10's classes, synth_age's age decades (synth_groups)
 CIFAR_IMAGES = 60_000  # train + test
 
 
 def resolve_config(preset: str, **overrides: Any) -> RegretConfig:
     """The preset's config with `overrides` applied (None keeps the preset's value), checked.
 
-    Head fields (dropout, mc_samples, members, epochs, ...) are accepted at the top level and go into
-    `head`; the whole networks' settings come as a dict `whole={...}` (lib.regret.whole.WholeSettings).
+    The head's fields come as a dict `head={...}` (lib.regret.uq.HeadSettings; also accepted at the top level,
+    `epochs=4`), the whole networks' as `whole={...}` (lib.regret.whole.WholeSettings); the notebook's parameters
+    are the fields' names in capitals (`lib.params.setting_parameters`; the whole networks' WHOLE_*).
     Raises ValueError naming the parameter for any bad value, or when `memory_estimate` exceeds the memory
     available, before any work is done.
     """
@@ -183,7 +182,7 @@ def validate(config: RegretConfig) -> None:
         check_int("n_test", config.n_test, minimum=100, maximum=10_000)
     _check_subset("methods", config.methods, uq.METHODS)
     _check_subset("losses", config.losses, regret.CLASSIFICATION_LOSSES)
-    uq.validate_head(config.head)
+    uq.validate_head(config.head, "head.")
     uq.validate_head(config.synth_head, "synth_head.")
     check_int("scratch_epochs", config.scratch_epochs, minimum=1)
     check_choice("aurec_norm", config.aurec_norm, regret.CURVE_NORMS)
@@ -241,8 +240,10 @@ def memory_estimate(config: RegretConfig) -> list[MemoryTerm]:
     terms = [
         MemoryTerm("the CIFAR-10 images", 3072 * CIFAR_IMAGES + floats,
                    {"n_train": config.n_train, "whole_source": config.whole_source}),
-        MemoryTerm("MC-Dropout's softmax passes", 48 * h.mc_samples * rows * NUM_CLASSES, {"mc_samples": h.mc_samples}),
-        MemoryTerm("the ensemble members' softmax passes", 48 * h.members * rows * NUM_CLASSES, {"members": h.members}),
+        MemoryTerm("MC-Dropout's softmax passes", 48 * h.mc_samples * rows * NUM_CLASSES,
+                   {"head.mc_samples": h.mc_samples}),
+        MemoryTerm("the ensemble members' softmax passes", 48 * h.members * rows * NUM_CLASSES,
+                   {"head.members": h.members}),
         MemoryTerm("the evidential Dirichlet draws", 3 * 8 * 512 * NUM_CLASSES * config.num_dirichlet_draws,
                    {"num_dirichlet_draws": config.num_dirichlet_draws}),
     ]
@@ -251,7 +252,7 @@ def memory_estimate(config: RegretConfig) -> list[MemoryTerm]:
                      key=lambda w: _whole_network_bytes(w, config.whole.batch_size))
         terms.append(MemoryTerm("a whole network's training batch and weights",
                                 _whole_network_bytes(widest, config.whole.batch_size),
-                                {"whole_widths": config.whole.widths, "width_study": config.width_study}))
+                                {"whole.widths": config.whole.widths, "width_study": config.width_study}))
     if config.backbone == "scratch":
         blocks = (config.depth - 2) // 6
         terms.append(MemoryTerm("the from-scratch ResNet's activations for one batch",
@@ -318,9 +319,10 @@ def source_keyed(label: str, key: dict, data_source: str) -> tuple[str, dict]:
     return f"{label}-{data_source}", {**key, "data_source": data_source}
 
 
-def pretrained_outputs(depth: int, images: np.ndarray, name: str, force: bool = False, *,
-                       data_source: str = "jpeg") -> dict:
-    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`; cached.
+def pretrained_outputs(depth: int, images: np.ndarray, name: str, *, data_source: str = "jpeg",
+                       run: Run | None = None) -> dict:
+    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`; cached (`run`'s cache;
+    default `Run()`: the cache alone).
 
     `data_source`: the CIFAR-10 copy the images (or the images they were corrupted from) come from."""
     from lib.models.cifar_resnet import load_pretrained, predict
@@ -335,7 +337,7 @@ def pretrained_outputs(depth: int, images: np.ndarray, name: str, force: bool = 
             logits = model.linear(torch.from_numpy(feats)).double()
         return {"feats": feats, "probs": F.softmax(logits, dim=1).numpy()}
 
-    return cached_npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute, force=force)
+    return (run or Run()).npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -367,10 +369,10 @@ def crop_flip(batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
 
 def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targets: torch.Tensor,
-                   groups: np.ndarray, *, head: uq.HeadSettings, num_groups: int, label: str,
-                   device: torch.device, force: bool = False, progress: bool = False) -> dict:
+                   groups: np.ndarray, *, head: uq.HeadSettings, label: str, run: Run) -> dict:
     """{"modules", "history", "ddu_fit"}; the weights are cached (state dicts) by everything they depend on, and
-    stored (`lib.store`: small, so a stored run trains no head).
+    stored (`lib.store`: small, so a stored run trains no head). `groups`: (N,) int in [0, NUM_GROUPS), DDU's
+    classes (the CIFAR-10 labels, synth_age's age decades); trained on `run.device`.
 
     The trained weights move with the CPU thread count (float sums split across threads). Heads on features are
     small: they train at one thread (`lib.device.one_thread`), the bits of a NUM_THREADS=1 run whatever
@@ -382,19 +384,19 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     key = {"stage": "train", "version": 1, "method": method, "inputs": inputs.numpy(), "targets": targets.numpy(),
            "head": head, "seed": config.seed, "scratch": scratch, "depth": config.depth,
            "epochs": config.scratch_epochs if scratch else head.epochs, **(threads_key() if scratch else {})}
-    path = cache_path(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
+    entry = cache_entry(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
         scratch_recipe = {"optimiser": "sgd", "augment": crop_flip} if scratch else {}
         settings = replace(head, epochs=config.scratch_epochs) if scratch else head
         with nullcontext() if scratch else one_thread():
             fit = uq.fit_method(method, inputs, targets, settings=settings, seed=config.seed, groups=groups,
-                                num_groups=num_groups, make_module=make, device=device, progress=progress,
+                                num_groups=NUM_GROUPS, make_module=make, device=run.device, progress=run.progress,
                                 **scratch_recipe)
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
-    stored = cached_torch(path, train, force=force, stored=True)  # small: the state dicts of the heads
+    stored = run.torch(entry, train, stored=True)  # small: the state dicts of the heads
     seeds = [config.seed + i for i in range(head.members)] if method == "ensemble" else [config.seed]
     modules = []
     for s, state in zip(seeds, stored["states"]):
@@ -405,16 +407,16 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
 
 
 def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: torch.Tensor, *, label: str,
-                      head: uq.HeadSettings, device: torch.device, force: bool = False, stored: bool = False) -> dict:
-    """The method's prediction (lib.regret.uq.predict) on `inputs`; cached as .npz, and `stored` (lib.store)
-    where it moves with the processor (synth_run's DDU density)."""
+                      head: uq.HeadSettings, run: Run, stored: bool = False) -> dict:
+    """The method's prediction (lib.regret.uq.predict) on `inputs`, on `run.device`; cached as .npz, and `stored`
+    (lib.store) where it moves with the processor (synth_run's DDU density)."""
     key = {"stage": "predict", "version": 1, "method": method, "inputs": inputs.numpy(), "head": head,
            "seed": config.seed, "weights": [float(sum(p.double().sum() for p in m.state_dict().values()
                                                        if p.is_floating_point())) for m in trained["modules"]]}
-    path = cache_path(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
-    return cached_npz(path, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
-                                               seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
-                                               device=device), force=force, stored=stored)
+    entry = cache_entry(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
+    return run.npz(entry, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
+                                             seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
+                                             device=run.device), stored=stored)
 
 
 def evaluate(config: RegretConfig, method: str, prediction: dict, p_true: np.ndarray, loss: str,
@@ -480,24 +482,25 @@ def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
 
 def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
                     test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str = "epistemic",
-                    device: torch.device, progress: bool = False, force: bool = False) -> dict:
+                    run: Run | None = None) -> dict:
     """Pool-based AL on frozen features: retrain the head from scratch each round, acquire the al_batch
     pool points with the highest Ê (strategy "epistemic") or at random ("random").
 
     Returns {"budget": (rounds+1,), "accuracy": (rounds+1,), "nauc"}; NAUC is the trapezoid area of
     accuracy over the budget divided by the budget range (the OpenML-style normalised AUC [inferred]).
     Cached, and stored (`lib.store`: a few hundred bytes): the heads' float32 training moves with the processor
-    (DDU's NAUC was 0.7858 here and 0.7805 on another CPU), so a default run reads the stored curve.
+    (DDU's NAUC was 0.7858 here and 0.7805 on another CPU), so a default run reads the stored curve. `run`
+    (default `Run()`: the cache alone, the CPU) finds it and gives the device.
     """
     check_choice("strategy", strategy, ("epistemic", "random"))
     key = {"stage": "al", "version": 1, "method": method, "strategy": strategy, "pool_feats": pool_feats,
            "pool_labels": pool_labels, "test_feats": test_feats, "test_labels": test_labels, "head": config.head,
            "seed": config.seed, **{f: getattr(config, f) for f in ("al_initial", "al_batch", "al_rounds",
                                                                     "al_epochs", "al_lr")}}
-    path = cache_path(CACHE_NAMESPACE, f"al-{method}-{strategy}-{len(pool_labels)}", key, ".npz")
-    arrays = cached_npz(path, lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats,
-                                                       test_labels, strategy=strategy, device=device),
-                        force=force, stored=True)
+    run = run or Run()
+    entry = cache_entry(CACHE_NAMESPACE, f"al-{method}-{strategy}-{len(pool_labels)}", key, ".npz")
+    arrays = run.npz(entry, lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats,
+                                                     test_labels, strategy=strategy, device=run.device), stored=True)
     return {"budget": arrays["budget"], "accuracy": arrays["accuracy"], "nauc": float(arrays["nauc"])}
 
 
@@ -544,8 +547,10 @@ def synth_groups(soft: np.ndarray) -> np.ndarray:
     return np.minimum(soft.argmax(axis=1) // 10, 9)
 
 
-def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False, progress: bool = False) -> dict:
-    """Train the methods on `synth_age` and evaluate squared and absolute loss against the exact p*."""
+def synth_run(config: RegretConfig, run: Run | None = None) -> dict:
+    """Train the methods on `synth_age` and evaluate squared and absolute loss against the exact p*; the heads and
+    predictions found or computed by `run` (default `Run()`)."""
+    run = run or Run()
     data = synth_age(config.synth, seed=config.seed)
     x_train = torch.from_numpy(data["train"]["x"])
     soft = torch.from_numpy(data["train"]["soft"].astype(np.float32))
@@ -555,10 +560,10 @@ def synth_run(config: RegretConfig, *, device: torch.device, force: bool = False
     frozen = replace(config, backbone="frozen", data_source="jpeg")
     out = {"data": data, "results": {}}
     for method in config.methods:
-        trained = trained_method(frozen, method, x_train, soft, groups, head=config.synth_head, num_groups=10,
-                                 label="synth", device=device, force=force, progress=progress)
-        pred = method_prediction(frozen, method, trained, x_test, label="synth", head=config.synth_head,
-                                 device=device, force=force, stored=method == "ddu")  # DDU's moves with the CPU
+        trained = trained_method(frozen, method, x_train, soft, groups, head=config.synth_head, label="synth",
+                                 run=run)
+        pred = method_prediction(frozen, method, trained, x_test, label="synth", head=config.synth_head, run=run,
+                                 stored=method == "ddu")  # DDU's moves with the CPU
         for loss in ("squared", "absolute"):
             out["results"][(method, loss)] = evaluate(config, method, pred, data["test"]["p_true"], loss, AGES)
     return out
@@ -603,27 +608,31 @@ def paper_rows(data: str, loss: str) -> dict:
     return {m: dict(zip(PAPER_COLUMNS, v)) for (d, lo, m), v in PAPER_TABLE.items() if d == data and lo == loss}
 
 
-def ood_inputs(config: RegretConfig, test_images: np.ndarray, force: bool = False) -> dict:
-    """{set name: model inputs} of every OOD set: frozen features, or normalised images (scratch backbone)."""
+def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run | None = None) -> dict:
+    """{set name: model inputs} of every OOD set: frozen features (cached by `run`, default `Run()`), or normalised
+    images (scratch backbone)."""
     from lib.models.cifar_resnet import to_input
 
     out = {}
     for name in config.ood_sets:
         images = ood_images(name, test_images, config.n_ood, config.seed)
         if config.backbone == "frozen":
-            feats = pretrained_outputs(config.depth, images, f"ood-{name}", force=force,
-                                       data_source=config.data_source)["feats"]
+            feats = pretrained_outputs(config.depth, images, f"ood-{name}", data_source=config.data_source,
+                                       run=run)["feats"]
             out[name] = torch.from_numpy(feats)
         else:
             out[name] = to_input(images)
     return out
 
 
-def ood_aurocs(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict, *,
-               device: torch.device) -> dict:
-    """{set name: AuROC of the CE Ê separating that OOD set (positive) from the in-distribution inputs}."""
+def ood_aurocs(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict,
+               run: Run) -> dict:
+    """{set name: AuROC of the CE Ê separating that OOD set (positive) from the in-distribution inputs}; the
+    predictions cached on `run.device` (FORCE_RECOMPUTE does not reach them: `run.but(force=False)`)."""
+    cached = run.but(force=False)
+
     def score(inputs: torch.Tensor, label: str) -> np.ndarray:
-        pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, device=device)
+        pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, run=cached)
         return acquisition_scores(method, pred, config.seed)
 
     id_score = score(id_inputs, "ood-id")
@@ -661,9 +670,8 @@ def whole_variant(config: RegretConfig, variant: str = "ours") -> tuple[wh.Whole
     return replace(config.whole, label_smoothing=RECIPE_LABEL_SMOOTHING), dict.fromkeys(wh.NETWORK_VERSION, 1)
 
 
-def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor, train_labels: np.ndarray, *,
-                   device: torch.device, force: bool = False, progress: bool = False,
-                   max_steps: int | None = None, variant: str = "ours") -> dict:
+def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor, train_labels: np.ndarray,
+                   run: Run, *, max_steps: int | None = None, variant: str = "ours") -> dict:
     """{"nets", "histories", "seconds", "epoch_seconds", "ddu_fit"} of one method's whole network(s).
 
     Each network is cached by everything it depends on, and checkpointed after every epoch beside its cache
@@ -681,9 +689,9 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
                **threads_key()}
         path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
         checkpoint = path.with_suffix(".ckpt")
-        trained = cached_torch(path, lambda s=seed, c=checkpoint: wh.train_network(
-            method, train_images, labels, settings, s, checkpoint=c, device=device, progress=progress,
-            max_steps=max_steps, version=versions[method]), force=force)
+        trained = run.torch(path, lambda s=seed, c=checkpoint: wh.train_network(
+            method, train_images, labels, settings, s, checkpoint=c, device=run.device, progress=run.progress,
+            max_steps=max_steps, version=versions[method]))
         checkpoint.unlink(missing_ok=True)
         out["nets"].append(wh.load_network(method, settings, seed, trained["state"], versions[method]))
         out["histories"].append(trained["history"])
@@ -691,7 +699,7 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
         out["epoch_seconds"].append(trained["epoch_seconds"])
     out["ddu_fit"] = None
     if method == "ddu":
-        emb = wh._batched(out["nets"][0].to(device).embed, train_images, device).double().numpy()
+        emb = wh._batched(out["nets"][0].to(run.device).embed, train_images, run.device).double().numpy()
         out["nets"][0].cpu()
         out["ddu_fit"] = regret.gda_fit(emb, train_labels, 10)
     return out
@@ -720,8 +728,8 @@ def whole_inputs(config: RegretConfig, cifar: dict) -> dict:
     return inputs
 
 
-def whole_prediction_path(config: RegretConfig, method: str, inputs: dict, variant: str = "ours",
-                          max_steps: int | None = None) -> Path:
+def whole_prediction_entry(config: RegretConfig, method: str, inputs: dict, variant: str = "ours",
+                           max_steps: int | None = None) -> Entry:
     """The cache entry of one method's whole-network predictions (`whole_predictions`), keyed by what they
     depend on and nothing trained: the recipe and network version of `variant`, the seed (networks, ensemble
     members, dropout masks), the training images and labels (n_train, data source), the test and OOD images
@@ -731,29 +739,30 @@ def whole_prediction_path(config: RegretConfig, method: str, inputs: dict, varia
            "network_version": versions[method], "settings": settings, "seed": config.seed,
            "inputs": inputs["keys"], "max_steps": max_steps, **threads_key()}
     label = f"whole{'-recipe' if variant == 'recipe' else ''}-pred-{method}"
-    return cache_path(CACHE_NAMESPACE, *source_keyed(label, key, config.data_source), ".npz")
+    return cache_entry(CACHE_NAMESPACE, *source_keyed(label, key, config.data_source), ".npz")
 
 
-def whole_predictions(config: RegretConfig, cifar: dict, *, device: torch.device, force: bool = False,
-                      progress: bool = False, max_steps: int | None = None, variant: str = "ours") -> dict:
+def whole_predictions(config: RegretConfig, cifar: dict, run: Run | None = None, *, max_steps: int | None = None,
+                      variant: str = "ours") -> dict:
     """{method: {"test": prediction, "ood": {set or "id": CE Ê}, "meta", "path" (of the cache entry)}} of the whole
     networks of `variant`.
 
-    Each method's predictions are a cache entry of the stored layer (`whole_prediction_path`; arrays of
+    Each method's predictions are a cache entry of the stored layer (`whole_prediction_entry`; arrays of
     `lib.regret.whole.prediction_arrays`: float16 samples): read from the cache, else (SOURCE="stored") from
     results/03/<preset>/, else computed by training the networks (`whole_networks`) and predicting. Computed or
     read, the values are those of the compact arrays. Test predictions cover the CIFAR-10H rows in `cifar`; OOD
-    scores the `config.n_ood` first test images ("id") and every OOD set, as the heads' OOD section does.
+    scores the `config.n_ood` first test images ("id") and every OOD set, as the heads' OOD section does. `run`
+    (default `Run()`) finds them, and trains on its device.
     """
+    run = run or Run()
     inputs = whole_inputs(config, cifar)
     tensors = _FloatImages()  # made only when a network is trained or predicts
     out = {}
     for method in config.methods:
-        path = whole_prediction_path(config, method, inputs, variant, max_steps)
-        arrays = cached_npz(path, lambda m=method: _trained_whole_predictions(
-            config, m, inputs, tensors, cifar["test_labels"], device=device, force=force, progress=progress,
-            max_steps=max_steps, variant=variant), force=force, stored=True)
-        out[method] = {**wh.from_arrays(arrays, str(path)), "path": path}
+        entry = whole_prediction_entry(config, method, inputs, variant, max_steps)
+        arrays = run.npz(entry, lambda m=method: _trained_whole_predictions(
+            config, m, inputs, tensors, cifar["test_labels"], run, max_steps=max_steps, variant=variant), stored=True)
+        out[method] = {**wh.from_arrays(arrays, str(entry.path)), "path": entry.path}
     return out
 
 
@@ -769,21 +778,20 @@ class _FloatImages(dict):
 
 
 def _trained_whole_predictions(config: RegretConfig, method: str, inputs: dict, tensors: _FloatImages,
-                               test_labels: np.ndarray, *, device: torch.device, force: bool, progress: bool,
-                               max_steps: int | None, variant: str) -> dict[str, np.ndarray]:
+                               test_labels: np.ndarray, run: Run, *, max_steps: int | None,
+                               variant: str) -> dict[str, np.ndarray]:
     """One method's whole networks trained (`whole_networks`, cached per network) and their predictions on the
     test and OOD images, as `lib.regret.whole.prediction_arrays` with the training's metadata."""
     from lib.provenance import git_commit
 
     start = time.perf_counter()
     fit = whole_networks(config, method, tensors.get_or_make("train", inputs["train_images"]),
-                         inputs["train_labels"], device=device, force=force, progress=progress, max_steps=max_steps,
-                         variant=variant)
+                         inputs["train_labels"], run, max_steps=max_steps, variant=variant)
     settings, versions = whole_variant(config, variant)
 
     def predict(name: str, images: np.ndarray) -> dict:
         return wh.predict(method, fit["nets"], tensors.get_or_make(name, images), settings,
-                          seed=config.seed + PREDICTION_STREAM, ddu_fit=fit["ddu_fit"], device=device)
+                          seed=config.seed + PREDICTION_STREAM, ddu_fit=fit["ddu_fit"], device=run.device)
 
     test = predict("test", inputs["test_images"])
     ood = {name: acquisition_scores(method, predict(f"ood-{name}", images), config.seed)
@@ -794,7 +802,7 @@ def _trained_whole_predictions(config: RegretConfig, method: str, inputs: dict, 
             "test_accuracy": wh.accuracy(method, test, test_labels),
             "train_seconds": fit["seconds"], "epoch_seconds": fit["epoch_seconds"],
             "final_train_loss": [h[-1] for h in fit["histories"] if h],
-            "embedding_dim": int(test.get("embedding_dim", 0)), "device": describe(device),
+            "embedding_dim": int(test.get("embedding_dim", 0)), "device": describe(run.device),
             "commit": git_commit(mark_dirty=True), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "compute_seconds": time.perf_counter() - start}
     return wh.prediction_arrays(method, test, ood, meta)
@@ -935,14 +943,12 @@ def width_config(config: RegretConfig, widths: tuple[int, int, int], methods: tu
     return replace(config, methods=tuple(methods), whole=replace(config.whole, widths=tuple(widths)))
 
 
-def width_study(config: RegretConfig, cifar: dict, whole: dict, *, device: torch.device, force: bool = False,
-                progress: bool = False) -> dict[tuple[int, int, int], dict]:
+def width_study(config: RegretConfig, cifar: dict, whole: dict, run: Run) -> dict[tuple[int, int, int], dict]:
     """{widths: `whole_predictions` result} for the preset's whole networks (`whole`, already read) and every
     width of `config.width_study`: stored entries of the layer like the others, else trained (hours on a CPU)."""
     study = {config.whole.widths: whole} if whole else {}
     for widths, methods in config.width_study:
-        study[widths] = whole_predictions(width_config(config, widths, methods), cifar, device=device, force=force,
-                                          progress=progress)
+        study[widths] = whole_predictions(width_config(config, widths, methods), cifar, run)
     return study
 
 

@@ -18,7 +18,7 @@ Conversion (`convert`, `--convert`): the eight networks of each variant were tra
 core, 2026-12-01) and their predictions stored as one `<method>.npz` per method in results/03/whole/ (ours) and
 results/03/whole-recipe/ (the airbench recipe unchanged), before the stored layer existed. The conversion checks
 that each file is what the `cpu` preset computes (recipe, network version, seed, data source, sizes), writes its
-arrays unchanged as the cache entry `whole_predictions` looks up (the same key: `whole_prediction_path`), with the
+arrays unchanged as the cache entry `whole_predictions` looks up (the same key: `whole_prediction_entry`), with the
 file's metadata and the conversion's provenance, and writes the layer results/03/cpu/ from those entries
 (`lib.store.write_layer`; it replaces the folder) with the original commands, commits, machine and times in its
 manifest. No network is trained. results/03/cpu/README.md tells the story of those runs. The layer written,
@@ -39,6 +39,7 @@ from lib.data.cifar10 import SOURCES
 from lib.device import one_thread, pick_device, set_threads
 from lib.regret import experiment as ex
 from lib.regret import whole as wh
+from lib.run import Run
 
 LEGACY_VERSION = 1  # the version field of the files in results/03/whole*/
 
@@ -93,7 +94,8 @@ def _train(args: argparse.Namespace, command: str) -> None:
                                methods=args.methods, seed=args.seed, whole_source="train")
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
-    preds = ex.whole_predictions(config, cifar, device=pick_device(args.device), progress=True, variant=args.variant)
+    run = Run(device=pick_device(args.device), progress=True)  # compute: the cache, else train
+    preds = ex.whole_predictions(config, cifar, run, variant=args.variant)
     for method, p in preds.items():
         print(f"{method}: test accuracy {p['meta']['test_accuracy']:.4f}, {len(p['meta']['train_seconds'])} "
               f"network(s), {sum(p['meta']['train_seconds']) / 60:.1f} min of training; cached as {p['path']}")
@@ -145,7 +147,7 @@ def _convert_file(folder: Path, variant: str, method: str, config: ex.RegretConf
     """One pre-layer file, folder/<method>.npz, checked and written as its cache entry (arrays unchanged, the
     metadata told of the conversion, `made`: its command and commit); returns (the layer's record of the entry,
     the file's origin: where, when and how its networks were trained)."""
-    from lib.cache import atomic_savez, known_config
+    from lib.cache import atomic_savez
 
     path = folder / f"{method}.npz"
     with np.load(path, allow_pickle=False) as data:
@@ -158,10 +160,10 @@ def _convert_file(folder: Path, variant: str, method: str, config: ex.RegretConf
                                    "wall_seconds_all_methods") if k in meta}
     meta = {**meta, "variant": variant, "network_version": meta.get("network_version", 1),
             "converted": {"from": f"results/03/{folder.name}/{method}.npz", **made}}
-    target = ex.whole_prediction_path(config, method, inputs, variant)
-    atomic_savez(target, {**arrays, "meta": np.array(json.dumps(meta, default=str))})
-    wh.from_arrays({**arrays, "meta": np.array(json.dumps(meta))}, str(target))  # the format reads back
-    record = {"path": str(target), "config": known_config(target),
+    target = ex.whole_prediction_entry(config, method, inputs, variant)
+    atomic_savez(target.path, {**arrays, "meta": np.array(json.dumps(meta, default=str))})
+    wh.from_arrays({**arrays, "meta": np.array(json.dumps(meta))}, str(target.path))  # the format reads back
+    record = {"path": str(target.path), "config": target.config,
               "compute_seconds": round(sum(meta["train_seconds"]), 1)}
     return record, {"file": meta["converted"]["from"], **origin}
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +55,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.params import check_choice, check_int, check_real, shown
+from lib.params import PARAMETER, check_choice, check_int, check_real, shown
 from lib.regret import uq
 from lib.train import Epochs, train_epochs
 
@@ -65,44 +65,48 @@ DROPOUT_STREAM = 1  # a network seeded s draws its dropout masks from torch seed
 
 @dataclass(frozen=True)
 class WholeSettings:
-    """The from-scratch recipe (airbench's values unless stated) and the methods' settings."""
+    """The from-scratch recipe (airbench's values unless stated) and the methods' settings. Notebook 03's
+    parameters WHOLE_WIDTHS, WHOLE_EPOCHS and WHOLE_LABEL_SMOOTHING set three of them (`lib.params.PARAMETER`); the
+    methods' settings are the presets' alone (PARAMETER None: MC_SAMPLES, MEMBERS, ... set the heads)."""
 
-    widths: tuple[int, int, int] = (64, 256, 256)
-    epochs: int = 10  # airbench94: 9.9 with lookahead and TTA; its clean variant 10
+    widths: tuple[int, int, int] = field(default=(64, 256, 256), metadata={PARAMETER: "WHOLE_WIDTHS"})
+    # airbench94: 9.9 with lookahead and TTA; its clean variant 10
+    epochs: int = field(default=10, metadata={PARAMETER: "WHOLE_EPOCHS"})
     batch_size: int = 1024
     lr: float = 11.5  # per kilostep (decoupled, see the module docstring)
     momentum: float = 0.85
     weight_decay: float = 0.0153
     bias_scaler: float = 64.0
-    label_smoothing: float = 0.0  # airbench: 0.2, which leaves q underconfident (module docstring)
+    # airbench: 0.2, which leaves q underconfident (module docstring)
+    label_smoothing: float = field(default=0.0, metadata={PARAMETER: "WHOLE_LABEL_SMOOTHING"})
     translate: int = 2
     whiten_patches: int = 5000  # training images whose 2x2 patches set the whitening filters
-    dropout: float = 0.1  # MC-Dropout p (paper: 0.1)
-    mc_samples: int = 20  # S (paper: 20)
-    members: int = 5  # M (paper: 5)
-    sn_coeff: float = 3.0  # DDU (paper: 3.0)
-    edl_loss: str = "expected_ce"  # spec B9, as the heads
+    dropout: float = field(default=0.1, metadata={PARAMETER: None})  # MC-Dropout p (paper: 0.1)
+    mc_samples: int = field(default=20, metadata={PARAMETER: None})  # S (paper: 20)
+    members: int = field(default=5, metadata={PARAMETER: None})  # M (paper: 5)
+    sn_coeff: float = field(default=3.0, metadata={PARAMETER: None})  # DDU (paper: 3.0)
+    edl_loss: str = field(default="expected_ce", metadata={PARAMETER: None})  # spec B9, as the heads
 
 
 def validate_whole(settings: WholeSettings) -> None:
-    """Raise ValueError naming the field (prefixed `whole_`) for any bad value."""
+    """Raise ValueError naming the field (as `whole.<field>`, its setting path) for any bad value."""
     if len(settings.widths) != 3:
-        raise ValueError(f"{shown('whole_widths')}={settings.widths!r} must list three conv-group widths.")
+        raise ValueError(f"{shown('whole.widths')}={settings.widths!r} must list three conv-group widths.")
     for w in settings.widths:
-        check_int("whole_widths entry", w, minimum=1)
-    check_int("whole_epochs", settings.epochs, minimum=1)
-    check_int("whole_batch_size", settings.batch_size, minimum=2)
-    check_real("whole_lr", settings.lr, low=0.0, open_low=True)
-    check_real("whole_momentum", settings.momentum, low=0.0, high=1.0, open_high=True)
-    check_real("whole_weight_decay", settings.weight_decay, low=0.0)
-    check_real("whole_label_smoothing", settings.label_smoothing, low=0.0, high=1.0, open_high=True)
-    check_int("whole_translate", settings.translate, minimum=0, maximum=8)
-    check_int("whole_whiten_patches", settings.whiten_patches, minimum=10)
-    check_real("whole_dropout", settings.dropout, low=0.0, high=1.0, open_low=True, open_high=True)
-    check_int("whole_mc_samples", settings.mc_samples, minimum=2)
-    check_int("whole_members", settings.members, minimum=2)
-    check_real("whole_sn_coeff", settings.sn_coeff, low=0.0, open_low=True)
-    check_choice("whole_edl_loss", settings.edl_loss, uq.EDL_LOSSES)
+        check_int("whole.widths entry", w, minimum=1)
+    check_int("whole.epochs", settings.epochs, minimum=1)
+    check_int("whole.batch_size", settings.batch_size, minimum=2)
+    check_real("whole.lr", settings.lr, low=0.0, open_low=True)
+    check_real("whole.momentum", settings.momentum, low=0.0, high=1.0, open_high=True)
+    check_real("whole.weight_decay", settings.weight_decay, low=0.0)
+    check_real("whole.label_smoothing", settings.label_smoothing, low=0.0, high=1.0, open_high=True)
+    check_int("whole.translate", settings.translate, minimum=0, maximum=8)
+    check_int("whole.whiten_patches", settings.whiten_patches, minimum=10)
+    check_real("whole.dropout", settings.dropout, low=0.0, high=1.0, open_low=True, open_high=True)
+    check_int("whole.mc_samples", settings.mc_samples, minimum=2)
+    check_int("whole.members", settings.members, minimum=2)
+    check_real("whole.sn_coeff", settings.sn_coeff, low=0.0, open_low=True)
+    check_choice("whole.edl_loss", settings.edl_loss, uq.EDL_LOSSES)
 
 
 # ----------------------------------------------------------------------------------------------------
