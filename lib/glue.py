@@ -281,7 +281,7 @@ def read_complete_results(executed: str | Path) -> dict[str, Any]:
     return read_results(executed)
 
 
-CLOCK_KEYS = re.compile(r"runtime|seconds|_s$|per_s$")  # glued timings: they differ between any two runs
+CLOCK_KEYS = re.compile(r"runtime|seconds|_s$|per_s$| min$")  # glued timings: they differ between any two runs
 CLOCK_LAST = ("imagenet_scale",)  # lists whose last element is a timing
 
 

@@ -103,6 +103,6 @@ def test_without_clocks_drops_the_runs_timings_and_keeps_its_results():
 
     results = {"auc": 0.9, "runtime_s": 12.0, "feature_seconds": {"pixels": 1.0}, "sentences_per_s": 300.0,
                "imagenet_scale": [0.7, 0.73, 0.76, 0.01], "runtime": {"2": [0.1, 0.2]},
-               "rows": [{"crel_s": 1.0, "coverage": 0.9}], "steps": {"1": 8000}}
+               "rows": [{"crel_s": 1.0, "coverage": 0.9, "train min": 3.2}], "steps": {"1": 8000}}
     assert without_clocks(results) == {"auc": 0.9, "imagenet_scale": [0.7, 0.73, 0.76],
                                        "rows": [{"coverage": 0.9}], "steps": {"1": 8000}}
