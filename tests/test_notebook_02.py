@@ -174,7 +174,7 @@ class TestEveryNotebook(NotebookChecks):
     """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 02's settings."""
 
     run = staticmethod(run)
-    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    presets, bad_parameters = ex.PRESETS, BAD_PARAMETERS
     checked_by_name = frozenset({"RUN_HF_MODELS"})
     max_runtime_s = 300  # well under 2 minutes on an idle 2-core machine
 

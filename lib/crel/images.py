@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from lib.cache import cache_path, cached_torch
+from lib.cache import cache_entry
 from lib.crel import method as crel
 from lib.crel.cvae import dead_dimensions
 from lib.crel.embeddings import EmbeddingModelSettings, calibrated_crel
@@ -34,7 +34,8 @@ from lib.device import one_thread
 from lib.diffusion import family as fam
 from lib.linalg import PCA
 from lib.models import cifar_resnet
-from lib.params import check_choice, check_int, check_list, check_probability, check_real
+from lib.params import PARAMETER, check_choice, check_int, check_list, check_probability, check_real
+from lib.run import Run
 
 CACHE_NAMESPACE = "02"
 VERSION = 1  # bump when `generator_crel` computes differently
@@ -47,20 +48,25 @@ REAL = "real held-out"  # the reference row: real test images of each class, as 
 
 @dataclass(frozen=True)
 class ImageSettings:
-    """Everything the label-to-image section depends on (spec 02 §2.6)."""
+    """Everything the label-to-image section depends on (spec 02 §2.6). Notebook 02's IMAGE_GENERATORS,
+    PGD_STARTS and PGD_STEPS set `generators`, `pgd_starts` and `pgd_steps`; a field whose name a parameter of the
+    synthetic table or the captions has (FOLDS, LGM, N_DIRECTIONS, SEED) is not set by it."""
 
-    family: fam.Family = field(default_factory=fam.Family)  # the generators: notebook 04's of the same preset
+    # the generators: notebook 04's of the same preset (not a parameter, nor walked into for parameters)
+    family: fam.Family = field(default_factory=fam.Family, metadata={PARAMETER: None})
     # the class-conditional sets ranked: (width, fraction of the training budget, guidance scale)
-    generators: tuple[tuple[int, float, float], ...] = (
-        (32, 1.0, 1.0), (32, 1.0, 2.0), (32, 1.0, 4.0), (32, 0.5, 1.0), (32, 0.25, 1.0), (16, 1.0, 1.0))
+    generators: tuple[tuple[int, float, float], ...] = field(default=(
+        (32, 1.0, 1.0), (32, 1.0, 2.0), (32, 1.0, 4.0), (32, 0.5, 1.0), (32, 0.25, 1.0), (16, 1.0, 1.0)),
+        metadata={PARAMETER: "IMAGE_GENERATORS"})
     include_real: bool = True  # the reference row of real held-out images
-    folds: tuple[int, int, int, int] = (1250, 500, 500, 250)  # samples of each set: lgm / dqr / cal / test
+    # samples of each set: lgm / dqr / cal / test
+    folds: tuple[int, int, int, int] = field(default=(1250, 500, 500, 250), metadata={PARAMETER: None})
     rho_depth: int = 20  # the CIFAR ResNet of rho (20: 2.8 x cheaper per descent step than 56)
     prototype_per_class: int = 500  # real test images of each class averaged into mu_x
-    lgm: str = "cvae"
+    lgm: str = field(default="cvae", metadata={PARAMETER: None})
     pca_dim: int = 32
     latent_dim: int = 3
-    n_directions: int = 64
+    n_directions: int = field(default=64, metadata={PARAMETER: None})
     epochs: int = 100  # CVAE and DQR
     hidden: tuple[int, ...] = (256, 256)
     alpha: float = 0.1
@@ -68,7 +74,7 @@ class ImageSettings:
     pgd_steps: int = 100  # spec §2.2: 50-100
     pgd_lr: float = 0.05
     shown_per_class: int = 3  # typical samples kept per class for the image grid
-    seed: int = 0
+    seed: int = field(default=0, metadata={PARAMETER: None})
 
     def model_settings(self) -> EmbeddingModelSettings:
         return EmbeddingModelSettings(lgm=self.lgm, pca_dim=self.pca_dim, latent_dim=self.latent_dim,
@@ -197,16 +203,16 @@ def set_samples(s: ImageSettings, spec: fam.GeneratedSet | None, *, device="cpu"
     return {"images": out["images"], "labels": fam.set_labels(s.family, low, spec)}
 
 
-def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, *, device="cpu", force: bool = False,
-                   progress: bool = False) -> dict:
+def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run | None = None) -> dict:
     """CReL-rho and mean rho of one set (the real reference when spec is None); cached and stored (`lib.store`):
-    a stored run reads it without the generators' weights."""
+    a stored run reads it without the generators' weights. A missing set is sampled on `run.device`."""
+    run = run or Run()
     label = REAL if spec is None else spec.label
     key = {"v": VERSION, "settings": asdict(s), "set": label}
     slug = "real" if spec is None else spec.slug
-    path = cache_path(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
-    return cached_torch(path, lambda: _generator_crel(s, set_samples(s, spec, device=device, progress=progress)),
-                        force=force, stored=True)
+    entry = cache_entry(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
+    samples = lambda: set_samples(s, spec, device=run.device, progress=run.progress)  # noqa: E731
+    return run.torch(entry, lambda: _generator_crel(s, samples()), stored=True)
 
 
 @one_thread()  # cached: the same bits at any NUM_THREADS
@@ -258,11 +264,12 @@ def _explained(pca: PCA, y: np.ndarray) -> float:
     return float(np.square(centred @ pca.components.T).sum() / np.square(centred).sum())
 
 
-def label_to_image(s: ImageSettings, *, device="cpu", force: bool = False, progress: bool = False) -> dict:
+def label_to_image(s: ImageSettings, run: Run | None = None) -> dict:
     """{label: `generator_crel`} for every generator of the settings, then the real reference."""
-    out = {spec.label: generator_crel(s, spec, device=device, force=force, progress=progress) for spec in s.specs()}
+    run = run or Run()
+    out = {spec.label: generator_crel(s, spec, run) for spec in s.specs()}
     if s.include_real:
-        out[REAL] = generator_crel(s, None, force=force)
+        out[REAL] = generator_crel(s, None, run)
     return out
 
 
