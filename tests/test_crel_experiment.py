@@ -37,6 +37,37 @@ def test_memory_estimate_of_the_presets_is_well_under_a_gigabyte():
         assert ex.resolve_config(name).preset == name
 
 
+# What each parameter of notebook 02 sets (the hand-written NOTEBOOK_PARAMETERS it replaced): the nested captions'
+# and images' own folds, seed, n_directions (and the images' lgm and generator family) are set by none of them
+PARAMETER_SETTINGS = {name: name.upper() for name in (
+    "alphas", "num_seeds", "seed", "n_directions", "tau_dir", "folds", "inflation", "calibration_score",
+    "dqr_baseline", "include_pcp", "lgm", "table_lgms", "cvae_restarts")} | {
+    "captions.num_images": "CAPTION_IMAGES", "captions.latent_dim": "CAPTION_LATENT_DIM",
+    "captions.samples_per_image": "SAMPLES_PER_IMAGE", "captions.pgd_starts": "PGD_STARTS",
+    "captions.pgd_steps": "PGD_STEPS", "captions.lgm": "LGM", "images.generators": "IMAGE_GENERATORS",
+    "images.pgd_starts": "PGD_STARTS", "images.pgd_steps": "PGD_STEPS"}
+
+
+@pytest.mark.parametrize("preset", sorted(ex.PRESETS))
+def test_each_notebook_parameter_sets_the_settings_its_field_metadata_names(preset):
+    from notebook_runner import NOTEBOOKS, declared_parameters
+
+    from lib.params import configure, setting_parameters
+
+    declared = declared_parameters(NOTEBOOKS / "02_crel_conformal_reliability.ipynb")
+    assert setting_parameters(ex.PRESETS[preset], declared) == PARAMETER_SETTINGS
+    namespace = {"PRESET": preset, "SEED": 7, "N_DIRECTIONS": 12, "LGM": "cvae", "PGD_STEPS": 3, "FOLDS": None,
+                 "__annotations__": dict.fromkeys(declared)}
+    config = configure(ex.resolve_config, ex.PRESETS, namespace)
+    base = ex.PRESETS[preset]
+    assert (config.seed, config.n_directions, config.lgm, config.captions.lgm) == (7, 12, "cvae", "cvae")
+    assert (config.captions.pgd_steps, config.images.pgd_steps, config.pgd_steps) == (3, 3, base.pgd_steps)
+    assert (config.captions.seed, config.images.seed, config.images.family.seed) == (
+        base.captions.seed, base.images.seed, base.images.family.seed)  # SEED is the synthetic table's alone
+    assert (config.captions.n_directions, config.images.lgm, config.folds) == (
+        base.captions.n_directions, base.images.lgm, base.folds)
+
+
 def _table_rows() -> pd.DataFrame:
     """Rows shaped like `synthetic_table_rows`' for two seeds: CReL and Feldman per LGM, the Y-space DQR once."""
     rng = np.random.default_rng(0)
