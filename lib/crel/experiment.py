@@ -65,7 +65,7 @@ class CReLConfig:
     (`lib.params.setting_parameters`): LGM sets `lgm` and `captions.lgm`; PGD_STARTS and PGD_STEPS the captions'
     and the images' PGD; `pgd_steps` here (the decoded-set distance) is no parameter."""
 
-    preset: str = field(metadata={PARAMETER: None})  # chosen by PRESET, not overridden
+    preset: str
     alphas: tuple[float, ...] = (0.1, 0.02)  # §2.2
     num_seeds: int = 20  # §2.2 (mqr: 20)
     seed: int = 0  # seeds used: seed, seed + 1, ...
