@@ -18,8 +18,8 @@ from conftest import session_root
 from filelock import FileLock
 
 from lib.glue import MIME_TYPE, read_results
-from lib.provenance import stamp
 from lib.make.report import IPCKernelManager, temporary_environ
+from lib.provenance import stamp
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -75,8 +75,8 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Ca
 def smoke_run(tmp_path_factory: pytest.TempPathFactory, run: Callable[..., dict]) -> dict:
     """The notebook's smoke run, run once per test session (across xdist workers): {"results", "seconds",
     "tmp" (the run's folder, its cache in tmp / "cache"), "notebook" (the executed copy), "number", "records"
-    (the entries of its stored layer, as `python -m lib.make.store_writer` records them)}. Tests that write files put them
-    in their own tmp_path, not in "tmp"."""
+    (the entries of its stored layer, as `python -m lib.make.store_writer` records them)}. Tests that write files
+    put them in their own tmp_path, not in "tmp"."""
 
     def compute(tmp: Path) -> dict:
         from lib.store import RECORD_ENV

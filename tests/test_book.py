@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from notebook_runner import smoke_book
 
-from lib.make import book
 from lib.glue import MIME_TYPE
+from lib.make import book
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

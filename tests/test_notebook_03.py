@@ -14,8 +14,8 @@ from notebook_runner import (
 )
 
 from lib.glue import without_clocks
-from lib.regret import experiment as ex
 from lib.make.report import temporary_environ
+from lib.regret import experiment as ex
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")

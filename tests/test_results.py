@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lib.make import results
 from lib.glue import IncompleteRun
-from lib.paths import PROJECT_ROOT
+from lib.make import results
 from lib.make.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
+from lib.paths import PROJECT_ROOT
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
 

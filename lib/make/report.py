@@ -140,8 +140,8 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor, TagRemovePreprocessor
 
-    from lib.make.book import add_provenance, fold_plumbing, without_progress_bars
     from lib.glue import MIME_TYPE
+    from lib.make.book import add_provenance, fold_plumbing, without_progress_bars
 
     executed = Path(executed)
     nb = nbformat.read(executed, as_version=4)

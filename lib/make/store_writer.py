@@ -95,8 +95,8 @@ def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path
     """Run the notebook with `parameters`, in an empty temporary cache unless --reuse-cache, recording its stored
     entries, and write its layer with the run's provenance; returns the layer's folder."""
     from lib.device import cpu_model
-    from lib.provenance import git_commit
     from lib.make.report import temporary_environ
+    from lib.provenance import git_commit
 
     commit = git_commit(mark_dirty=True)
     args.out.mkdir(parents=True, exist_ok=True)
