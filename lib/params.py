@@ -352,16 +352,25 @@ def configure(resolve: Callable[..., Any], presets: Mapping[str, Any], namespace
 
 def resolved_parameters(config: Any, presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> list[dict]:
     """One row per notebook parameter that sets `config`: {"parameter", "value" (what the run uses), "preset"
-    (the preset's value where the run's differs, else "")}, for the table after the configuration cell."""
+    (the preset's value where the run's differs, else "")}, for the table after the configuration cell. A
+    parameter that sets several settings to different values (a preset may give them their own) shows each,
+    named by its setting path."""
     names = setting_parameters(config, namespace.get("__annotations__", {}))
     base = presets[config.preset]
-    rows: dict[str, dict] = {}
+    paths: dict[str, list[str]] = {}
     for path, parameter in names.items():
-        value, default = _setting(config, path), _setting(base, path)
-        if parameter not in rows:
-            rows[parameter] = {"parameter": parameter, "value": _short(value),
-                               "preset": "" if value == default else _short(default)}
-    return list(rows.values())
+        paths.setdefault(parameter, []).append(path)
+    return [{"parameter": parameter, "value": _values(config, where),
+             "preset": "" if all(_setting(config, p) == _setting(base, p) for p in where) else _values(base, where)}
+            for parameter, where in paths.items()]
+
+
+def _values(config: Any, paths: list[str]) -> str:
+    """The value of the settings at `paths`: one value when they agree, else "path: value" for each."""
+    values = [_setting(config, p) for p in paths]
+    if all(v == values[0] for v in values):
+        return _short(values[0])
+    return "; ".join(f"{p}: {_short(v, 24)}" for p, v in zip(paths, values))
 
 
 def _setting(config: Any, path: str) -> Any:

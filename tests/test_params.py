@@ -378,3 +378,16 @@ def test_the_resolved_table_shows_what_the_run_uses_and_the_presets_value_where_
     config = params.configure(_resolve_toy, presets, notebook)
     assert params.resolved_parameters(config, presets, notebook) == [
         {"parameter": "SEED", "value": "5", "preset": ""}, {"parameter": "ALPHAS", "value": "[0.2]", "preset": "[0.1]"}]
+
+
+def test_a_parameter_that_sets_settings_of_different_values_shows_each():
+    @dataclass(frozen=True)
+    class Two:
+        preset: str = "a"
+        steps: int = 30
+        inner: _Inner = field(default_factory=lambda: _Inner(batch_size=100))
+        other: _Inner = field(default_factory=_Inner)
+
+    notebook = {"PRESET": "a", "BATCH_SIZE": None, "__annotations__": dict.fromkeys(["PRESET", "BATCH_SIZE"])}
+    rows = params.resolved_parameters(Two(), {"a": Two()}, notebook)
+    assert rows == [{"parameter": "BATCH_SIZE", "value": "inner.batch_size: 100; other.batch_size: 32", "preset": ""}]
