@@ -310,10 +310,10 @@ def _crel_table(monkeypatch, lgm):
     config = ex.resolve_config("smoke", folds=(200, 200, 100, 100), cvae_epochs=1, flow_epochs=1, dqr_epochs=1,
                                z_grid_size=50, y_grid_size=50, area_eval_n_x=2, pgd_steps=1, include_feldman=False,
                                include_pcp=False, cvae_restarts=0, seed=3)
-    run = lambda: ex.synthetic_table_rows(config, 3, 0.1, lgm=lgm)  # noqa: E731
-    run()
+    rows = lambda: ex.synthetic_table_rows(config, 3, 0.1, Run(), lgm=lgm)  # noqa: E731
+    rows()
     _forbid(monkeypatch, (ex, "train_cvae"), (ex, "train_flow"), (ex.crel, "fit"), (ex, "_measure_table_run"))
-    run()
+    rows()
 
 
 def _captioner(monkeypatch):
@@ -330,9 +330,9 @@ def _captioner(monkeypatch):
     roles = cap.assign_roles(texts, rows, s.seed)
     pools = cap.build_pools(texts, roles, cap.neighbour_ranks(emb, roles), s)
     data = {"emb": emb, "roles": roles, "pools": pools, "folds": cap.image_folds(n_img, s), "digest": "synthetic"}
-    cap.run_captioner("C", cap.captioner_weights("C"), data, s)
+    cap.run_captioner("C", cap.captioner_weights("C"), data, s, Run())
     _forbid(monkeypatch, (cap, "_run_captioner"))
-    cap.run_captioner("C", cap.captioner_weights("C"), data, s)
+    cap.run_captioner("C", cap.captioner_weights("C"), data, s, Run())
 
 
 def _regret_heads(monkeypatch):
@@ -345,13 +345,13 @@ def _regret_heads(monkeypatch):
     rng = np.random.default_rng(0)
     feats, labels = torch.as_tensor(rng.normal(size=(40, 8)), dtype=torch.float32), np.arange(40) % 10
     targets = torch.eye(10)[labels]
-    run = lambda m: ex.trained_method(config, m, feats, targets, labels, head=head, num_groups=10,  # noqa: E731
-                                      label="cache-test", device=torch.device("cpu"))
+    trained = lambda m: ex.trained_method(config, m, feats, targets, labels, head=head,  # noqa: E731
+                                          label="cache-test", run=Run())
     for method in ("ensemble", "ddu", "evidential", "mc_dropout"):
-        run(method)
+        trained(method)
     _forbid(monkeypatch, (ex.uq, "fit_method"))
     for method in ("ensemble", "ddu", "evidential", "mc_dropout"):
-        run(method)
+        trained(method)
 
 
 def _whole_networks(monkeypatch):
@@ -363,24 +363,23 @@ def _whole_networks(monkeypatch):
                                                "whiten_patches": 10})
     images, labels = torch.rand(32, 3, 32, 32), np.arange(32) % 10
     for method in ("ensemble", "ddu"):
-        ex.whole_networks(config, method, images, labels, device=torch.device("cpu"))
+        ex.whole_networks(config, method, images, labels, Run())
     _forbid(monkeypatch, (ex.wh, "train_network"))
     for method in ("ensemble", "ddu"):
-        ex.whole_networks(config, method, images, labels, device=torch.device("cpu"))
+        ex.whole_networks(config, method, images, labels, Run())
 
 
 def _prcurves_ensemble(monkeypatch):
-    import torch
 
     from lib.prcurves import experiment as ex
 
     config = ex.resolve_config("smoke", num_members=2, train={"ema_decay": 0.9})
     points = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
-    run = lambda: ex.trained_ensemble(config, complexity=1, train_points=points, num_steps=3,  # noqa: E731
-                                      device=torch.device("cpu"), progress=False)
-    run()
+    trained = lambda: ex.trained_ensemble(config, complexity=1, train_points=points, num_steps=3,  # noqa: E731
+                                          run=Run())
+    trained()
     _forbid(monkeypatch, (ex.ddpm, "train_ensemble"))
-    run()
+    trained()
 
 
 def _prcurves_budget(monkeypatch):
