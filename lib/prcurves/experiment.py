@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_entry, cache_path
 from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
+    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -36,6 +36,7 @@ from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
+from lib.run import Run
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "01"
@@ -47,7 +48,7 @@ RESAMPLING = ("resplit", "bootstrap")
 class EnsemblePRConfig:
     """Every setting of notebook 01. Comments give the spec section or ambiguity (A#) each follows."""
 
-    preset: str
+    preset: str = field(metadata={PARAMETER: None})  # chosen by PRESET, not overridden
     n_train: int = 10_000  # A1: training-set size; the held-out set has the same size
     complexities: tuple[int, ...] = (1, 2, 4, 8)  # C2: residual blocks
     num_members: int = 30  # C1: M
@@ -93,13 +94,6 @@ PRESETS: dict[str, EnsemblePRConfig] = {
         frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000)))),
     "paper": EnsemblePRConfig(preset="paper"),
 }
-# The setting each parameter of notebook 01 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
-NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
-    "num_members", "complexities", "budget_unit", "budget", "n_train", "num_generated", "small_n", "k", "test",
-    "alpha", "dup_recall", "num_resplits", "base_seed", "split_seed")} | {
-    f"train.{name}": name.upper() for name in ("batch_size", "t_sampling", "lr_schedule", "warmup_steps",
-                                               "ema_decay")} | {
-    "ring.trunc_factor": "TRUNC_FACTOR", "ring.s_is_variance": "RING_S_IS_VARIANCE"}
 
 
 def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
@@ -277,50 +271,50 @@ def _label(complexity: int, n_train: int, num_steps: int, num_members: int) -> s
 
 
 def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points: np.ndarray, num_steps: int,
-                     device: torch.device, force: bool = False, progress: bool = True) -> dict:
-    """{"params": stacked member weights, "losses": (num_steps, M)}; cached, resumable mid-training."""
+                     run: Run) -> dict:
+    """{"params": stacked member weights, "losses": (num_steps, M)}; cached (not stored), resumable mid-training;
+    trained on `run.device`."""
     key = _train_key(config, complexity, len(train_points), num_steps)
     label = _label(complexity, len(train_points), num_steps, config.num_members)
     path = cache_path(CACHE_NAMESPACE, f"ensemble-{label}", key, ".pt")
     checkpoint = path.with_suffix(".ckpt")
-    if force and checkpoint.exists():
+    if run.force and checkpoint.exists():
         checkpoint.unlink()
 
     def train() -> dict:
         result = ddpm.train_ensemble(train_points, complexity=complexity, seeds=member_seeds(config, complexity),
-                                     num_steps=num_steps, settings=config.train, device=device,
-                                     checkpoint=checkpoint, checkpoint_every=500, progress=progress)
+                                     num_steps=num_steps, settings=config.train, device=run.device,
+                                     checkpoint=checkpoint, checkpoint_every=500, progress=run.progress)
         return result
 
-    result = cached_torch(path, train, force=force)
+    result = run.torch(path, train)
     checkpoint.unlink(missing_ok=True)
     return result
 
 
 def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
-                      params: dict | Callable[[], dict], device: torch.device, force: bool = False,
-                      progress: bool = True) -> np.ndarray:
-    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept); cached and
-    stored (`lib.store`). `params` may be a function returning them, called only when the samples are
-    computed (a stored run trains nothing)."""
+                      params: dict | Callable[[], dict], run: Run) -> np.ndarray:
+    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept), drawn on
+    `run.device`; cached and stored (`lib.store`). `params` may be a function returning them, called only when
+    the samples are computed (a stored run trains nothing)."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "sample", "n": config.num_generated}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
     compute = lambda: {"samples": ddpm.sample_ensemble(  # noqa: E731
         params() if callable(params) else params, num_samples=config.num_generated,
-        seeds=member_seeds(config, complexity), device=device, progress=progress)}
-    return cached_npz(path, compute, force=force, stored=True)["samples"]
+        seeds=member_seeds(config, complexity), device=run.device, progress=run.progress)}
+    return run.npz(entry, compute, stored=True)["samples"]
 
 
 def training_losses(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
-                    trained: Callable[[], dict], force: bool = False) -> np.ndarray:
+                    trained: Callable[[], dict], run: Run) -> np.ndarray:
     """(num_steps, M) float32 training losses of every member, from `trained()` (the cached training, called
     only when the losses are neither cached nor stored); cached and stored apart from the weights."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "losses"}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
     compute = lambda: {"losses": np.asarray(trained()["losses"], dtype=np.float32)}  # noqa: E731
-    return cached_npz(path, compute, force=force, stored=True)["losses"]
+    return run.npz(entry, compute, stored=True)["losses"]
 
 
 def evaluation_sets(heldout: np.ndarray, fake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -371,40 +365,39 @@ def curve_list(curves: dict, draw: int = 0) -> list[dict]:
 
 
 def cached_curves(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, heldout: np.ndarray,
-                  samples: np.ndarray, resample: str | None = None, force: bool = False,
-                  progress: bool = False) -> dict:
-    """`member_curves`, cached (resample=None: one curve per member; else num_resplits draws each)."""
+                  samples: np.ndarray, run: Run, resample: str | None = None) -> dict:
+    """`member_curves`, cached and stored (resample=None: one curve per member; else num_resplits draws each)."""
     num_draws = 1 if resample is None else config.num_resplits
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "curves", "n": config.num_generated,
            "k": config.k, "angles": config.num_angles, "split": config.split_seed, "resample": resample,
            "draws": num_draws, "heldout": heldout}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
     compute = lambda: member_curves(config, complexity=complexity, heldout=heldout, samples=samples,  # noqa: E731
-                                    resample=resample, num_draws=num_draws, progress=progress)
-    return cached_npz(path, compute, force=force, stored=True)
+                                    resample=resample, num_draws=num_draws, progress=run.progress)
+    return run.npz(entry, compute, stored=True)
 
 
-def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int, device: torch.device,
-                 force: bool = False, progress: bool = True) -> dict:
-    """Train, sample and evaluate one ensemble; each stage cached.
+def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int,
+                 run: Run | None = None) -> dict:
+    """Train, sample and evaluate one ensemble; each stage cached (the run's lookup: `lib.run.Run`; None: compute
+    on the CPU, no progress bars).
 
     data: {"train": (n, 2), "heldout": (n, 2)} from `ring_data`. Returns {"complexity", "n_train",
     "num_steps", "losses": (num_steps, M), "samples": (M, num_generated, 2), "num_dropped": (M,) non-finite
     samples dropped, "curves": list of M curve dicts, "band": `ensemble_band` dict, "summary": list of
     per-member `summarise` dicts}.
     """
+    run = run or Run()
     n_train = len(data["train"])
     trained = functools.cache(lambda: trained_ensemble(config, complexity=complexity, train_points=data["train"],
-                                                       num_steps=num_steps, device=device, force=force,
-                                                       progress=progress))  # trains only if a stage needs it
+                                                       num_steps=num_steps, run=run))  # only if a stage needs it
     losses = training_losses(config, complexity=complexity, n_train=n_train, num_steps=num_steps, trained=trained,
-                             force=force)
+                             run=run)
     samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                                params=lambda: ddpm.sampling_params(trained()), device=device, force=force,
-                                progress=progress)
+                                params=lambda: ddpm.sampling_params(trained()), run=run)
     arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                           heldout=data["heldout"], samples=samples, force=force, progress=progress)
+                           heldout=data["heldout"], samples=samples, run=run)
     curves = curve_list(arrays)
     band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
     return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": losses,
@@ -514,12 +507,11 @@ def members_facts(study: pd.DataFrame) -> dict:
             "width_ratio": (float(min(ratios)), float(max(ratios))) if ratios else (float("nan"),) * 2}
 
 
-def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str,
-                      force: bool = False, progress: bool = False) -> np.ndarray:
-    """(M, R, G) precision on the recall grid: each member evaluated R times by `resample`."""
+def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str, run: Run) -> np.ndarray:
+    """(M, R, G) precision on the recall grid: each member evaluated R times by `resample` (cached and stored)."""
     arrays = cached_curves(config, complexity=result["complexity"], n_train=result["n_train"],
                            num_steps=result["num_steps"], heldout=data["heldout"], samples=result["samples"],
-                           resample=resample, force=force, progress=progress)
+                           run=run, resample=resample)
     per_draw = [prcurves.member_matrix(curve_list(arrays, r), config.grid_size, config.dup_recall)
                 for r in range(arrays["precision"].shape[1])]
     return np.stack(per_draw, axis=1)
