@@ -4,6 +4,8 @@ An *ensemble* is M DDPM members of one complexity C trained on one training set 
 steps (spec 01 §2.3-2.5). `run_ensemble` trains them (batched, checkpointed), samples from each, and
 computes each member's kNN PR curve against the held-out ring. Every stage is cached under
 data/cache/01/ by a hash of everything it depends on, so an interrupted run resumes where it stopped.
+Each stage takes the notebook's run (`lib.run.Run`: the cache, the stored layer, FORCE_RECOMPUTE, the device and
+the progress bars); the facts the notebook's text states are `lib.prcurves.findings`'.
 """
 
 from __future__ import annotations
@@ -490,21 +492,6 @@ def members_study(config: EnsemblePRConfig, results: dict, counts: tuple[int, ..
                  **{f"AUC C={C}": PAPER_TABLE[C]["auc_mean"] for C in results if C in PAPER_TABLE},
                  **{f"width C={C}": PAPER_TABLE[C]["width"] for C in results if C in PAPER_TABLE}})
     return pd.DataFrame(rows).set_index("M")
-
-
-def members_facts(study: pd.DataFrame) -> dict:
-    """What notebook 01 states of `members_study`: the ensemble sizes, the three shares at each, whether the paired
-    t-test's share grows from the fewest members to the most, the largest change of a mean AUC between them, and
-    the range of the ratios of band widths (most members over fewest)."""
-    ours = study[study.index.str.endswith("(ours)")]
-    first, last = ours.iloc[0], ours.iloc[-1]
-    aucs = [c for c in ours.columns if c.startswith("AUC")]
-    ratios = [last[c] / first[c] for c in ours.columns if c.startswith("width") and first[c] > 0]
-    return {"counts": [int(i.split()[0]) for i in ours.index], "paired_t": list(ours["paired_t"]),
-            "paired_t_bh": list(ours["paired_t bh"]), "max_t": list(ours["permutation_maxT"]),
-            "grows": bool(last["paired_t"] > first["paired_t"]),
-            "auc_change": float(max(abs(last[c] - first[c]) for c in aucs)),
-            "width_ratio": (float(min(ratios)), float(max(ratios))) if ratios else (float("nan"),) * 2}
 
 
 def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str, run: Run) -> np.ndarray:
