@@ -22,7 +22,6 @@ import pandas as pd
 from lib.cache import cache_entry, cache_path
 from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
-    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -34,7 +33,7 @@ from lib.params import (
     resolve_preset,
     shown,
 )
-from lib.prcurves import ddpm
+from lib.prcurves import ddpm, families
 from lib.prcurves import method as prcurves
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
@@ -50,7 +49,7 @@ RESAMPLING = ("resplit", "bootstrap")
 class EnsemblePRConfig:
     """Every setting of notebook 01. Comments give the spec section or ambiguity (A#) each follows."""
 
-    preset: str = field(metadata={PARAMETER: None})  # chosen by PRESET, not overridden
+    preset: str
     n_train: int = 10_000  # A1: training-set size; the held-out set has the same size
     complexities: tuple[int, ...] = (1, 2, 4, 8)  # C2: residual blocks
     num_members: int = 30  # C1: M
@@ -502,3 +501,53 @@ def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resamp
     per_draw = [prcurves.member_matrix(curve_list(arrays, r), config.grid_size, config.dup_recall)
                 for r in range(arrays["precision"].shape[1])]
     return np.stack(per_draw, axis=1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Other model families (lib.prcurves.families; spec 01 §8): one stored entry per family
+# ----------------------------------------------------------------------------------------------------
+def family_steps(config: EnsemblePRConfig) -> int:
+    """The families' budget in Adam steps: the DDPM's at the smallest complexity (the same for every C when the
+    budget is in steps, as in the `cpu` preset; the authors' C = 1 epochs under the `paper` preset)."""
+    return training_steps(config, min(config.complexities))
+
+
+def run_family(config: EnsemblePRConfig, family: str, data: dict, settings: families.FamilySettings,
+               run: Run) -> dict:
+    """Train, sample and evaluate one family's ensemble, as `run_ensemble` does for a DDPM complexity, and return a
+    result of the same form ({"complexity": the family's name, "band", "summary", ...}), so that `summary_row` and
+    the notebook's band plots take it. The entry of the layer holds the samples, the epoch losses and the member
+    curves; each member is cached on its own (an interrupted run resumes at the next member, and M = 8 members are
+    the first 8 of M = 30)."""
+    check_choice("family", family, families.FAMILIES)
+    steps = family_steps(config)
+    key = {"v": families.VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
+           "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
+
+    def member(i: int) -> dict:
+        seed = families.member_seed(config.base_seed, family, i)
+        model, history = families.train_member(family, data["train"], seed=seed, num_steps=steps,
+                                               batch_size=config.train.batch_size, settings=settings,
+                                               progress=run.progress)
+        return {"samples": families.sample_member(model, config.num_generated, seed), "history": history}
+
+    def compute() -> dict:
+        members = [run.npz(cache_path(CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
+                           lambda i=i: member(i)) for i in range(config.num_members)]
+        samples = np.stack([m["samples"] for m in members])
+        curves = member_curves(config, complexity=families.FAMILY_STREAM[family], heldout=data["heldout"],
+                               samples=samples)
+        return {"samples": samples, "history": np.stack([m["history"] for m in members]),
+                "parameters": np.array([families.num_parameters(family, settings)]), **curves}
+
+    entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{config.num_members}-{steps}steps",
+                        {**key, "members": config.num_members, "k": config.k, "angles": config.num_angles,
+                         "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
+    arrays = run.npz(entry, compute, stored=True)
+    curves = curve_list(arrays)
+    band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
+    samples = arrays["samples"]
+    return {"complexity": family, "n_train": len(data["train"]), "num_steps": steps, "losses": None,
+            "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
+            "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
+            "summary": [prcurves.summarise(c) for c in curves]}
