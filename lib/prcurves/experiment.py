@@ -365,9 +365,13 @@ def curve_list(curves: dict, draw: int = 0) -> list[dict]:
             for p, r in zip(curves["precision"], curves["recall"])]
 
 
-def cached_curves(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, heldout: np.ndarray,
-                  samples: np.ndarray, run: Run, resample: str | None = None) -> dict:
-    """`member_curves`, cached and stored (resample=None: one curve per member; else num_resplits draws each)."""
+def cached_curves(config: EnsemblePRConfig, ensemble: dict, heldout: np.ndarray, run: Run,
+                  resample: str | None = None) -> dict:
+    """`member_curves` of `ensemble` ({"complexity", "n_train", "num_steps", "samples": (M, n, 2)}, as
+    `run_ensemble` returns it), cached and stored (resample=None: one curve per member; else num_resplits draws
+    each)."""
+    complexity, n_train, num_steps = ensemble["complexity"], ensemble["n_train"], ensemble["num_steps"]
+    samples = ensemble["samples"]
     num_draws = 1 if resample is None else config.num_resplits
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "curves", "n": config.num_generated,
            "k": config.k, "angles": config.num_angles, "split": config.split_seed, "resample": resample,
@@ -397,12 +401,10 @@ def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_s
                              run=run)
     samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
                                 params=lambda: ddpm.sampling_params(trained()), run=run)
-    arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                           heldout=data["heldout"], samples=samples, run=run)
-    curves = curve_list(arrays)
+    ensemble = {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "samples": samples}
+    curves = curve_list(cached_curves(config, ensemble, data["heldout"], run))
     band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
-    return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": losses,
-            "samples": samples, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
+    return {**ensemble, "losses": losses, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
             "curves": curves, "band": band, "summary": [prcurves.summarise(c) for c in curves]}
 
 
@@ -495,9 +497,7 @@ def members_study(config: EnsemblePRConfig, results: dict, counts: tuple[int, ..
 
 def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str, run: Run) -> np.ndarray:
     """(M, R, G) precision on the recall grid: each member evaluated R times by `resample` (cached and stored)."""
-    arrays = cached_curves(config, complexity=result["complexity"], n_train=result["n_train"],
-                           num_steps=result["num_steps"], heldout=data["heldout"], samples=result["samples"],
-                           run=run, resample=resample)
+    arrays = cached_curves(config, result, data["heldout"], run, resample)
     per_draw = [prcurves.member_matrix(curve_list(arrays, r), config.grid_size, config.dup_recall)
                 for r in range(arrays["precision"].shape[1])]
     return np.stack(per_draw, axis=1)
