@@ -62,10 +62,10 @@ def test_bad_n_is_refused():
 def test_a_truncation_that_keeps_almost_nothing_is_refused_before_drawing(trunc_factor):
     """TRUNC_FACTOR 0.05 passed validation, then the rejection sampling ran for hours (it keeps 0.04 % of the
     draws); a factor keeping under 1 % of the narrowest mode's draws is refused, naming the parameter."""
-    from lib.params import parameter_names
+    from lib.params import parameter_names, setting_parameters
     from lib.prcurves import experiment as ex
 
-    with parameter_names(ex.NOTEBOOK_PARAMETERS), pytest.raises(
+    with parameter_names(setting_parameters(ex.PRESETS["cpu"])), pytest.raises(
             ValueError, match=rf"^TRUNC_FACTOR={trunc_factor!r} keeps only .*% of a mode's draws"):
         ex.resolve_config("smoke", ring=RingSettings(trunc_factor=trunc_factor))
     with pytest.raises(ValueError, match=rf"^trunc_factor={trunc_factor!r} keeps only"):

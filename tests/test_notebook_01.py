@@ -178,7 +178,7 @@ class TestEveryNotebook(NotebookChecks):
     """The checks every notebook's tests make (tests/notebook_runner.py), with notebook 01's settings."""
 
     run = staticmethod(run)
-    parameters, bad_parameters = ex.NOTEBOOK_PARAMETERS, BAD_PARAMETERS
+    presets, bad_parameters = ex.PRESETS, BAD_PARAMETERS
     checked_by_name = frozenset({"CURVES_FILE"})
     max_runtime_s = 240  # about 40 s on an idle 2-core machine
 

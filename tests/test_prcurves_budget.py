@@ -127,21 +127,19 @@ def test_the_stored_frontier_holds_the_finding_the_notebook_reads(monkeypatch, t
     """The cpu layer's frontier entries (results/01/cpu/), read as a default run reads them: C = 1 to 60,000 and
     C = 8 to 10,000 steps with 8 members each, the glued counts equal a count made here from the per-member AUCs,
     and the reading's claim holds for C = 1: members cross 0.9 both ways between budgets."""
-    from lib import store
     from lib.prcurves import experiment as ex
+    from lib.run import Run
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("not stored"))
-    store.use("stored", "01", "cpu")
-    try:
-        config = ex.resolve_config("cpu")
-        for complexity, budgets in config.frontier:
-            rows = budget.frontier_study(complexity, budgets, config.frontier_members)
-            plain = sorted((r for r in rows if not r["ema"]), key=lambda r: r["steps"])
-            assert [r["steps"] for r in plain] == list(budgets) and {len(r["aucs"]) for r in rows} == {8}
-            summary = budget.failure_summary(budget.member_trajectories(rows, complexity))
-            assert summary["below"] == [sum(a < budget.FAILED_AUC for a in r["aucs"]) for r in plain]
-            if complexity == 1:
-                assert summary["collapsed"] >= 1 and summary["crossings"] >= 2
-    finally:
-        store.use("compute", "01", "cpu")
+    run = Run(namespace="01", preset="cpu", source="stored")
+    config = ex.resolve_config("cpu")
+    for complexity, budgets in config.frontier:
+        rows = budget.frontier_study(complexity, budgets, config.frontier_members, run=run)
+        plain = sorted((r for r in rows if not r["ema"]), key=lambda r: r["steps"])
+        assert [r["steps"] for r in plain] == list(budgets) and {len(r["aucs"]) for r in rows} == {8}
+        summary = budget.failure_summary(budget.member_trajectories(rows, complexity))
+        assert summary["below"] == [sum(a < budget.FAILED_AUC for a in r["aucs"]) for r in plain]
+        if complexity == 1:
+            assert summary["collapsed"] >= 1 and summary["crossings"] >= 2
+    assert run.counts["loaded"] == len(config.frontier) and run.counts["computed"] == 0

@@ -80,7 +80,7 @@ def test_the_families_stage_reads_its_stored_entry_back_without_training(tmp_pat
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
     config = ex.resolve_config("smoke", num_members=2, budget=20, n_train=256, num_generated=64)
     data = ex.ring_data(config)
-    first = fam.run_family(config, "flow", data, TINY, Run())
+    first = ex.run_family(config, "flow", data, TINY, Run())
     row = ex.summary_row(first)
     assert row["C"] == "flow" and row["members"] == 2 and 0 <= row["auc_mean"] <= 1
     assert first["samples"].shape == (2, 64, 2) and first["history"].shape[0] == 2
@@ -89,5 +89,5 @@ def test_the_families_stage_reads_its_stored_entry_back_without_training(tmp_pat
         raise AssertionError("trained again although the entry is cached")
 
     monkeypatch.setattr(fam, "train_member", forbidden)
-    again = fam.run_family(config, "flow", data, TINY, Run())
+    again = ex.run_family(config, "flow", data, TINY, Run())
     assert np.array_equal(again["samples"], first["samples"]) and ex.summary_row(again) == row

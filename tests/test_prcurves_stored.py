@@ -8,6 +8,7 @@ import torch
 
 from lib.prcurves import experiment as ex
 from lib.prcurves import stored
+from lib.run import Run
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +19,7 @@ def run(tmp_path_factory, monkeypatch_module):
     config = ex.resolve_config("smoke", n_train=300, complexities=[1, 2], compare=(2, 1), num_members=2, budget=20,
                                num_generated=120, small_complexities=[], train={"batch_size": 64})
     data = ex.ring_data(config)
-    results = [ex.run_ensemble(config, complexity=c, data=data, num_steps=20, device=torch.device("cpu"),
-                               progress=False) for c in config.complexities]
+    results = [ex.run_ensemble(config, complexity=c, data=data, num_steps=20, run=Run()) for c in config.complexities]
     return config, results
 
 

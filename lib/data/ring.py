@@ -11,11 +11,11 @@ one fixed seed-7 permutation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.params import check_int, check_real, shown
+from lib.params import PARAMETER, check_int, check_real, shown
 
 MIN_ACCEPTANCE = 0.01  # a mode keeps at least 1 % of its draws, so its rejection loop ends in about a thousand rounds
 MAX_ROUNDS = 100_000  # a backstop the check above keeps far away
@@ -30,7 +30,8 @@ class RingSettings:
     overlap: float = 0.5
     variability: float = 0.5  # the call site passes 0.5; the function default is 0.3
     trunc_factor: float = 3.0  # A6: keep ||x - c|| <= trunc_factor * s (absolute units)
-    s_is_variance: bool = True  # A5: the authors' quirk; False uses s as the per-axis std
+    # A5: the authors' quirk; False uses s as the per-axis std (notebook 01's parameter RING_S_IS_VARIANCE)
+    s_is_variance: bool = field(default=True, metadata={PARAMETER: "RING_S_IS_VARIANCE"})
     shuffle_seed: int = 7
 
 

@@ -3,10 +3,11 @@
 Its modules: `method`, the kNN precision-recall estimator and ensemble bands (spec 01 §3); `stats`, point-wise
 paired tests across ensemble members, multiplicity corrections (spec 01 §4); `ddpm`, the denoising diffusion models
 trained as an ensemble (spec 01 §2); `experiment`, presets, validation and the cached pipeline notebook 01 calls;
-`plots`, its figure helpers (an ensemble's band, significant ranges); `budget`, the training-budget study that
-chose the `cpu` preset; `stored`, per-member curves stored from a run the notebook did not train; `spaces`, the
-same samples evaluated in fixed embeddings of the plane (the paper's feature-space limitation). The paper's public
-functions are re-exported here, so `lib.prcurves.<name>` keeps working.
+`plots`, its figure helpers (an ensemble's band, significant ranges); `findings`, the facts its reading cells
+state and their sentences; `budget`, the training-budget study that chose the `cpu` preset; `stored`, per-member
+curves stored from a run the notebook did not train; `spaces`, the same samples evaluated in fixed embeddings of the
+plane (the paper's feature-space limitation). The paper's public functions are re-exported here, so
+`lib.prcurves.<name>` keeps working.
 """
 
 from lib.prcurves.method import (  # noqa: F401

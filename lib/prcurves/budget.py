@@ -25,12 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import atomic_savez, atomic_write, cache_path, cached_npz, cached_torch
+from lib.cache import Entry, atomic_savez, atomic_write, cache_entry, cache_path
 from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
 from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
+from lib.run import Run
 from lib.seeds import derive_seed
 
 NAMESPACE = "01/budget"
@@ -121,7 +122,7 @@ def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snaps
             times[s] = total * s / num_steps
         return {"snapshots": result["snapshots"], "seconds": times}
 
-    return cached_torch(path, compute)
+    return Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE reaches the study's entry only
 
 
 def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray) -> dict:
@@ -264,27 +265,33 @@ def read_studies(paths: list[Path]) -> list[dict]:
     return [row for path in paths for row in read_study(path)]
 
 
-def frontier_path(complexity: int, budgets: tuple[int, ...], num_members: int) -> Path:
+def frontier_entry(complexity: int, budgets: tuple[int, ...], num_members: int) -> Entry:
     """The cache entry of one complexity's frontier rows, keyed by the study's whole spec."""
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
     key = {"stage": "authors-recipe", "version": FRONTIER_VERSION, "spec": asdict(spec),
            "train": settings_of("paper")}
-    return cache_path(FRONTIER_NAMESPACE, f"authors-recipe-C{complexity}", key, ".npz")
+    return cache_entry(FRONTIER_NAMESPACE, f"authors-recipe-C{complexity}", key, ".npz")
 
 
-def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, *, force: bool = False,
+def frontier_path(complexity: int, budgets: tuple[int, ...], num_members: int) -> Path:
+    """The file of `frontier_entry`."""
+    return frontier_entry(complexity, budgets, num_members).path
+
+
+def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, *, run: Run | None = None,
                    log=print) -> list[dict]:
     """The frontier study's rows for one complexity (as `read_study` gives them): `num_members` members trained
     with the authors' recipe and evaluated at `budgets` Adam steps, with and without the EMA. A stored entry
     (`lib.store`: the default run reads it from results/01/<preset>/), else computed by `run_study` (about an
-    hour of one core for C = 1 to 60,000 steps; its trainings and evaluations are cached and checkpointed)."""
-    path = frontier_path(complexity, budgets, num_members)
+    hour of one core for C = 1 to 60,000 steps; its trainings and evaluations are cached and checkpointed). `run`
+    (None: `Run()`, compute) looks the entry up; its trainings and evaluations are the cache's alone."""
+    entry = frontier_entry(complexity, budgets, num_members)
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
 
     def compute() -> dict:
         return {"rows": np.array(json.dumps(run_study(spec, log=log)))}
 
-    arrays = cached_npz(path, compute, force=force, stored=True)
+    arrays = (run or Run()).npz(entry, compute, stored=True)
     return [_parsed(row) for row in json.loads(str(arrays["rows"]))]
 
 

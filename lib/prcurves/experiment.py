@@ -4,6 +4,8 @@ An *ensemble* is M DDPM members of one complexity C trained on one training set 
 steps (spec 01 §2.3-2.5). `run_ensemble` trains them (batched, checkpointed), samples from each, and
 computes each member's kNN PR curve against the held-out ring. Every stage is cached under
 data/cache/01/ by a hash of everything it depends on, so an interrupted run resumes where it stopped.
+Each stage takes the notebook's run (`lib.run.Run`: the cache, the stored layer, FORCE_RECOMPUTE, the device and
+the progress bars); the facts the notebook's text states are `lib.prcurves.findings`'.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-from lib.cache import cache_path, cached_npz, cached_torch
+from lib.cache import cache_entry, cache_path
 from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
     MemoryTerm,
@@ -32,10 +33,11 @@ from lib.params import (
     resolve_preset,
     shown,
 )
-from lib.prcurves import ddpm
+from lib.prcurves import ddpm, families
 from lib.prcurves import method as prcurves
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
+from lib.run import Run
 from lib.seeds import derive_seed
 
 CACHE_NAMESPACE = "01"
@@ -93,13 +95,6 @@ PRESETS: dict[str, EnsemblePRConfig] = {
         frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000)))),
     "paper": EnsemblePRConfig(preset="paper"),
 }
-# The setting each parameter of notebook 01 sets, as `validate` names it -> the parameter (lib.params.parameter_names)
-NOTEBOOK_PARAMETERS = {name: name.upper() for name in (
-    "num_members", "complexities", "budget_unit", "budget", "n_train", "num_generated", "small_n", "k", "test",
-    "alpha", "dup_recall", "num_resplits", "base_seed", "split_seed")} | {
-    f"train.{name}": name.upper() for name in ("batch_size", "t_sampling", "lr_schedule", "warmup_steps",
-                                               "ema_decay")} | {
-    "ring.trunc_factor": "TRUNC_FACTOR", "ring.s_is_variance": "RING_S_IS_VARIANCE"}
 
 
 def resolve_config(preset: str, **overrides: Any) -> EnsemblePRConfig:
@@ -277,50 +272,50 @@ def _label(complexity: int, n_train: int, num_steps: int, num_members: int) -> s
 
 
 def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points: np.ndarray, num_steps: int,
-                     device: torch.device, force: bool = False, progress: bool = True) -> dict:
-    """{"params": stacked member weights, "losses": (num_steps, M)}; cached, resumable mid-training."""
+                     run: Run) -> dict:
+    """{"params": stacked member weights, "losses": (num_steps, M)}; cached (not stored), resumable mid-training;
+    trained on `run.device`."""
     key = _train_key(config, complexity, len(train_points), num_steps)
     label = _label(complexity, len(train_points), num_steps, config.num_members)
     path = cache_path(CACHE_NAMESPACE, f"ensemble-{label}", key, ".pt")
     checkpoint = path.with_suffix(".ckpt")
-    if force and checkpoint.exists():
+    if run.force and checkpoint.exists():
         checkpoint.unlink()
 
     def train() -> dict:
         result = ddpm.train_ensemble(train_points, complexity=complexity, seeds=member_seeds(config, complexity),
-                                     num_steps=num_steps, settings=config.train, device=device,
-                                     checkpoint=checkpoint, checkpoint_every=500, progress=progress)
+                                     num_steps=num_steps, settings=config.train, device=run.device,
+                                     checkpoint=checkpoint, checkpoint_every=500, progress=run.progress)
         return result
 
-    result = cached_torch(path, train, force=force)
+    result = run.torch(path, train)
     checkpoint.unlink(missing_ok=True)
     return result
 
 
 def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
-                      params: dict | Callable[[], dict], device: torch.device, force: bool = False,
-                      progress: bool = True) -> np.ndarray:
-    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept); cached and
-    stored (`lib.store`). `params` may be a function returning them, called only when the samples are
-    computed (a stored run trains nothing)."""
+                      params: dict | Callable[[], dict], run: Run) -> np.ndarray:
+    """(M, num_generated, 2) float32 ancestral samples of every member (non-finite rows kept), drawn on
+    `run.device`; cached and stored (`lib.store`). `params` may be a function returning them, called only when
+    the samples are computed (a stored run trains nothing)."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "sample", "n": config.num_generated}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
     compute = lambda: {"samples": ddpm.sample_ensemble(  # noqa: E731
         params() if callable(params) else params, num_samples=config.num_generated,
-        seeds=member_seeds(config, complexity), device=device, progress=progress)}
-    return cached_npz(path, compute, force=force, stored=True)["samples"]
+        seeds=member_seeds(config, complexity), device=run.device, progress=run.progress)}
+    return run.npz(entry, compute, stored=True)["samples"]
 
 
 def training_losses(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
-                    trained: Callable[[], dict], force: bool = False) -> np.ndarray:
+                    trained: Callable[[], dict], run: Run) -> np.ndarray:
     """(num_steps, M) float32 training losses of every member, from `trained()` (the cached training, called
     only when the losses are neither cached nor stored); cached and stored apart from the weights."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "losses"}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
     compute = lambda: {"losses": np.asarray(trained()["losses"], dtype=np.float32)}  # noqa: E731
-    return cached_npz(path, compute, force=force, stored=True)["losses"]
+    return run.npz(entry, compute, stored=True)["losses"]
 
 
 def evaluation_sets(heldout: np.ndarray, fake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -370,45 +365,46 @@ def curve_list(curves: dict, draw: int = 0) -> list[dict]:
             for p, r in zip(curves["precision"], curves["recall"])]
 
 
-def cached_curves(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int, heldout: np.ndarray,
-                  samples: np.ndarray, resample: str | None = None, force: bool = False,
-                  progress: bool = False) -> dict:
-    """`member_curves`, cached (resample=None: one curve per member; else num_resplits draws each)."""
+def cached_curves(config: EnsemblePRConfig, ensemble: dict, heldout: np.ndarray, run: Run,
+                  resample: str | None = None) -> dict:
+    """`member_curves` of `ensemble` ({"complexity", "n_train", "num_steps", "samples": (M, n, 2)}, as
+    `run_ensemble` returns it), cached and stored (resample=None: one curve per member; else num_resplits draws
+    each)."""
+    complexity, n_train, num_steps = ensemble["complexity"], ensemble["n_train"], ensemble["num_steps"]
+    samples = ensemble["samples"]
     num_draws = 1 if resample is None else config.num_resplits
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "curves", "n": config.num_generated,
            "k": config.k, "angles": config.num_angles, "split": config.split_seed, "resample": resample,
            "draws": num_draws, "heldout": heldout}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
+    entry = cache_entry(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
     compute = lambda: member_curves(config, complexity=complexity, heldout=heldout, samples=samples,  # noqa: E731
-                                    resample=resample, num_draws=num_draws, progress=progress)
-    return cached_npz(path, compute, force=force, stored=True)
+                                    resample=resample, num_draws=num_draws, progress=run.progress)
+    return run.npz(entry, compute, stored=True)
 
 
-def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int, device: torch.device,
-                 force: bool = False, progress: bool = True) -> dict:
-    """Train, sample and evaluate one ensemble; each stage cached.
+def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int,
+                 run: Run | None = None) -> dict:
+    """Train, sample and evaluate one ensemble; each stage cached (the run's lookup: `lib.run.Run`; None: compute
+    on the CPU, no progress bars).
 
     data: {"train": (n, 2), "heldout": (n, 2)} from `ring_data`. Returns {"complexity", "n_train",
     "num_steps", "losses": (num_steps, M), "samples": (M, num_generated, 2), "num_dropped": (M,) non-finite
     samples dropped, "curves": list of M curve dicts, "band": `ensemble_band` dict, "summary": list of
     per-member `summarise` dicts}.
     """
+    run = run or Run()
     n_train = len(data["train"])
     trained = functools.cache(lambda: trained_ensemble(config, complexity=complexity, train_points=data["train"],
-                                                       num_steps=num_steps, device=device, force=force,
-                                                       progress=progress))  # trains only if a stage needs it
+                                                       num_steps=num_steps, run=run))  # only if a stage needs it
     losses = training_losses(config, complexity=complexity, n_train=n_train, num_steps=num_steps, trained=trained,
-                             force=force)
+                             run=run)
     samples = generated_samples(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                                params=lambda: ddpm.sampling_params(trained()), device=device, force=force,
-                                progress=progress)
-    arrays = cached_curves(config, complexity=complexity, n_train=n_train, num_steps=num_steps,
-                           heldout=data["heldout"], samples=samples, force=force, progress=progress)
-    curves = curve_list(arrays)
+                                params=lambda: ddpm.sampling_params(trained()), run=run)
+    ensemble = {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "samples": samples}
+    curves = curve_list(cached_curves(config, ensemble, data["heldout"], run))
     band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
-    return {"complexity": complexity, "n_train": n_train, "num_steps": num_steps, "losses": losses,
-            "samples": samples, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
+    return {**ensemble, "losses": losses, "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1),
             "curves": curves, "band": band, "summary": [prcurves.summarise(c) for c in curves]}
 
 
@@ -499,27 +495,59 @@ def members_study(config: EnsemblePRConfig, results: dict, counts: tuple[int, ..
     return pd.DataFrame(rows).set_index("M")
 
 
-def members_facts(study: pd.DataFrame) -> dict:
-    """What notebook 01 states of `members_study`: the ensemble sizes, the three shares at each, whether the paired
-    t-test's share grows from the fewest members to the most, the largest change of a mean AUC between them, and
-    the range of the ratios of band widths (most members over fewest)."""
-    ours = study[study.index.str.endswith("(ours)")]
-    first, last = ours.iloc[0], ours.iloc[-1]
-    aucs = [c for c in ours.columns if c.startswith("AUC")]
-    ratios = [last[c] / first[c] for c in ours.columns if c.startswith("width") and first[c] > 0]
-    return {"counts": [int(i.split()[0]) for i in ours.index], "paired_t": list(ours["paired_t"]),
-            "paired_t_bh": list(ours["paired_t bh"]), "max_t": list(ours["permutation_maxT"]),
-            "grows": bool(last["paired_t"] > first["paired_t"]),
-            "auc_change": float(max(abs(last[c] - first[c]) for c in aucs)),
-            "width_ratio": (float(min(ratios)), float(max(ratios))) if ratios else (float("nan"),) * 2}
-
-
-def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str,
-                      force: bool = False, progress: bool = False) -> np.ndarray:
-    """(M, R, G) precision on the recall grid: each member evaluated R times by `resample`."""
-    arrays = cached_curves(config, complexity=result["complexity"], n_train=result["n_train"],
-                           num_steps=result["num_steps"], heldout=data["heldout"], samples=result["samples"],
-                           resample=resample, force=force, progress=progress)
+def resampled_members(config: EnsemblePRConfig, result: dict, data: dict, resample: str, run: Run) -> np.ndarray:
+    """(M, R, G) precision on the recall grid: each member evaluated R times by `resample` (cached and stored)."""
+    arrays = cached_curves(config, result, data["heldout"], run, resample)
     per_draw = [prcurves.member_matrix(curve_list(arrays, r), config.grid_size, config.dup_recall)
                 for r in range(arrays["precision"].shape[1])]
     return np.stack(per_draw, axis=1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Other model families (lib.prcurves.families; spec 01 §8): one stored entry per family
+# ----------------------------------------------------------------------------------------------------
+def family_steps(config: EnsemblePRConfig) -> int:
+    """The families' budget in Adam steps: the DDPM's at the smallest complexity (the same for every C when the
+    budget is in steps, as in the `cpu` preset; the authors' C = 1 epochs under the `paper` preset)."""
+    return training_steps(config, min(config.complexities))
+
+
+def run_family(config: EnsemblePRConfig, family: str, data: dict, settings: families.FamilySettings,
+               run: Run) -> dict:
+    """Train, sample and evaluate one family's ensemble, as `run_ensemble` does for a DDPM complexity, and return a
+    result of the same form ({"complexity": the family's name, "band", "summary", ...}), so that `summary_row` and
+    the notebook's band plots take it. The entry of the layer holds the samples, the epoch losses and the member
+    curves; each member is cached on its own (an interrupted run resumes at the next member, and M = 8 members are
+    the first 8 of M = 30)."""
+    check_choice("family", family, families.FAMILIES)
+    steps = family_steps(config)
+    key = {"v": families.VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
+           "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
+
+    def member(i: int) -> dict:
+        seed = families.member_seed(config.base_seed, family, i)
+        model, history = families.train_member(family, data["train"], seed=seed, num_steps=steps,
+                                               batch_size=config.train.batch_size, settings=settings,
+                                               progress=run.progress)
+        return {"samples": families.sample_member(model, config.num_generated, seed), "history": history}
+
+    def compute() -> dict:
+        members = [run.npz(cache_path(CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
+                           lambda i=i: member(i)) for i in range(config.num_members)]
+        samples = np.stack([m["samples"] for m in members])
+        curves = member_curves(config, complexity=families.FAMILY_STREAM[family], heldout=data["heldout"],
+                               samples=samples)
+        return {"samples": samples, "history": np.stack([m["history"] for m in members]),
+                "parameters": np.array([families.num_parameters(family, settings)]), **curves}
+
+    entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{config.num_members}-{steps}steps",
+                        {**key, "members": config.num_members, "k": config.k, "angles": config.num_angles,
+                         "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
+    arrays = run.npz(entry, compute, stored=True)
+    curves = curve_list(arrays)
+    band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
+    samples = arrays["samples"]
+    return {"complexity": family, "n_train": len(data["train"]), "num_steps": steps, "losses": None,
+            "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
+            "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
+            "summary": [prcurves.summarise(c) for c in curves]}

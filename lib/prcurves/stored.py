@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     from lib.device import describe, pick_device
     from lib.prcurves import experiment as ex
     from lib.provenance import git_commit
+    from lib.run import Run
 
     parser = command_parser("lib.prcurves.stored", __doc__)
     parser.add_argument("--preset", default="paper", choices=sorted(ex.PRESETS))
@@ -186,17 +187,18 @@ def main(argv: list[str] | None = None) -> int:
     config = ex.resolve_config(args.preset, complexities=args.complexities, num_members=args.members,
                                compare=compare, small_complexities=small)
     device = pick_device(args.device)
+    run = Run(device=device, progress=True)  # the cache alone (WORKBOOK_CACHE), progress bars as before
     start = time.perf_counter()
     data = ex.ring_data(config)
-    results = [ex.run_ensemble(config, complexity=c, data=data, num_steps=ex.training_steps(config, c),
-                               device=device) for c in config.complexities]
+    results = [ex.run_ensemble(config, complexity=c, data=data, num_steps=ex.training_steps(config, c), run=run)
+               for c in config.complexities]
     small_data = ex.ring_data(config, n_train=config.small_n) if config.small_complexities else None
     for c in config.small_complexities:
         for match in ("steps", "epochs"):
             steps = ex.training_steps(config, c, config.small_n, match)
             if not any(r["complexity"] == c and r["n_train"] == len(small_data["train"]) and r["num_steps"] == steps
                        for r in results):
-                results.append(ex.run_ensemble(config, complexity=c, data=small_data, num_steps=steps, device=device))
+                results.append(ex.run_ensemble(config, complexity=c, data=small_data, num_steps=steps, run=run))
     meta = {"preset": config.preset, "command": command_line("lib.prcurves.stored", argv),
             "commit": git_commit(mark_dirty=True), "device": describe(device),
             "seconds": round(time.perf_counter() - start, 1), "num_generated": config.num_generated,
