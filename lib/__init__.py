@@ -2,17 +2,17 @@
 
 Shared core (any notebook may use it): `paths` (where files live: the checkout, the cache and results/ roots; the
 regular-file check and SHA-256 of a file; imports nothing from `lib`), `params` (parameter checks, presets),
-`cache` (configuration-keyed, atomic cache), `store` (its committed, read-only layer of stored results in
-results/NN/<preset>/; `store_writer` writes it, for `make store`), `glue` (results recorded in and read back from
-notebooks), `device` (CPU/GPU, threads),
+`cache` (the entry format of the configuration-keyed, atomic cache), `store` (its committed, read-only layer of
+stored results in results/NN/<preset>/), `run` (a run's lookup order: cache, stored layer, compute; its counts),
+`glue` (results recorded in and read back from notebooks), `device` (CPU/GPU, threads),
 `seeds` (derived seeds, named streams), `plotting` (the house style, saving and showing figures), `progress` (text
 progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics`
 (AuROC, Fréchet distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03),
 `train` (the one training loop of the small torch models: seeded batches, optimiser, schedule, checkpoints; the
 EMA), `provenance` (the git commit a stored result records; the run a page shows), `reading` (the notebooks'
-sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `report`
-(the runner of `make run`, HTML reports), `results` (the pages of `make results`), `book` (the static site of
-`make book`), `tables` (tables rounded to what their numbers mean), `sweep` (parameter sweeps on Dask), `data`
+sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `make`
+(what only `make` runs: the runner of `make run` and its HTML reports, the results pages, the book, sweeps on Dask,
+the stored layers' writer), `tables` (tables rounded to what their numbers mean), `data`
 (data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the
 image normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and training, and the trained
 CIFAR-10 family; notebooks 04 and 02).

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from lib import store, store_writer
+from lib import store
 from lib.cache import cache_entry, cache_path
+from lib.make import store_writer
 from lib.paths import sha256_file
 from lib.run import Run
 

@@ -6,7 +6,8 @@ trained as an ensemble (spec 01 §2); `experiment`, presets, validation and the 
 `plots`, its figure helpers (an ensemble's band, significant ranges); `findings`, the facts its reading cells
 state and their sentences; `budget`, the training-budget study that chose the `cpu` preset; `stored`, per-member
 curves stored from a run the notebook did not train; `spaces`, the same samples evaluated in fixed embeddings of the
-plane (the paper's feature-space limitation). The paper's public functions are re-exported here, so
+plane (the paper's feature-space limitation); `families`, ensembles of a small VAE and a neural spline flow on the
+ring (the paper's model-family limitation). The paper's public functions are re-exported here, so
 `lib.prcurves.<name>` keeps working.
 """
 
