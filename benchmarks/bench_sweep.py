@@ -2,7 +2,7 @@
 points run one after another, and the per-point overhead of the sweep machinery.
 
 1. Speed-up. The grid's points (default: notebook 04's smoke preset with two cheap extractors over
-   TRAIN_PER_CLASS in {100, 200} x ALPHA_E in {0.05, 0.1}, the 2x2 grid of tests/test_sweep.py; `--grid`
+   TRAIN_PER_CLASS in {100, 200} x ALPHA_E in {0.05, 0.1}, the 2x2 grid of tests/test_make_sweep.py; `--grid`
    for another, e.g. params/sweeps/04_irs_smoke.yaml) run (a) serially, one papermill execution after
    another in this process, and
    (b) by `lib.make.sweep.sweep` on a LocalCluster of `--workers` single-threaded workers, cluster start-up and

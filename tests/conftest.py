@@ -41,8 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # decreasing cost, measured with --durations on 2 cores. They are collected first, so that the parallel run
 # (`make test`: one file per worker at a time, in collection order) starts them first and the cheap files
 # fill in around them instead of one expensive file running alone at the end.
-COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_sweep.py", "test_assignments.py",
-                   "test_notebook_03.py", "test_notebook_04.py", "test_report.py", "test_makefile.py",
+COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_make_sweep.py", "test_assignments.py",
+                   "test_notebook_03.py", "test_notebook_04.py", "test_make_report.py", "test_makefile.py",
                    "test_data_cifar10.py", "test_models_cifar_resnet.py")
 
 

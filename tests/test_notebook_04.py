@@ -135,7 +135,7 @@ BAD_PARAMETERS = [
     ({"GAP_N": [100]}, r"unknown parameter\(s\): GAP_N \(did you mean GAP_NS\?\)"),
     ({"MEM_NOISE": "0.1"}, "MEM_NOISE='0.1' must be a number"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
-    ({"SOURCE": "store"}, r"SOURCE='store' is not allowed; choose one of \['stored', 'compute'\]"),
+    ({"SOURCE": "store"}, r"SOURCE='store' is not one of \('stored', 'compute'\)"),
     ({"EXTRACTORS": ["swav"]}, r"EXTRACTORS entry='swav' is not allowed"),  # needs image folders: lib.irs.folders
     ({"MEM_NOISE": float("inf")}, "MEM_NOISE=inf must be a finite real number"),  # ran, memoriser IRS 0.004
     ({"EXTRACTORS": ["pixels", "pixels"]}, r"EXTRACTORS=\('pixels', 'pixels'\) holds duplicates \('pixels'"),

@@ -306,7 +306,7 @@ def test_the_committed_layers_stay_under_45_mb():
 
 
 def test_a_from_scratch_run_that_was_interrupted_is_refused_as_the_layers_cost(tmp_path):
-    from test_book import half_run
+    from test_make_book import half_run
 
     half_run(tmp_path / "03.ipynb")
     with pytest.raises(ValueError, match=r"^--scratch-run: .*03.ipynb is a run that was interrupted"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from lib.glue import MIME_TYPE, run_problem
 from lib.provenance import run_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: lib/make/ is two levels down
 CONF_DIR = ROOT / "docs" / "book"
 NOTEBOOKS = ROOT / "notebooks"
 ALT_KEY = "workbook_image_alts"  # page_text's cell metadata: the alt text of the cell's figures, in output order

@@ -33,7 +33,7 @@ from jupyter_client.utils import run_sync
 
 from lib.provenance import stamp
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: lib/make/ is two levels down
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
 PATH_PARAMETERS = ("FIGURES_DIR",)
 

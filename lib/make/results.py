@@ -21,7 +21,7 @@ in the template's front matter (the paper's values, the spec's constants, dated 
       "0.964": "paper, Table 1: mean AUC, C = 2"
     ---
 
-`tests/test_results.py` fails on any other (`undeclared_numbers`); the front matter is not rendered.
+`tests/test_make_results.py` fails on any other (`undeclared_numbers`); the front matter is not rendered.
 """
 
 from __future__ import annotations

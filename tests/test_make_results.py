@@ -139,7 +139,7 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
     """A run killed mid-way gave `TemplateError ... KeyError: 'n_train'`, which did not say it was interrupted."""
     import shutil
 
-    from test_book import half_run
+    from test_make_book import half_run
 
     from lib.make.results import generate, main
 
