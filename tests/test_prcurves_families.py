@@ -78,9 +78,9 @@ def test_the_families_stage_reads_its_stored_entry_back_without_training(tmp_pat
     from lib.run import Run
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
-    config = ex.resolve_config("smoke", num_members=2, budget=20, n_train=256, num_generated=64)
+    config = ex.resolve_config("smoke", family_members=2, budget=20, n_train=256, num_generated=64, family=TINY)
     data = ex.ring_data(config)
-    first = ex.run_family(config, "flow", data, TINY, Run())
+    first = ex.run_family(config, "flow", data, Run())
     row = ex.summary_row(first)
     assert row["C"] == "flow" and row["members"] == 2 and 0 <= row["auc_mean"] <= 1
     assert first["samples"].shape == (2, 64, 2) and first["history"].shape[0] == 2
@@ -89,5 +89,32 @@ def test_the_families_stage_reads_its_stored_entry_back_without_training(tmp_pat
         raise AssertionError("trained again although the entry is cached")
 
     monkeypatch.setattr(fam, "train_member", forbidden)
-    again = ex.run_family(config, "flow", data, TINY, Run())
+    again = ex.run_family(config, "flow", data, Run())
     assert np.array_equal(again["samples"], first["samples"]) and ex.summary_row(again) == row
+
+
+def test_the_families_stand_beside_the_ddpms_first_members_in_one_table():
+    from lib.prcurves import experiment as ex
+
+    def result(name, aucs, width):
+        band = {"recall": np.linspace(0, 1, 5), "lo": np.zeros(5), "hi": np.full(5, width), "auc": np.array(aucs),
+                "members": np.zeros((len(aucs), 5))}
+        return {"complexity": name, "n_train": 100, "num_steps": 10, "curves": [{}] * len(aucs), "band": band,
+                "summary": [{"auc_raw": a} for a in aucs], "num_dropped": np.zeros(len(aucs), int), "parameters": 7}
+
+    config = ex.resolve_config("smoke", family_members=2)
+    table = ex.families_table(config, {}, {"vae": result("vae", [0.8, 0.9], 0.2)})
+    assert list(table.index) == ["VAE"] and table.loc["VAE", "band width"] == pytest.approx(0.2)
+    assert table.loc["VAE", "AUC mean"] == pytest.approx(0.85) and table.loc["VAE", "below 0.9"] == 1
+    assert table.loc["VAE", "parameters"] == 7 and table.loc["VAE", "members"] == 2
+
+
+@pytest.mark.parametrize("families, message", [(["gan"], r"FAMILIES entry='gan' is not allowed"),
+                                                (["vae", "vae"], r"FAMILIES=.* holds duplicates")])
+def test_a_bad_family_is_refused_naming_the_parameter(families, message):
+    from lib import params
+    from lib.prcurves import experiment as ex
+
+    notebook = {"PRESET": "smoke", "FAMILIES": families, "__annotations__": {"PRESET": str, "FAMILIES": list}}
+    with pytest.raises(ValueError, match=message):
+        params.configure(ex.resolve_config, ex.PRESETS, notebook)

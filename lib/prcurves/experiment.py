@@ -22,10 +22,12 @@ import pandas as pd
 from lib.cache import cache_entry, cache_path
 from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
+    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
     check_ints,
+    check_list,
     check_memory,
     check_percentiles,
     check_probability,
@@ -35,6 +37,7 @@ from lib.params import (
 )
 from lib.prcurves import ddpm, families
 from lib.prcurves import method as prcurves
+from lib.prcurves.families import FamilySettings
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
 from lib.run import Run
@@ -76,13 +79,19 @@ class EnsemblePRConfig:
     # of the authors' recipe, frontier_members members each; stored entries of the layer
     frontier: tuple[tuple[int, tuple[int, ...]], ...] = ()
     frontier_members: int = 8
+    # other model families (beyond the paper; spec §8, lib.prcurves.families): family_members members of each, at
+    # the DDPM's budget, beside the DDPMs' first family_members members; stored entries of the layer
+    families: tuple[str, ...] = ()
+    family_members: int = 8
+    family: FamilySettings = field(default_factory=FamilySettings, metadata={PARAMETER: None})
 
 
 PRESETS: dict[str, EnsemblePRConfig] = {
     "smoke": EnsemblePRConfig(
         preset="smoke", n_train=2_000, complexities=(2, 4), num_members=4, budget_unit="steps", budget=200,
         num_generated=1_000, num_permutations=999, small_n=1_000, num_resplits=3,
-        frontier=((1, (20, 40)),), frontier_members=2),
+        frontier=((1, (20, 40)),), frontier_members=2, families=("vae", "flow"), family_members=2,
+        family=FamilySettings(hidden=16, transforms=2, bins=4)),
     # The budget study (lib.prcurves.budget, results/01/budget_study.csv): stratified t + warm-up/cosine lr + EMA
     # at batch 128 reach AUC 0.99 for C = 2 and 4 in 4,000 steps; the authors' settings give 0.39 / 0.32 after
     # 1,000 steps of 500.
@@ -92,7 +101,9 @@ PRESETS: dict[str, EnsemblePRConfig] = {
         train=ddpm.TrainSettings(batch_size=128, t_sampling="stratified", lr_schedule="cosine", warmup_steps=100,
                                  ema_decay=0.999),
         # the frontier study: C = 1 to 60,000 steps (60 min of one core), C = 8 to 10,000 (32 min); stored
-        frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000)))),
+        frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000))),
+        # the families: 8 VAEs (about 13 min of one core) and 8 flows (about 25 min); stored
+        families=("vae", "flow"), family_members=8),
     "paper": EnsemblePRConfig(preset="paper"),
 }
 
@@ -168,6 +179,10 @@ def validate(config: EnsemblePRConfig) -> None:
     check_probability("alpha", config.alpha)
     check_int("num_permutations", config.num_permutations, minimum=99)
     check_int("frontier_members", config.frontier_members, minimum=2)
+    for family in check_list("families", config.families, min_len=0):
+        check_choice("families entry", family, families.FAMILIES)
+    check_int("family_members", config.family_members, minimum=2)
+    config.family.check("family")
     for complexity, budgets in config.frontier:
         check_int("frontier complexity", complexity, minimum=1)
         check_ints("frontier budgets", budgets, minimum=1)
@@ -512,15 +527,14 @@ def family_steps(config: EnsemblePRConfig) -> int:
     return training_steps(config, min(config.complexities))
 
 
-def run_family(config: EnsemblePRConfig, family: str, data: dict, settings: families.FamilySettings,
-               run: Run) -> dict:
+def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> dict:
     """Train, sample and evaluate one family's ensemble, as `run_ensemble` does for a DDPM complexity, and return a
     result of the same form ({"complexity": the family's name, "band", "summary", ...}), so that `summary_row` and
     the notebook's band plots take it. The entry of the layer holds the samples, the epoch losses and the member
-    curves; each member is cached on its own (an interrupted run resumes at the next member, and M = 8 members are
-    the first 8 of M = 30)."""
+    curves; each member is cached on its own (an interrupted run resumes at the next member, and 8 members are the
+    first 8 of 30). `config.family_members` members, `config.family` their settings."""
     check_choice("family", family, families.FAMILIES)
-    steps = family_steps(config)
+    steps, settings, m = family_steps(config), config.family, config.family_members
     key = {"v": families.VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
            "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
 
@@ -533,15 +547,15 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, settings: fami
 
     def compute() -> dict:
         members = [run.npz(cache_path(CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
-                           lambda i=i: member(i)) for i in range(config.num_members)]
+                           lambda i=i: member(i)) for i in range(m)]
         samples = np.stack([m["samples"] for m in members])
         curves = member_curves(config, complexity=families.FAMILY_STREAM[family], heldout=data["heldout"],
                                samples=samples)
         return {"samples": samples, "history": np.stack([m["history"] for m in members]),
                 "parameters": np.array([families.num_parameters(family, settings)]), **curves}
 
-    entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{config.num_members}-{steps}steps",
-                        {**key, "members": config.num_members, "k": config.k, "angles": config.num_angles,
+    entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{m}-{steps}steps",
+                        {**key, "members": m, "k": config.k, "angles": config.num_angles,
                          "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
     arrays = run.npz(entry, compute, stored=True)
     curves = curve_list(arrays)
@@ -551,3 +565,26 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, settings: fami
             "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
             "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
             "summary": [prcurves.summarise(c) for c in curves]}
+
+
+def families_table(config: EnsemblePRConfig, results: dict, family_results: dict) -> pd.DataFrame:
+    """The families beside the DDPMs at the same ensemble size (each DDPM complexity's first `family_members`
+    members, `first_members`): parameters per member, mean and sd of the members' AUC, the band width (mean over
+    the recall grid) and the members below AUC 0.9. One row per model."""
+    m = config.family_members
+    rows = []
+    for C, result in results.items():
+        if len(result["curves"]) >= m:
+            rows.append({"model": f"DDPM C = {C}", "parameters": ddpm.num_parameters(C),
+                         **_family_columns(summary_row(first_members(config, result, m)))})
+    for family, result in family_results.items():
+        rows.append({"model": families.NAMES[family], "parameters": result["parameters"],
+                     **_family_columns(summary_row(result))})
+    table = pd.DataFrame(rows).set_index("model")
+    table.index.name = None
+    return table
+
+
+def _family_columns(row: dict) -> dict:
+    return {"members": row["members"], "AUC mean": row["auc_mean"], "AUC sd": row["auc_sd"],
+            "band width": row["width"], "below 0.9": row["below_0.9"]}

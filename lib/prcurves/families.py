@@ -33,6 +33,7 @@ from lib.seeds import derive_seed
 from lib.train import Epochs, float_rows, make_optimiser, seeded, train_epochs
 
 FAMILIES = ("vae", "flow")
+NAMES = {"vae": "VAE", "flow": "flow (NSF)"}  # as the tables name them
 FAMILY_STREAM = {"vae": 7001, "flow": 7002}  # the families' member seeds: derive_seed(base_seed, stream, i)
 SAMPLES_STREAM = 1  # a member's sampling noise: derive_seed(member seed, SAMPLES_STREAM)
 VERSION = 1  # key policy (lib.store): bump with a one-line "vN: what changed" when a value changes
