@@ -183,3 +183,19 @@ def test_spaces_text_states_the_verdict():
     assert text.endswith("even the ranking of the complexities depends on the space; the size of the region where the "
                          "difference is significant depends on it.")
     assert findings.spaces_text(ex.resolve_config("smoke"), {}).startswith("*The feature-space comparison")
+
+
+def test_the_families_facts_place_each_family_against_the_ddpms_range():
+    table = pd.DataFrame({"members": [8, 8, 8, 8], "AUC mean": [0.99, 0.98, 0.7, 0.97],
+                          "AUC sd": [0.01, 0.01, 0.1, 0.02], "band width": [0.02, 0.04, 0.2, 0.03],
+                          "below 0.9": [0, 0, 6, 0]},
+                         index=["DDPM C = 1", "DDPM C = 2", "VAE", "flow (NSF)"])
+    facts = findings.families_facts(table)
+    assert facts["width_range"] == (0.02, 0.04) and facts["width_median"] == pytest.approx(0.03)
+    vae, flow = facts["families"]["VAE"], facts["families"]["flow (NSF)"]
+    assert (vae["where"], vae["differs"], vae["ratio"], vae["below"]) == ("wider than", True, pytest.approx(20 / 3), 6)
+    assert (flow["where"], flow["differs"]) == ("within", False)
+    assert facts["any_differs"] and facts["auc_range"] == (0.98, 0.99)
+    text = findings.families_text(ex.resolve_config("smoke"), table, 200)
+    assert "the VAE band is 0.200 wide, wider than the DDPMs' 0.020–0.040 (6.67× their median)" in text
+    assert "the flow (NSF) band is 0.030 wide, within" in text and "does depend on the family" in text

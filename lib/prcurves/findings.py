@@ -373,3 +373,48 @@ def decomposition_text(config: EnsemblePRConfig, shares: list[dict], table: pd.D
     resampled curves can fall lower than that of the {config.num_members} member means.
     """)
 
+
+
+# ----------------------------------------------------------------------------------------------------
+# Other model families (spec 01 §8)
+# ----------------------------------------------------------------------------------------------------
+WIDTH_DIFFERS = 1.5  # a family's band differs in magnitude when it is this many times wider (or narrower) than
+# every DDPM complexity's
+
+
+def families_facts(table: pd.DataFrame) -> dict:
+    """From `experiment.families_table`: the DDPMs' range of band widths and mean AUCs, and per family its band
+    width, that width over the DDPMs' median, where it lies ("wider than", "narrower than", "within") against
+    the DDPMs' range, its mean AUC and members below 0.9, and whether its width differs in magnitude (a factor
+    WIDTH_DIFFERS beyond the DDPMs' range)."""
+    is_ddpm = table.index.str.startswith("DDPM")
+    ddpm, others = table[is_ddpm], table[~is_ddpm]
+    lo, hi = ddpm["band width"].min(), ddpm["band width"].max()
+    median = ddpm["band width"].median()
+    families = {}
+    for name, row in others.iterrows():
+        width = row["band width"]
+        where = "wider than" if width > hi else "narrower than" if width < lo else "within"
+        families[name] = {"width": width, "ratio": width / median, "where": where, "auc": row["AUC mean"],
+                          "auc_sd": row["AUC sd"], "below": int(row["below 0.9"]), "members": int(row["members"]),
+                          "differs": bool(width > WIDTH_DIFFERS * hi or width < lo / WIDTH_DIFFERS)}
+    return {"width_range": (lo, hi), "width_median": median,
+            "auc_range": (ddpm["AUC mean"].min(), ddpm["AUC mean"].max()), "families": families,
+            "any_differs": any(f["differs"] for f in families.values())}
+
+
+def families_text(config: EnsemblePRConfig, table: pd.DataFrame, steps: int) -> str:
+    facts = families_facts(table)
+    lo, hi = facts["width_range"]
+    a_lo, a_hi = facts["auc_range"]
+    parts = [f"the {name} band is {num(f['width'], 3)} wide, {f['where']} the DDPMs' {num(lo, 3)}–{num(hi, 3)} "
+             f"({num(f['ratio'], 2)}× their median), with mean AUC {num(f['auc'], 3)} (sd {num(f['auc_sd'], 3)}; "
+             f"{f['below']} of {f['members']} members below 0.9)" for name, f in facts["families"].items()]
+    verdict = ("so on this ring the size of the model-induced uncertainty does depend on the family, as the paper "
+               f"feared: at least one family's band lies beyond {num(WIDTH_DIFFERS, 1)}× the DDPMs' range"
+               if facts["any_differs"] else
+               f"so on this ring the size of the model-induced uncertainty stays within {num(WIDTH_DIFFERS, 1)}× "
+               "the DDPMs' range for these families")
+    return _text(f"At M = {config.family_members} members and the DDPM's budget ({steps:,} Adam steps of batch "
+                 f"{config.train.batch_size}), {'; '.join(parts)}. The DDPMs' mean AUCs span "
+                 f"{num(a_lo, 3)}–{num(a_hi, 3)}; {verdict}.")
