@@ -54,7 +54,8 @@ def test_reading_cells_state_the_recorded_results(smoke):
 
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-table", "reading-table-claims", "reading-budget-study", "reading-figure-3",
-                         "reading-figure-4", "reading-decomposition", "reading-spaces", "reading-members"}
+                         "reading-figure-4", "reading-decomposition", "reading-spaces", "reading-members",
+                         "reading-families"}
     study = r["members_study"]  # the smoke preset's M = 4: one row of ours, the paper's 30 beside it
     assert set(study) == {"4 (ours)", "30 (paper)"}
     assert study["4 (ours)"]["paired_t"] == r["fraction_significant"]["paired_t/none"]  # Figure 3's, recomputed
@@ -72,6 +73,10 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert f"gives AUC {same_epochs[0]:.3f} and width {same_epochs[1]:.3f}" in text["reading-figure-4"]
     shares = " / ".join(f"{100 * r['sampling_share'][f'C{C}/resplit']:.0f} %" for C in (2, 4))
     assert f"**{shares}** with re-splits" in text["reading-decomposition"]
+    families = r["families"]  # the smoke preset's 2 members of each family beside the DDPMs' first 2
+    assert set(families) == {"DDPM C = 2", "DDPM C = 4", "VAE", "flow (NSF)"}
+    for name in ("VAE", "flow (NSF)"):
+        assert f"the {name} band is {families[name][1]:.3f} wide" in " ".join(text["reading-families"].split())
     with open(budget.STUDY_CSV, newline="") as fh:
         authors = {r["ema"]: float(r["auc_mean"]) for r in csv.DictReader(fh)
                    if (r["variant"], r["C"], r["steps"]) == ("paper", "2", "1000")}
