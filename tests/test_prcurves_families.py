@@ -100,13 +100,15 @@ def test_the_families_stand_beside_the_ddpms_first_members_in_one_table():
         band = {"recall": np.linspace(0, 1, 5), "lo": np.zeros(5), "hi": np.full(5, width), "auc": np.array(aucs),
                 "members": np.zeros((len(aucs), 5))}
         return {"complexity": name, "n_train": 100, "num_steps": 10, "curves": [{}] * len(aucs), "band": band,
-                "summary": [{"auc_raw": a} for a in aucs], "num_dropped": np.zeros(len(aucs), int), "parameters": 7}
+                "summary": [{"auc_raw": a} for a in aucs], "num_dropped": np.zeros(len(aucs), int), "parameters": 7,
+                "scale": np.array([[0.3, 0.5], [0.4, 0.6]])}
 
     config = ex.resolve_config("smoke", family_members=2)
     table = ex.families_table(config, {}, {"vae": result("vae", [0.8, 0.9], 0.2)})
     assert list(table.index) == ["VAE"] and table.loc["VAE", "band width"] == pytest.approx(0.2)
     assert table.loc["VAE", "AUC mean"] == pytest.approx(0.85) and table.loc["VAE", "below 0.9"] == 1
     assert table.loc["VAE", "parameters"] == 7 and table.loc["VAE", "members"] == 2
+    assert table.loc["VAE", "output sd"] == pytest.approx(0.45)
 
 
 @pytest.mark.parametrize("families, message", [(["gan"], r"FAMILIES entry='gan' is not allowed"),

@@ -535,15 +535,17 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
     first 8 of 30). `config.family_members` members, `config.family` their settings."""
     check_choice("family", family, families.FAMILIES)
     steps, settings, m = family_steps(config), config.family, config.family_members
-    key = {"v": families.VERSION, "family": family, "settings": settings, "ring": config.ring, "train": data["train"],
-           "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed, "n": config.num_generated}
+    key = {"v": families.VERSION[family], "family": family, "settings": settings, "ring": config.ring,
+           "train": data["train"], "steps": steps, "batch": config.train.batch_size, "base_seed": config.base_seed,
+           "n": config.num_generated}
 
     def member(i: int) -> dict:
         seed = families.member_seed(config.base_seed, family, i)
         model, history = families.train_member(family, data["train"], seed=seed, num_steps=steps,
                                                batch_size=config.train.batch_size, settings=settings,
                                                progress=run.progress)
-        return {"samples": families.sample_member(model, config.num_generated, seed), "history": history}
+        return {"samples": families.sample_member(model, config.num_generated, seed), "history": history,
+                "scale": families.output_scale(model)}
 
     def compute() -> dict:
         members = [run.npz(cache_path(CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
@@ -552,6 +554,7 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
         curves = member_curves(config, complexity=families.FAMILY_STREAM[family], heldout=data["heldout"],
                                samples=samples)
         return {"samples": samples, "history": np.stack([m["history"] for m in members]),
+                "scale": np.stack([m["scale"] for m in members]),
                 "parameters": np.array([families.num_parameters(family, settings)]), **curves}
 
     entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{m}-{steps}steps",
@@ -563,6 +566,7 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
     samples = arrays["samples"]
     return {"complexity": family, "n_train": len(data["train"]), "num_steps": steps, "losses": None,
             "history": arrays["history"], "parameters": int(arrays["parameters"][0]), "samples": samples,
+            "scale": arrays["scale"],
             "num_dropped": (~np.isfinite(samples).all(axis=2)).sum(axis=1), "curves": curves, "band": band,
             "summary": [prcurves.summarise(c) for c in curves]}
 
@@ -570,16 +574,19 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
 def families_table(config: EnsemblePRConfig, results: dict, family_results: dict) -> pd.DataFrame:
     """The families beside the DDPMs at the same ensemble size (each DDPM complexity's first `family_members`
     members, `first_members`): parameters per member, mean and sd of the members' AUC, the band width (mean over
-    the recall grid) and the members below AUC 0.9. One row per model."""
+    the recall grid), the members below AUC 0.9, and the VAE's learned output noise sigma (ring units, the mean
+    over members and coordinates; blank for the others, which add none). One row per model."""
     m = config.family_members
     rows = []
     for C, result in results.items():
         if len(result["curves"]) >= m:
             rows.append({"model": f"DDPM C = {C}", "parameters": ddpm.num_parameters(C),
-                         **_family_columns(summary_row(first_members(config, result, m)))})
+                         **_family_columns(summary_row(first_members(config, result, m))), "output sd": np.nan})
     for family, result in family_results.items():
+        scale = result["scale"]
         rows.append({"model": families.NAMES[family], "parameters": result["parameters"],
-                     **_family_columns(summary_row(result))})
+                     **_family_columns(summary_row(result)),
+                     "output sd": float(np.mean(scale)) if np.isfinite(scale).all() else np.nan})
     table = pd.DataFrame(rows).set_index("model")
     table.index.name = None
     return table

@@ -36,7 +36,8 @@ FAMILIES = ("vae", "flow")
 NAMES = {"vae": "VAE", "flow": "flow (NSF)"}  # as the tables name them
 FAMILY_STREAM = {"vae": 7001, "flow": 7002}  # the families' member seeds: derive_seed(base_seed, stream, i)
 SAMPLES_STREAM = 1  # a member's sampling noise: derive_seed(member seed, SAMPLES_STREAM)
-VERSION = 1  # key policy (lib.store): bump with a one-line "vN: what changed" when a value changes
+# key policy (lib.store): bump a family's version with a one-line "vN: what changed" when its values change
+VERSION = {"vae": 2, "flow": 2}  # v2: a member records its output scale sigma (the VAE's; NaN for a flow)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,14 @@ def train_member(family: str, points: np.ndarray, *, seed: int, num_steps: int, 
     model.register_buffer("shift", shift)
     model.register_buffer("scale", scale)
     return model, np.asarray(history, np.float32)
+
+
+def output_scale(model: nn.Module) -> np.ndarray:
+    """(2,) the VAE's learned output noise sigma per coordinate, in the ring's units (NaN for a flow, which has
+    none): what a VAE adds to every decoded point."""
+    if not isinstance(model, RingVAE):
+        return np.full(2, np.nan, np.float32)
+    return (model.log_sigma.detach().exp() * model.scale).numpy().astype(np.float32)
 
 
 def sample_member(model: nn.Module, num_samples: int, seed: int) -> np.ndarray:

@@ -396,6 +396,7 @@ def families_facts(table: pd.DataFrame) -> dict:
         width = row["band width"]
         where = "wider than" if width > hi else "narrower than" if width < lo else "within"
         families[name] = {"width": width, "ratio": width / median, "where": where, "auc": row["AUC mean"],
+                          "output_sd": row.get("output sd", float("nan")),
                           "auc_sd": row["AUC sd"], "below": int(row["below 0.9"]), "members": int(row["members"]),
                           "differs": bool(width > WIDTH_DIFFERS * hi or width < lo / WIDTH_DIFFERS)}
     return {"width_range": (lo, hi), "width_median": median,
@@ -409,7 +410,10 @@ def families_text(config: EnsemblePRConfig, table: pd.DataFrame, steps: int) -> 
     a_lo, a_hi = facts["auc_range"]
     parts = [f"the {name} band is {num(f['width'], 3)} wide, {f['where']} the DDPMs' {num(lo, 3)}–{num(hi, 3)} "
              f"({num(f['ratio'], 2)}× their median), with mean AUC {num(f['auc'], 3)} (sd {num(f['auc_sd'], 3)}; "
-             f"{f['below']} of {f['members']} members below 0.9)" for name, f in facts["families"].items()]
+             f"{f['below']} of {f['members']} members below 0.9"
+             + (f"; its decoder adds noise of sd {num(f['output_sd'], 2)} to every point, where a mode's own per-axis "
+                "sd is about 0.5" if f["output_sd"] == f["output_sd"] else "") + ")"
+             for name, f in facts["families"].items()]
     verdict = ("so on this ring the size of the model-induced uncertainty does depend on the family, as the paper "
                f"feared: at least one family's band lies beyond {num(WIDTH_DIFFERS, 1)}× the DDPMs' range"
                if facts["any_differs"] else
