@@ -67,3 +67,16 @@ def test_lp_rows_gaps_are_small():
     rows = tl.lp_rows(A, E, tl.budget_grid(A, E, (0.7,), (0.5,)), np.linspace(0.5, 1, 21))
     assert [r["problem"] for r in rows] == list(tl.PROBLEMS)
     assert all(r["rel_gap"] < 0.02 and r["threshold_form"] for r in rows)
+
+
+def test_the_lp_table_summarises_each_loss_and_problem_over_its_budgets():
+    from lib.regret.theorem_lp import lp_table
+
+    rows = [{"loss": "ce", "problem": "P_rho", "kappa": k, "mix": 0.25, "rel_gap": g, "lambda_dual": lam,
+             "threshold_form": form, "fractional": frac}
+            for k, g, lam, form, frac in ((0.6, 0.001, 0.6, True, 1), (0.8, 0.004, 0.9, False, 2))]
+    table = lp_table(rows, {"ce": "CE"})
+    assert list(table.index) == [("CE", "P_rho")]
+    row = table.iloc[0]
+    assert row["budgets"] == 2 and row["max |LP − threshold| / LP"] == 0.004 and row["dual λ"] == "0.60–0.90"
+    assert row["threshold form"] == "1 of 2" and row["most fractional rows"] == 2

@@ -44,3 +44,14 @@ def test_grouped_names_a_column_the_table_lacks():
     table = pd.DataFrame({"AuReC": [0.2]})
     with pytest.raises(KeyError, match="paper AuReC"):
         grouped(table, {"AuReC": {"ours": "AuReC", "paper": "paper AuReC"}})
+
+
+def test_labelled_rows_have_no_header_row_of_their_own():
+    from lib.tables import labelled
+
+    table = pd.DataFrame({"T": [0.5, 1.0], "ECE": [0.1, 0.2], "test": ["a", "b"]})
+    one = labelled(table, "T")
+    assert list(one.index) == [0.5, 1.0] and one.columns.name == "T" and one.index.name is None
+    assert one.to_html().count("<tr") == 3  # the header row and two rows: no row for the index name
+    two = labelled(table, ["T", "test"])
+    assert list(two.index) == [(0.5, "a"), (1.0, "b")] and list(two.index.names) == [None, None]

@@ -17,7 +17,10 @@ deterministic threshold rule reaches the LP value up to those rows. Notebook 03,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+import pandas as pd
 from scipy import sparse
 from scipy.optimize import linprog
 
@@ -188,3 +191,21 @@ def lp_summary(rows: list[dict]) -> dict:
             "lambda_in_range": bool(all(0.5 - 1e-9 <= v <= 1 + 1e-9 for v in lams)),
             "all_threshold_form": bool(all(r["threshold_form"] for r in rows)),
             "max_fractional": int(max(r["fractional"] for r in rows))}
+
+
+def lp_table(rows: list[dict], loss_names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The reader's table of `lp_rows` (each row with its "loss", named by `loss_names` where it has a name): one
+    row per loss and problem, over the budgets
+    (κ, mix): how many, the largest relative gap between the LP and the best threshold rule, the range of the
+    duals' λ, how many LP solutions have the threshold form, and the most fractional rows of any solution."""
+    out = []
+    for (loss, problem), group in pd.DataFrame(rows).groupby(["loss", "problem"], sort=False):
+        lams = group["lambda_dual"][np.isfinite(group["lambda_dual"])]
+        out.append({"loss": (loss_names or {}).get(loss, loss), "problem": problem, "budgets": len(group),
+                    "max |LP − threshold| / LP": group["rel_gap"].max(),
+                    "dual λ": f"{lams.min():.2f}–{lams.max():.2f}" if len(lams) else "",
+                    "threshold form": f"{int(group['threshold_form'].sum())} of {len(group)}",
+                    "most fractional rows": int(group["fractional"].max())})
+    table = pd.DataFrame(out).set_index(["loss", "problem"])
+    table.index.names = [None, None]
+    return table
