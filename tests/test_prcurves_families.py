@@ -101,14 +101,23 @@ def test_the_families_stand_beside_the_ddpms_first_members_in_one_table():
                 "members": np.zeros((len(aucs), 5))}
         return {"complexity": name, "n_train": 100, "num_steps": 10, "curves": [{}] * len(aucs), "band": band,
                 "summary": [{"auc_raw": a} for a in aucs], "num_dropped": np.zeros(len(aucs), int), "parameters": 7,
-                "scale": np.array([[0.3, 0.5], [0.4, 0.6]])}
+                "scale": np.array([[0.3, 0.5], [0.4, 0.6]]), "samples": None}
 
     config = ex.resolve_config("smoke", family_members=2)
     table = ex.families_table(config, {}, {"vae": result("vae", [0.8, 0.9], 0.2)})
     assert list(table.index) == ["VAE"] and table.loc["VAE", "band width"] == pytest.approx(0.2)
     assert table.loc["VAE", "AUC mean"] == pytest.approx(0.85) and table.loc["VAE", "below 0.9"] == 1
     assert table.loc["VAE", "parameters"] == 7 and table.loc["VAE", "members"] == 2
-    assert table.loc["VAE", "output sd"] == pytest.approx(0.45)
+    assert table.loc["VAE", "output sd"] == pytest.approx(0.45) and np.isnan(table.loc["VAE", "radial sd"])
+
+
+def test_the_radial_spread_is_the_sd_of_the_distance_from_the_centre_per_member():
+    from lib.prcurves import experiment as ex
+
+    circle = np.stack([np.cos(np.linspace(0, 6, 50)), np.sin(np.linspace(0, 6, 50))], axis=1)
+    two = np.stack([3 * circle, np.concatenate([2 * circle[:25], 4 * circle[25:]])])
+    assert ex.radial_sd(two[0]) == pytest.approx(0.0, abs=1e-12) and ex.radial_sd(two) == pytest.approx(0.5)
+    assert np.isnan(ex.radial_sd(None))
 
 
 @pytest.mark.parametrize("families, message", [(["gan"], r"FAMILIES entry='gan' is not allowed"),

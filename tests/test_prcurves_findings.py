@@ -188,7 +188,8 @@ def test_spaces_text_states_the_verdict():
 def test_the_families_facts_place_each_family_against_the_ddpms_range():
     table = pd.DataFrame({"members": [8, 8, 8, 8], "AUC mean": [0.99, 0.98, 0.7, 0.97],
                           "AUC sd": [0.01, 0.01, 0.1, 0.02], "band width": [0.02, 0.04, 0.2, 0.03],
-                          "below 0.9": [0, 0, 6, 0], "output sd": [np.nan, np.nan, 0.31, np.nan]},
+                          "below 0.9": [0, 0, 6, 0], "output sd": [np.nan, np.nan, 0.31, np.nan],
+                          "radial sd": [0.4, 0.41, 1.02, 0.39]},
                          index=["DDPM C = 1", "DDPM C = 2", "VAE", "flow (NSF)"])
     facts = findings.families_facts(table)
     assert facts["width_range"] == (0.02, 0.04) and facts["width_median"] == pytest.approx(0.03)
@@ -196,7 +197,8 @@ def test_the_families_facts_place_each_family_against_the_ddpms_range():
     assert (vae["where"], vae["differs"], vae["ratio"], vae["below"]) == ("wider than", True, pytest.approx(20 / 3), 6)
     assert (flow["where"], flow["differs"]) == ("within", False)
     assert facts["any_differs"] and facts["auc_range"] == (0.98, 0.99)
-    text = findings.families_text(ex.resolve_config("smoke"), table, 200)
+    text = findings.families_text(ex.resolve_config("smoke"), table, 200, 0.39)
     assert "the VAE band is 0.200 wide, wider than the DDPMs' 0.020–0.040 (6.67× their median)" in text
     assert "the flow (NSF) band is 0.030 wide, within" in text and "does depend on the family" in text
-    assert "its decoder adds noise of sd 0.31 to every point" in text and text.count("decoder adds") == 1
+    assert ("its decoder adds noise of sd 0.31 to every point, so its samples' distance from the centre has sd 1.02 "
+            "where the held-out ring's has 0.39") in " ".join(text.split()) and text.count("decoder adds") == 1

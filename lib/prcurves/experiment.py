@@ -574,22 +574,35 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
 def families_table(config: EnsemblePRConfig, results: dict, family_results: dict) -> pd.DataFrame:
     """The families beside the DDPMs at the same ensemble size (each DDPM complexity's first `family_members`
     members, `first_members`): parameters per member, mean and sd of the members' AUC, the band width (mean over
-    the recall grid), the members below AUC 0.9, and the VAE's learned output noise sigma (ring units, the mean
-    over members and coordinates; blank for the others, which add none). One row per model."""
+    the recall grid), the members below AUC 0.9, the VAE's learned output noise sigma (ring units, the mean over
+    members and coordinates; blank for the others, which add none) and the radial spread of the samples (the sd of
+    their distance from the ring's centre, mean over members; blank without samples). One row per model."""
     m = config.family_members
     rows = []
     for C, result in results.items():
         if len(result["curves"]) >= m:
+            first = first_members(config, result, m)
             rows.append({"model": f"DDPM C = {C}", "parameters": ddpm.num_parameters(C),
-                         **_family_columns(summary_row(first_members(config, result, m))), "output sd": np.nan})
+                         **_family_columns(summary_row(first)), "output sd": np.nan,
+                         "radial sd": radial_sd(first["samples"])})
     for family, result in family_results.items():
         scale = result["scale"]
         rows.append({"model": families.NAMES[family], "parameters": result["parameters"],
                      **_family_columns(summary_row(result)),
-                     "output sd": float(np.mean(scale)) if np.isfinite(scale).all() else np.nan})
+                     "output sd": float(np.mean(scale)) if np.isfinite(scale).all() else np.nan,
+                     "radial sd": radial_sd(result["samples"])})
     table = pd.DataFrame(rows).set_index("model")
     table.index.name = None
     return table
+
+
+def radial_sd(samples: np.ndarray | None) -> float:
+    """The sd of the points' distance from the ring's centre, the mean over members of (M, n, 2) samples (a single
+    (n, 2) set is one member; NaN without samples): how far a model spreads its points across the ring's width."""
+    if samples is None:
+        return float("nan")
+    points = np.asarray(samples).reshape(-1, *np.shape(samples)[-2:])
+    return float(np.mean([np.linalg.norm(p[np.isfinite(p).all(axis=1)], axis=1).std() for p in points]))
 
 
 def _family_columns(row: dict) -> dict:

@@ -397,6 +397,7 @@ def families_facts(table: pd.DataFrame) -> dict:
         where = "wider than" if width > hi else "narrower than" if width < lo else "within"
         families[name] = {"width": width, "ratio": width / median, "where": where, "auc": row["AUC mean"],
                           "output_sd": row.get("output sd", float("nan")),
+                          "radial_sd": row.get("radial sd", float("nan")),
                           "auc_sd": row["AUC sd"], "below": int(row["below 0.9"]), "members": int(row["members"]),
                           "differs": bool(width > WIDTH_DIFFERS * hi or width < lo / WIDTH_DIFFERS)}
     return {"width_range": (lo, hi), "width_median": median,
@@ -404,15 +405,17 @@ def families_facts(table: pd.DataFrame) -> dict:
             "any_differs": any(f["differs"] for f in families.values())}
 
 
-def families_text(config: EnsemblePRConfig, table: pd.DataFrame, steps: int) -> str:
+def families_text(config: EnsemblePRConfig, table: pd.DataFrame, steps: int, ring_radial_sd: float) -> str:
+    """The reading of the families' table; `ring_radial_sd`: the held-out ring's radial spread (`radial_sd`)."""
     facts = families_facts(table)
     lo, hi = facts["width_range"]
     a_lo, a_hi = facts["auc_range"]
     parts = [f"the {name} band is {num(f['width'], 3)} wide, {f['where']} the DDPMs' {num(lo, 3)}–{num(hi, 3)} "
              f"({num(f['ratio'], 2)}× their median), with mean AUC {num(f['auc'], 3)} (sd {num(f['auc_sd'], 3)}; "
              f"{f['below']} of {f['members']} members below 0.9"
-             + (f"; its decoder adds noise of sd {num(f['output_sd'], 2)} to every point, where a mode's own per-axis "
-                "sd is about 0.5" if f["output_sd"] == f["output_sd"] else "") + ")"
+             + (f"; its decoder adds noise of sd {num(f['output_sd'], 2)} to every point, so its samples' distance "
+                f"from the centre has sd {num(f['radial_sd'], 2)} where the held-out ring's has "
+                f"{num(ring_radial_sd, 2)}" if f["output_sd"] == f["output_sd"] else "") + ")"
              for name, f in facts["families"].items()]
     verdict = ("so on this ring the size of the model-induced uncertainty does depend on the family, as the paper "
                f"feared: at least one family's band lies beyond {num(WIDTH_DIFFERS, 1)}× the DDPMs' range"
