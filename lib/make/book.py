@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 
 from lib.glue import MIME_TYPE, run_problem
+from lib.paths import PROJECT_ROOT
 from lib.provenance import run_line
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: lib/make/ is two levels down
+ROOT = PROJECT_ROOT  # the checkout (lib.paths)
 CONF_DIR = ROOT / "docs" / "book"
 NOTEBOOKS = ROOT / "notebooks"
 ALT_KEY = "workbook_image_alts"  # page_text's cell metadata: the alt text of the cell's figures, in output order

@@ -31,9 +31,10 @@ from pathlib import Path
 from jupyter_client.manager import KernelManager
 from jupyter_client.utils import run_sync
 
+from lib.paths import PROJECT_ROOT
 from lib.provenance import stamp
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: lib/make/ is two levels down
+ROOT = PROJECT_ROOT  # the checkout (lib.paths)
 TEMPLATE = ROOT / "notebooks" / "templates" / "report.html.j2"
 PATH_PARAMETERS = ("FIGURES_DIR",)
 
