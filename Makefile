@@ -25,7 +25,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
-	@echo "make test   create $(VENV), install, lint and run the test suite on every core (TEST_WORKERS=1: one)"
+	@echo "make test   create $(VENV), install, lint and run the test suite on every core (TEST_WORKERS=1: one;"
+	@echo "           TEST_ARGS=--run-browser: the browser tests too, in the same session, sharing its smoke runs)"
 	@echo "make lab    start JupyterLab with WORKBOOK_DATA set (extra options: LAB_ARGS='--no-browser --port 8890')"
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/);"
 	@echo "           long stages come from results/NN/PRESET/ where stored (SOURCE=compute recomputes them)"
@@ -78,8 +79,9 @@ lint: $(STAMP)
 
 # one test worker per core (pytest-xdist); a test file runs on one worker, the costliest files first
 TEST_WORKERS ?= auto
+TEST_ARGS ?=
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(TEST_ARGS)
 
 # The real-browser test (tests/test_browser.py), beyond `make test`'s time: the notebooks' smoke runs, then JupyterLab
 # runs each notebook and every explorer control is moved, and the book built from the smoke runs is opened, all in

@@ -42,8 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # (`make test`: one file per worker at a time, in collection order) starts them first and the cheap files
 # fill in around them instead of one expensive file running alone at the end.
 COSTLIEST_FIRST = ("test_notebook_01.py", "test_notebook_02.py", "test_make_sweep.py", "test_assignments.py",
-                   "test_notebook_03.py", "test_notebook_04.py", "test_make_report.py", "test_makefile.py",
-                   "test_data_cifar10.py", "test_models_cifar_resnet.py")
+                   "test_notebook_03.py", "test_notebook_04.py", "test_browser.py", "test_make_report.py",
+                   "test_makefile.py", "test_data_cifar10.py", "test_models_cifar_resnet.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,9 +51,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its own order
     opt_in = {"full": ("--run-full", "runs a notebook's default preset (tens of minutes on 2 cores); "
                                      "use `pytest --run-full -m full`"),
-              "browser": ("--run-browser", "drives JupyterLab and the book in chromium: about 4.5 minutes on 2 cores "
-                                           "beyond the smoke runs, more than the default suite's 10 minutes leave; "
-                                           "use `make test-browser`")}
+              "browser": ("--run-browser", "drives JupyterLab and the book in chromium: about 2.5 minutes of one core "
+                                           "beyond the smoke runs; `make test TEST_ARGS=--run-browser` (as CI "
+                                           "does) or `make test-browser`")}
     for marker, (option, reason) in opt_in.items():
         if not config.getoption(option):
             for item in items:

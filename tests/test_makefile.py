@@ -109,9 +109,9 @@ esac
 
 
 @pytest.mark.parametrize("installed", [False, True])
-def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_test_after_the_suite(tmp_path, installed):
+def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_tests_with_the_suite(tmp_path, installed):
     """.ci/run (with make and apt-get replaced by recorders): chromium from apt-get only when it is missing, never
-    `playwright install`; `make test`, then `make test-browser` with a missing chromium made a failure."""
+    `playwright install`; one `make test` with the browser tests in its session, a missing chromium made a failure."""
     (tmp_path / "repo" / ".ci").mkdir(parents=True)
     shutil.copy(ROOT / ".ci" / "run", tmp_path / "repo" / ".ci" / "run")
     bin_dir = tmp_path / "bin"
@@ -130,7 +130,7 @@ def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_test_aft
     assert out.returncode == 0, out.stderr
     made = [line.split(" ", 1)[1] for line in calls.read_text().splitlines() if line.startswith("make")]
     installs = [line for line in calls.read_text().splitlines() if line.startswith("apt-get")]
-    assert made == ["test", "test-browser"]
+    assert made == ["test TEST_ARGS=--run-browser"]
     assert installs == ([] if installed else ["apt-get update", "apt-get install -y --no-install-recommends chromium"])
     assert "playwright install" not in (ROOT / ".ci" / "run").read_text().replace("never `playwright install`", "")
-    assert "WORKBOOK_REQUIRE_BROWSER=1 make test-browser" in (ROOT / ".ci" / "run").read_text()
+    assert "WORKBOOK_REQUIRE_BROWSER=1 make test TEST_ARGS=--run-browser" in (ROOT / ".ci" / "run").read_text()
