@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from lib.tables import reader_name
+
 MIME_TYPE = "application/vnd.workbook.result+json"
 
 
@@ -102,9 +104,11 @@ class Summary:
         from html import escape
 
         def table_html(table: Table) -> str:
-            head = "".join(f"<th style='text-align:left'>{escape(c)}</th>" for c in table.columns)
+            # the entries' names in the reader's words (lib.tables.READER_NAMES); the results' names, which
+            # read_results returns, as code
+            head = "".join(f"<th style='text-align:left'>{escape(str(reader_name(c)))}</th>" for c in table.columns)
             align = "right" if table.title else "left"  # the main table's values are mixed text
-            body = "".join("<tr><th style='text-align:left'>" + escape(row[0]) + "</th>"
+            body = "".join("<tr><th style='text-align:left'><code>" + escape(row[0]) + "</code></th>"
                            + "".join(f"<td style='text-align:{align}'>{escape(v)}</td>" for v in row[1:]) + "</tr>"
                            for row in table.rows)
             caption = f"<caption style='text-align:left'><code>{escape(table.title)}</code></caption>" \

@@ -1,10 +1,14 @@
 """Tables as the reader sees them: numbers rounded to what they mean, counts as whole numbers, blanks for
-missing values. The notebooks display `formatted(...)` instead of `table.round(n)`, whose float columns print
-counts as `877.0` and whose fixed decimals print a runtime of 0.000181 s as `0.0002`."""
+missing values, and the papers' names in the headers instead of the code's. The notebooks display
+`formatted(...)` instead of `table.round(n)`, whose float columns print counts as `877.0` and whose fixed decimals
+print a runtime of 0.000181 s as `0.0002`. `use_reader_names()`, in each notebook's imports cell, makes every table
+the notebook displays show `READER_NAMES` in its headers and row labels (`readable`); the tables themselves, and
+what the notebook records, keep the code's names."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -86,3 +90,78 @@ def labelled(table: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     else:
         out.index.names = [None] * len(by)
     return out
+
+
+# The reader's name of each code name that the library's tables carry in their headers or row labels, in the papers'
+# notation (docs/glossary.md defines the terms). A label is read word by word (words split at spaces, "/", "+" and
+# parentheses); a word not listed whose parts are joined by "_" shows them apart ("sampling_share": "sampling share"),
+# unless it begins with one letter, an index in the papers' notation (r_s, p_ood).
+# Only code names belong here, never an English word, so that a word is replaced wherever it stands.
+READER_NAMES: dict[str, str] = {
+    # 01: PR curves, ensembles, tests
+    "auc_mean": "mean AUC", "auc_median": "median AUC", "auc_min": "min AUC", "auc_sd": "AUC sd",
+    "auc_grid_mean": "mean AUC (grid)", "auc_welch_p": "Welch p of AUC", "band_width": "band width",
+    "below_0.9": "AUC < 0.9", "paper_below_0.9": "paper: AUC < 0.9", "train_hours": "train hours", "ema": "EMA",
+    "min_p": "min p", "paired_t": "paired t", "bh": "BH", "student": "Student t", "welch": "Welch t",
+    "wilcoxon": "Wilcoxon", "permutation_maxT": "permutation max-T", "fraction": "share better",
+    "fraction_bh": "share better (BH)", "fraction_maxT": "share better (max-T)", "fourier": "Fourier", "mlp": "MLP",
+    "n_train": "n train", "stratified_t": "stratified t", "cosine_lr": "cosine LR", "batch128": "batch 128",
+    # 02: CReL
+    "coverage_z": "Coverage-Z", "coverage_y": "Coverage-Y", "area": "Area", "crel": "CReL", "cvae": "CVAE",
+    "crel_s": "CReL (s)", "feldman_s": "Feldman (s)", "feldman_inside": "Feldman inside",
+    "feldman_in_s": "Feldman inside (s)", "feldman_out_s": "Feldman outside (s)", "y_grid": "Y grid",
+    "z_grid": "Z grid", "q_alpha": "q_α", "median_std": "median sd", "max_std": "max sd",
+    "median_basin_std": "median sd in the best basin", "median_best_share": "median share in the best basin",
+    "per_image": "per image", "lgm": "LGM",
+    # 03: epistemic uncertainty and regret
+    "ce": "CE", "zero_one": "0/1", "mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble",
+    "evidential": "Evidential", "ddu": "DDU", "AuReC_joint": "AuReC (joint)", "oracle_AuReC": "oracle AuReC",
+    "mean_E*": "mean E*", "P-gap_ref_range": "P-gap (ref range)", "ties_A*": "ties of A*", "median_tau": "median τ",
+    "share_same": "same ranking", "mnist": "MNIST", "gaussian_noise": "Gaussian noise",
+    "uniform_noise": "uniform noise", "n_test": "n test",
+    # 04: IRS
+    "irs_alpha": "IRS_α", "irs_inf": "IRS_∞", "irs_adj": "IRS_∞,a", "irs_inf_real": "IRS_∞ of real", "fid": "FID",
+    "r2": "R²", "source_hit": "source hit", "covers_g": "covers g", "miss_low": "missed low",
+    "miss_high": "missed high", "s_true": "s (true)", "resnet20": "ResNet-20", "resnet56": "ResNet-56",
+    "efficientnet_lite0": "EfficientNet-Lite0", "randproj": "random projection", "randcnn": "random CNN",
+    "diadm": "DiADM",
+}
+_WORD = re.compile(r"[^\s/()+]+")
+_SNAKE = re.compile(r"[a-z][a-z0-9]+(?:_[A-Za-z0-9.*]+)+")  # not r_s or p_ood: one letter, then an index
+
+
+def reader_name(label: object) -> object:
+    """`label` with each code name in it replaced by its READER_NAMES entry (a word not listed whose parts are joined
+    by "_" shows them apart); a label that is not a string is returned as it is."""
+    if not isinstance(label, str):
+        return label
+    if label in READER_NAMES:
+        return READER_NAMES[label]
+
+    def word(match: re.Match) -> str:
+        text = match.group(0)
+        if text in READER_NAMES:
+            return READER_NAMES[text]
+        return text.replace("_", " ") if _SNAKE.fullmatch(text) else text
+
+    return _WORD.sub(word, label)
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with READER_NAMES in its column and row labels and in their names (every level); its values and the
+    table itself are unchanged."""
+    out = table.rename(index=reader_name, columns=reader_name)
+    out.index.names = [reader_name(name) for name in out.index.names]
+    out.columns.names = [reader_name(name) for name in out.columns.names]
+    return out
+
+
+def use_reader_names(shell: Any = None) -> None:
+    """Every DataFrame the running notebook displays shows its `readable` labels: the HTML that JupyterLab, the
+    report and the book draw. Outside IPython (a plain script) there is nothing to display and nothing is done."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, lambda t: readable(t)._repr_html_())

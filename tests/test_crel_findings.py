@@ -84,8 +84,8 @@ def test_the_reading_table_follows_the_papers_order_flow_first():
     stats = fd.table_stats(two_seed_rows())
     table = fd.table_rows(stats, fd.paper_names(two_seed_rows(), "identity_convex"), (0.1, 0.02))
     assert [(r["α"], r["LGM"], r["method"]) for r in table] == [
-        ("0.1", "flow", "CReL"), ("0.1", "cvae", "CReL"), ("0.1", "flow", "Feldman"), ("0.1", "none", "DQR (Y-space)"),
-        ("0.02", "flow", "CReL"), ("0.02", "cvae", "CReL"), ("0.02", "flow", "Feldman"),
+        ("0.1", "flow", "CReL"), ("0.1", "CVAE", "CReL"), ("0.1", "flow", "Feldman"), ("0.1", "none", "DQR (Y-space)"),
+        ("0.02", "flow", "CReL"), ("0.02", "CVAE", "CReL"), ("0.02", "flow", "Feldman"),
         ("0.02", "none", "DQR (Y-space)")]
     assert table[0]["Coverage-Y"].endswith(" (exact)") and table[1]["Coverage-Y"].endswith(" (decoded set)")
     assert not table[2]["Coverage-Y"].endswith(")")

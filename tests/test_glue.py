@@ -44,6 +44,9 @@ def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
         "auc", ["", "mean", "sd"], [["C4", "0.971", "0.01"]])  # the glued list, its entries named
     html = table._repr_html_()
     assert "<th style='text-align:left'>mean</th>" in html and "<code>auc</code></caption>" in html
+    assert "<th style='text-align:left'><code>delta</code></th>" in html  # a result's name: what read_results gives
+    deep = glue.summary_table({"table": {"CReL/0.1": {"coverage_z": 0.8931234, "area": 115.0}}})
+    assert "<th style='text-align:left'>Coverage-Z</th>" in deep._repr_html_()  # an entry's name: the reader's
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage": 0.8931234, "area": 115.0}}})
     assert deep.tables[0].columns == ["", "coverage", "area"]  # a dict of records: one table, its keys as columns
     assert deep.rows == [("CReL/0.1", "0.893", "115")]

@@ -32,9 +32,9 @@ def test_reading_cells_state_the_recorded_results(smoke):
                          "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary",
                          "reading-conditional", "reading-spread", "reading-l2i"}
     assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
-    for lgm, label in (("flow", "exact"), ("cvae", "decoded set")):
+    for lgm, shown, label in (("flow", "flow", "exact"), ("cvae", "CVAE", "decoded set")):
         row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]
-        assert f"| 0.1 | {lgm} | CReL | {row['coverage_z_mean']:.3f} | {row['coverage_y_mean']:.3f} ({label}) |" in (
+        assert f"| 0.1 | {shown} | CReL | {row['coverage_z_mean']:.3f} | {row['coverage_y_mean']:.3f} ({label}) |" in (
             text["reading-table"])
     flow = [r["table_by_lgm"][f"flow/CReL/{a}"]["coverage_y_mean"] for a in ("0.1", "0.02")]
     assert f"Coverage-Y {flow[0]:.3f} at α = 0.1" in text["reading-table-claims"]

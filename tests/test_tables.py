@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.tables import formatted, grouped
+from lib.tables import READER_NAMES, formatted, grouped, readable, reader_name, use_reader_names
 
 
 def test_counts_print_as_whole_numbers_and_floats_to_the_asked_digits():
@@ -55,3 +55,38 @@ def test_labelled_rows_have_no_header_row_of_their_own():
     assert one.to_html().count("<tr") == 3  # the header row and two rows: no row for the index name
     two = labelled(table, ["T", "test"])
     assert list(two.index) == [(0.5, "a"), (1.0, "b")] and list(two.index.names) == [None, None]
+
+
+def test_reader_names_replace_code_names_word_by_word_and_leave_the_papers_notation():
+    assert reader_name("auc_mean") == "mean AUC"
+    assert reader_name("rank irs_adj") == "rank IRS_∞,a"  # a word inside a label
+    assert reader_name("ce/mc_dropout") == "CE/MC-Dropout"
+    assert reader_name("stratified_t+cosine_lr+batch128") == "stratified t+cosine LR+batch 128"
+    assert reader_name("sampling_share") == "sampling share"  # not listed: its parts apart
+    for notation in ("r_s(A*,E*)", "Bayes OOD p_ood/p_id", "N_TRAIN", "C = 2", "IRS_∞,a [interval]", 3, None):
+        assert reader_name(notation) == notation  # an index in the papers' notation, a parameter, not a string
+    changed_twice = [name for name in READER_NAMES if reader_name(reader_name(name)) != reader_name(name)]
+    assert not changed_twice  # a reader's name is final: the check on the executed notebooks relies on it
+
+
+def test_readable_renames_every_label_level_and_keeps_the_values():
+    table = pd.DataFrame({("auc_mean", "fourier"): [0.91, 0.95], ("width", "mlp"): [0.1, 0.2]},
+                         index=pd.MultiIndex.from_tuples([("ce", 1), ("zero_one", 2)], names=["loss", "n_train"]))
+    table.columns.names = ["metric", "space"]
+    out = readable(table)
+    assert list(out.columns) == [("mean AUC", "Fourier"), ("width", "MLP")]
+    assert list(out.index) == [("CE", 1), ("0/1", 2)]
+    assert list(out.index.names) == ["loss", "n train"] and list(out.columns.names) == ["metric", "space"]
+    assert out.to_numpy().tolist() == table.to_numpy().tolist()
+    assert list(table.columns) == [("auc_mean", "fourier"), ("width", "mlp")]  # the table itself is unchanged
+
+
+def test_use_reader_names_makes_a_displayed_frame_show_them():
+    from types import SimpleNamespace
+
+    from IPython.core.formatters import HTMLFormatter
+
+    html = HTMLFormatter()
+    use_reader_names(SimpleNamespace(display_formatter=SimpleNamespace(formatters={"text/html": html})))
+    shown = html(pd.DataFrame({"coverage_z": [0.9]}, index=["cvae"]))
+    assert "Coverage-Z" in shown and "CVAE" in shown and "coverage_z" not in shown

@@ -17,6 +17,7 @@ from lib.crel import conditional as cc
 from lib.crel.experiment import PAPER_TABLE, SYNTHETIC_COLUMNS, CReLConfig, paper_dqr_row
 from lib.crel.images import PAPER_SPREAD
 from lib.reading import md_table, num, pct, seq, sig, skipped, span
+from lib.tables import reader_name
 
 PAPER_TEST_POINTS = 4000  # the paper's test fold (spec §2.2)
 TABLE_ORDER = {"CReL": 0, "Feldman": 1, "DQR": 2, "PCP": 3}  # the paper's rows, in its table's order
@@ -98,7 +99,8 @@ def table_rows(stats: pd.DataFrame, names: dict[str, str], alphas: tuple[float, 
     """The reading's table: one row per (alpha, lgm, method) the paper has a row for, by alpha, then in the paper's
     order of methods, the flow before the CVAE."""
     keys = sorted(stats.index, key=lambda k: (alphas.index(k[0]), TABLE_ORDER.get(names[k[2]], 9), k[1] != "flow"))
-    return [{"α": f"{a:g}", "LGM": lgm, "method": m, "Coverage-Z": mean_sd_cell(stats, (a, lgm, m), "coverage_z"),
+    return [{"α": f"{a:g}", "LGM": reader_name(lgm), "method": m,
+             "Coverage-Z": mean_sd_cell(stats, (a, lgm, m), "coverage_z"),
              "Coverage-Y": mean_sd_cell(stats, (a, lgm, m), "coverage_y") + (
                  {"flow": " (exact)", "cvae": " (decoded set)"}[lgm] if m == "CReL" else ""),
              "Area (grid points)": mean_sd_cell(stats, (a, lgm, m), "area", 0),
