@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -113,9 +114,26 @@ def legends_over_data(fig: plt.Figure, tolerance: float = 0.01) -> list[str]:
     return covering
 
 
+def numbered(fig: plt.Figure, figure: str, title: str | None = None) -> None:
+    """`fig`'s suptitle (else `title`, made its suptitle) preceded by "Figure <figure>: " (see `show`)."""
+    text = (fig._suptitle.get_text() if fig._suptitle is not None else "") or title
+    if not text:
+        raise ValueError(f"show: figure {figure!r} has no suptitle to number; give its title= ")
+    if re.match(r"Figure \w+:", text):
+        raise ValueError(f"show: the title of figure {figure!r} is numbered already: {text!r}")
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        fig._suptitle.set_text(f"Figure {figure}: {text}")  # its font and place kept
+    else:
+        fig.suptitle(f"Figure {figure}: {text}")
+
+
 def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None = None, *,
-         alt: str | None = None) -> None:
+         figure: str | None = None, title: str | None = None, alt: str | None = None) -> None:
     """Save `fig` as `<directory>/<name>.png` (see `savefig`), display it with alt text and close it.
+
+    `figure` is the figure's label, written as "Figure <label>: " before its title (its suptitle, else `title`):
+    "1", "2", … for a figure that redraws the paper's figure of that number, "A", "B", … in the notebook's order
+    for the workbook's own figures (those beyond the paper, and every figure of a paper whose digest numbers none).
 
     A figure with a suptitle and no layout engine gets `tight_layout`, so the suptitle cannot sit on the
     axes' titles. The alt text (`alt`, else one built from the figure's titles and labels) travels in the output's
@@ -124,6 +142,8 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
     """
     from IPython.display import display
 
+    if figure is not None:
+        numbered(fig, figure, title)
     if fig._suptitle is not None and fig.get_layout_engine() is None:
         with warnings.catch_warnings():  # a figure tight_layout cannot handle keeps its layout
             warnings.simplefilter("ignore")

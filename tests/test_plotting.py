@@ -31,6 +31,25 @@ def test_show_saves_describes_and_keeps_the_suptitle_off_the_axes_titles(tmp_pat
         assert not top.overlaps(ax.title.get_window_extent(renderer))
 
 
+def test_show_numbers_a_figure_before_its_title_or_refuses_one_without_a_title(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata))
+    fig, ax = plt.subplots()
+    fig.suptitle("runtime against dimension", fontsize=9)
+    show(fig, figure="C")
+    assert fig._suptitle.get_text() == "Figure C: runtime against dimension" and fig._suptitle.get_fontsize() == 9
+    fig, ax = plt.subplots()
+    show(fig, figure="D", title="the p_fail sweep")  # no suptitle: `title` becomes it
+    assert [m["image/png"]["alt"] for m in shown] == ["Figure. Figure C: runtime against dimension",
+                                                      "Figure. Figure D: the p_fail sweep"]
+    for bad, message in (({}, "no suptitle to number"), ({"title": "Figure 2: twice"}, "numbered already")):
+        fig, ax = plt.subplots()
+        with pytest.raises(ValueError, match=message):
+            show(fig, figure="E", **bad)
+        plt.close(fig)
+    assert len(shown) == 2  # nothing shown for the refused ones
+
+
 def test_alt_text_of_a_bare_figure():
     fig, _ = plt.subplots()
     assert alt_text(fig) == "Figure."
