@@ -12,7 +12,8 @@ progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/rec
 EMA), `provenance` (the git commit a stored result records; the run a page shows), `reading` (the notebooks'
 sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `make`
 (what only `make` runs: the runner of `make run` and its HTML reports, the results pages, the book, sweeps on Dask,
-the stored layers' writer), `tables` (tables rounded to what their numbers mean), `data`
+the stored layers' writer), `tables` (tables rounded to what their numbers mean, headed by the papers' names),
+`templates` (the template language of the generated text; the Findings box each notebook shows at its top), `data`
 (data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the
 image normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and training, and the trained
 CIFAR-10 family; notebooks 04 and 02).

@@ -196,6 +196,24 @@ def test_the_plumbing_cells_of_each_notebook_are_found_and_folded(notebook):
     assert re.search(r'^PRESET: str = "', found["parameters"], re.M) and "record(" in found["recording"]
     book.fold_plumbing(nb)
     assert all(book.FOLDS[role] in nb.cells[i].metadata["tags"] for i, role in roles.items())
+    # the notebook's own Findings box (for JupyterLab): made by the imports, written by the recording cell
+    assert f'FindingsBox("{notebook.name[:2]}")' in found["imports"] and "findings_box.update(" in found["recording"]
+
+
+def test_the_page_drops_the_notebooks_own_findings_box_for_its_own_under_the_title(tmp_path):
+    from lib.templates import FINDINGS_MARK
+
+    run = tmp_path / NOTEBOOKS[0].name
+    fake_run(run, {"parameters": {"PRESET": "cpu"}, "end_time": "2026-12-04T08:00:00"})
+    nb = nbformat.read(run, as_version=4)
+    imports = nbformat.v4.new_code_cell('findings_box = FindingsBox("01")')
+    imports.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": "box"},
+                                              metadata={FINDINGS_MARK: True}),
+                       nbformat.v4.new_output("stream", text="kept")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title\n\nintro"), imports, *nb.cells]
+    book.add_provenance(nb, run)
+    assert [o.output_type for o in nb.cells[1].outputs] == ["stream"]  # the box gone, the rest kept
+    assert nb.cells[0].source.startswith("# Title\n\n") and "intro" in nb.cells[0].source
 
 
 def test_a_results_page_from_another_run_says_so_on_the_page(tmp_path):

@@ -127,7 +127,9 @@ def test_a_typed_number_is_found_in_the_text_and_in_an_expression_but_not_in_a_k
 
 
 def test_a_template_reads_a_committed_study_as_typed_rows():
-    rows = results.csv_rows("results/01/budget_study.csv")
+    from lib.templates import csv_rows
+
+    rows = csv_rows("results/01/budget_study.csv")
     authors = [row for row in rows if row["variant"] == "paper" and row["steps"] == 1000 and not row["ema"]]
     assert [row["C"] for row in authors] == [2, 4] and all(0 < row["width"] < 1 for row in authors)
     text = render('{{ " and ".join(f\'{row["width"]:.2f}\' for row in csv_rows("results/01/budget_study.csv") '
@@ -158,15 +160,12 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
 
 def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_not_record(tmp_path):
     import nbformat
+    from test_templates import templates_with_findings
 
     from lib.glue import MIME_TYPE
     from lib.make.results import FINDINGS_CLASS, findings
 
-    templates = tmp_path / "templates"
-    templates.mkdir()
-    (templates / "findings-07.md").write_text('---\nliterals:\n  "0.5": "paper"\n---\n'
-                                              '- AUC {{ r["auc"] :.3f }} · paper 0.5.\n'
-                                              '- width {{ r["width"] :.2f }} · paper 0.5.\n')
+    templates = templates_with_findings(tmp_path)  # an AUC sentence and a width sentence
     cell = nbformat.v4.new_code_cell("record(headline)")
     cell.outputs = [nbformat.v4.new_output("display_data", data={MIME_TYPE: {"auc": 0.9876}})]
     run = tmp_path / "07_x.ipynb"

@@ -115,11 +115,17 @@ def fold_plumbing(nb) -> None:
 def add_provenance(nb, executed: Path, links: str = "") -> None:
     """Put the provenance line of the run (`lib.provenance.run_line`, `links` appended) and its Findings box
     (`lib.make.results.findings`) under the title: after the first line of the first Markdown cell when that is a
-    heading, else in a cell of its own at the top."""
+    heading, else in a cell of its own at the top. The notebook's own box (`lib.templates.FindingsBox`, which
+    JupyterLab shows under the imports) is dropped: the page's box says the same, from the same results, under the
+    provenance line."""
     import nbformat
 
     from lib.make.results import findings
+    from lib.templates import FINDINGS_MARK
 
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not o.get("metadata", {}).get(FINDINGS_MARK)]
     box = findings(executed)
     line = run_line(executed, extra=links) + (f"\n\n{box}" if box else "")
     first = next((c for c in nb.cells if c.cell_type == "markdown"), None)

@@ -30,7 +30,6 @@ import argparse
 import ast
 import datetime as dt
 import re
-import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,47 +38,21 @@ from lib.cache import atomic_write
 from lib.glue import IncompleteRun, read_complete_results, read_results, run_problem
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, minutes, run_info, run_line  # noqa: F401 (run_info: the tests')
-from lib.reading import pct, span, stated_numbers
+from lib.reading import stated_numbers
+from lib.templates import (  # noqa: F401 (the template language: the tests read it here too)
+    FINDINGS_CLASS,
+    PLACEHOLDER,
+    TemplateError,
+    findings_template,
+    findings_text,
+    render,
+    rows_table,
+    split_template,
+    wall_time,
+)
 
-PLACEHOLDER = re.compile(r"\{\{\s*(.+?)(?:\s+:([^{}]*?))?\s*\}\}", re.S)
-FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
 VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
-
-
-class TemplateError(KeyError):
-    """A placeholder that the run's results cannot fill."""
-
-
-def wall_time(run: Mapping[str, Any]) -> str:
-    """The recorded run's wall time and preset, and, when it read a stored layer, what computing it took."""
-    text = f"{minutes(run['duration_s'])} (`{run['preset']}`"
-    if run.get("stored"):
-        text += f", stored results; from scratch {minutes(run['stored']['from_scratch_s'])}"
-    return text + ")"
-
-
-def mean_sd(row: Mapping[str, Any], name: str, spec: str = ".3f") -> str:
-    """'0.905 ± 0.011' from row[name + '_mean'] and row[name + '_std'] ('—' where the run has no value)."""
-    mean, sd = row.get(f"{name}_mean"), row.get(f"{name}_std")
-    if mean is None:
-        return "—"
-    return f"{mean:{spec}}" + ("" if sd is None else f" ± {sd:{spec}}")
-
-
-def rows_table(rows: list[Mapping[str, Any]], columns: tuple[str, ...], spec: str = ".4f") -> str:
-    """A Markdown table of `rows` (dicts) with `columns`, sorted by those columns' values in order; floats
-    formatted by `spec`, missing values '—'. For per-seed rows, so that a page's spreads can be checked."""
-    def key(row):
-        return tuple((v is None, str(v) if not isinstance(v, (int, float)) else v)
-                     for v in (row.get(c) for c in columns))
-
-    def cell(value: Any) -> str:
-        return "—" if value is None else format(value, spec) if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in sorted(rows, key=key)]
-    return "\n".join(lines)
 
 
 def _cell(value: Any) -> str:
@@ -140,24 +113,6 @@ def value_tables(results: Mapping[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def csv_rows(path: str) -> list[dict[str, Any]]:
-    """The rows of a committed CSV of the repository (`path` from its root), each a dict with typed values."""
-    import pandas as pd
-
-    return pd.read_csv(PROJECT_ROOT / path).to_dict("records")
-
-
-def split_template(text: str) -> tuple[dict[str, str], str]:
-    """(the literals {number: source} the template declares in its front matter, the template without it)."""
-    import yaml
-
-    match = FRONT_MATTER.match(text)
-    if match is None:
-        return {}, text
-    literals = (yaml.safe_load(match.group(1)) or {}).get("literals") or {}
-    return {str(number): source for number, source in literals.items()}, text[match.end():]
-
-
 def expression_constants(expression: str) -> list[str]:
     """The strings and numbers typed into a placeholder's expression, as written ("0.0030"), but not the keys it
     looks values up by (`r["whole_temperature"]["0.25"]`, `.get("0.25")`): what the expression may state."""
@@ -190,25 +145,6 @@ def unused_literals(template: Path) -> list[str]:
     return sorted(set(literals) - set(stated_numbers(template_text(body))))
 
 
-def render(template: str, namespace: Mapping[str, Any]) -> str:
-    """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
-    env = {"mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs,
-           "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
-           "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows, "span": span, "pct": pct,
-           **namespace}
-
-    def fill(match: re.Match) -> str:
-        expression, spec = match.group(1), match.group(2)
-        try:
-            value = eval(expression, {"__builtins__": {}, **env})  # trusted templates from this repository
-        except (KeyError, IndexError, TypeError, NameError) as err:
-            problem = f"{type(err).__name__}: {err}"
-            raise TemplateError(f"{{{{ {expression} }}}}: the run did not record it ({problem})") from err
-        return format(value, spec) if spec else str(value)
-
-    return PLACEHOLDER.sub(fill, template)
-
-
 def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: Path, provenance: str = "") -> str:
     """The Markdown page of one run: its glued `results` and `run_info` through `template`, the run's
     `provenance` line (`lib.provenance.run_line`) after its title."""
@@ -223,28 +159,11 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
     return header + body
 
 
-FINDINGS_CLASS = "workbook-findings"
-
-
 def findings(executed: Path, templates: Path = PROJECT_ROOT / "docs" / "results" / "templates") -> str:
-    """The Findings box at the top of a notebook's page (book, HTML report): `templates/findings-NN.md`, one
-    sentence a line, each with our number beside the paper's, rendered from the run's results, in a
-    <div class="workbook-findings">. A sentence whose numbers the run did not record (a preset that skips the
-    stage) is left out; "" when no sentence is left or the notebook has no findings template."""
-    template = Path(templates) / f"findings-{Path(executed).name[:2]}.md"
-    if not template.is_file():
-        return ""
-    namespace = {"r": read_results(executed), "run": run_info(executed)}
-    sentences = []
-    for line in split_template(template.read_text(encoding="utf-8"))[1].strip().splitlines():
-        try:
-            sentences.append(render(line, namespace))
-        except (TemplateError, ValueError, ZeroDivisionError, AttributeError):
-            continue
-    if not sentences:
-        return ""
-    title = "**Findings of this run, beside the paper's**"
-    return f'<div class="{FINDINGS_CLASS}">\n\n{title}\n\n' + "\n".join(sentences) + "\n\n</div>"
+    """The Findings box at the top of a notebook's page (book, HTML report) from the executed notebook's results
+    (`lib.templates.findings_text`): what the notebook's own box showed in JupyterLab at the end of the run."""
+    number = Path(executed).name[:2]
+    return findings_text(number, read_results(executed), templates) if findings_template(number, templates) else ""
 
 
 def results_page(notebook: Path, template: Path) -> str:
