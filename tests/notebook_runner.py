@@ -231,6 +231,19 @@ class NotebookChecks:
     def test_results_page_renders_from_the_smoke_run(self, smoke):
         assert_results_page_renders(smoke)
 
+    def test_the_findings_box_under_the_title_shows_what_the_book_page_shows(self, smoke):
+        """The notebook's own box (lib.templates.FindingsBox: what JupyterLab shows, under the imports) ends the run
+        with the findings that the book and the report put under the page's title, from the recorded results."""
+        from lib.templates import FINDINGS_MARK, NO_FINDINGS, findings_text
+
+        nb = json.loads(Path(smoke["notebook"]).read_text(encoding="utf-8"))
+        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        boxes = [(c["id"], "".join(o["data"]["text/markdown"])) for c in nb["cells"] for o in c.get("outputs", [])
+                 if o.get("metadata", {}).get(FINDINGS_MARK)]
+        expected = findings_text(smoke["number"], smoke["results"])
+        assert expected.count("\n- ") >= 3  # three sentences or more, even on the smoke preset
+        assert boxes == [(first["id"], expected or NO_FINDINGS)], boxes
+
     def test_smoke_run_stays_small(self, smoke):
         """The bound guards against a preset that silently grew."""
         assert smoke["results"]["runtime_s"] < self.max_runtime_s
@@ -400,10 +413,11 @@ def assert_tables_fit(executed: Path) -> None:
 def assert_clean_outputs(executed: Path) -> None:
     """What a reader of the executed notebook (and of its HTML report) sees is clean: results are recorded
     silently (the glue outputs carry no text) and one short, labelled summary table shows the headline, every
-    figure has alt text and no legend on its data, no table wider than the page, no stray `PosixPath(...)` and no widget
-    progress bars (whose state is lost outside a live front end)."""
+    figure has alt text, a number ("Figure 1:", "Figure A:"; one each) and no legend on its data, no table wider
+    than the page or headed by code names, no stray `PosixPath(...)` and no widget progress bars (whose state is
+    lost outside a live front end)."""
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
-    images = 0
+    images, labels = 0, set()
     for cell in nb["cells"]:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -414,12 +428,37 @@ def assert_clean_outputs(executed: Path) -> None:
                 meta = output.get("metadata", {}).get("image/png", {})
                 alt = meta.get("alt", "")
                 assert alt.startswith(("Figure", "Explorer")), f"a figure without alt text in {cell['id']}"
+                if not alt.startswith("Explorer"):  # numbered as lib.plotting.show numbers it, once each
+                    label = re.search(r"\bFigure (\w+):", alt)
+                    assert label, f"an unnumbered figure in {cell['id']}: {alt[:80]}"
+                    assert label.group(1) not in labels, f"two figures {label.group(1)} ({cell['id']})"
+                    labels.add(label.group(1))
                 assert not meta.get("legend_over_data"), f"a legend on the data in {cell['id']}: {meta.get('alt')}"
             assert "application/vnd.jupyter.widget-view+json" not in data, f"a widget output in {cell['id']}"
             assert "PosixPath(" not in "".join(data.get("text/plain", "")), f"a stray path in {cell['id']}"
     assert images > 0
     assert_headline_shown(nb)
     assert_tables_fit(executed)
+    assert_headers_in_readers_words(nb)
+
+
+def assert_headers_in_readers_words(nb: dict) -> None:
+    """No header or row label of a table the notebook shows is a code name (`lib.tables.reader_name` would change
+    it), except the recorded results' names, shown as code (`lib.glue.record`): every table went through the
+    notebook's `use_reader_names()`, none around it (a Styler, `to_html`)."""
+    import html as html_module
+
+    from lib.tables import reader_name
+
+    found = []
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            for th in re.findall(r"<th[^>]*>(.*?)</th>", "".join(output.get("data", {}).get("text/html", "")), re.S):
+                if "<code>" not in th:
+                    text = " ".join(html_module.unescape(re.sub(r"<[^>]+>", "", th)).split())
+                    if reader_name(text) != text:
+                        found.append((cell.get("id"), text))
+    assert not found, f"tables show code names (cell id, label): {found}"
 
 
 def assert_headline_shown(nb: dict) -> None:
