@@ -33,7 +33,8 @@ help:
 	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
-	@echo "make test-browser  JupyterLab and the book in Debian's chromium (apt-get install chromium; minutes)"
+	@echo "make test-browser  JupyterLab and the book in Debian's chromium (apt-get install chromium; minutes;"
+	@echo "           READ_BOOK=runs/book: check the last make book instead of a book of the smoke runs)"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
 	@echo "make assignments  build the otter-grader course assignments into runs/assignments/ (docs/teaching.md)"
 	@echo "make sweep  a parameter sweep on Dask: GRID=$(GRID) [WORKERS=N] [SCHEDULER=tcp://host:8786]"
@@ -83,12 +84,16 @@ TEST_ARGS ?=
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(TEST_ARGS)
 
-# The real-browser test (tests/test_browser.py), beyond `make test`'s time: the notebooks' smoke runs, then JupyterLab
-# runs each notebook and every explorer control is moved, and the book built from the smoke runs is opened, all in
-# Debian's chromium (`apt-get install chromium`; never `playwright install`). Screenshots go to SHOTS when it is set.
+# The real-browser test (tests/test_browser.py) alone: the notebooks' smoke runs, then JupyterLab runs each notebook
+# and every explorer control is moved, and the book built from the smoke runs is opened, all in Debian's chromium
+# (`apt-get install chromium`; never `playwright install`). CI runs these tests inside `make test`'s session instead
+# (TEST_ARGS=--run-browser), sharing its smoke runs. Screenshots go to SHOTS when it is set. READ_BOOK=runs/book:
+# the book tests read that site (the last `make book`) instead of the smoke runs' book.
 SHOTS ?=
+READ_BOOK ?=
 test-browser: $(STAMP)
-	WORKBOOK_BROWSER_SHOTS=$(SHOTS) $(BIN)/python -m pytest tests/test_browser.py --run-browser -v -rA
+	WORKBOOK_BROWSER_SHOTS=$(SHOTS) WORKBOOK_BOOK=$(READ_BOOK) $(BIN)/python -m pytest tests/test_browser.py \
+		--run-browser -v -rA
 
 run: $(STAMP)
 	mkdir -p runs $(FIGURES)
