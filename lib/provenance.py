@@ -101,17 +101,30 @@ def source_words(facts: dict[str, Any]) -> str:
 
 
 def run_line(executed: str | Path, *, extra: str = "") -> str:
-    """The provenance line of a page that shows the run of `executed`: a Markdown paragraph in a
-    <div class="workbook-provenance"> (rendered alike by MyST, nbconvert and JupyterLab), `extra` appended."""
-    f = run_facts(executed)
+    """The provenance line of a page that shows the run of `executed` (`provenance_line` of its `run_facts`)."""
+    return provenance_line(run_facts(executed), extra=extra)
+
+
+def live_facts(run: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """`run_facts` of the run going on in this kernel, from its `lib.run.Run` and its recorded `results`: today's
+    date, this checkout's commit ("-dirty" when it has changes), the processor the results name."""
+    import datetime as dt
+
+    return {"preset": results.get("preset", run.preset), "date": dt.datetime.now(dt.UTC).date().isoformat(),
+            "commit": git_commit(short=True, mark_dirty=True), "processor": results.get("device"),
+            "duration_s": None, "from_scratch_s": None, **run.source_facts()}
+
+
+def provenance_line(f: dict[str, Any], *, extra: str = "", lead: str = "This page shows the run:") -> str:
+    """The line that says which run a page or a box shows, from `run_facts` (or `live_facts`): a Markdown paragraph
+    in a <div class="workbook-provenance"> (rendered alike by MyST, nbconvert and JupyterLab), `extra` appended."""
     parts = [f"preset `{f['preset']}`", f"run on {f['date'] or 'an unrecorded date'}",
              f"commit `{f['commit']}`" if f["commit"] else "commit not recorded",
              f"on {f['processor']}" if f["processor"] else "processor not recorded", source_words(f)]
     if f["duration_s"] is not None:
         scratch = f"; its stored results took {minutes(f['from_scratch_s'])} to compute" if f["from_scratch_s"] else ""
         parts.append(f"ran in {minutes(f['duration_s'])}{scratch}")
-    return (f'<div class="{LINE_CLASS}">\n\n**This page shows the run:** ' + " · ".join(parts) + extra
-            + "\n\n</div>")
+    return f'<div class="{LINE_CLASS}">\n\n**{lead}** ' + " · ".join(parts) + extra + "\n\n</div>"
 
 
 def run_info(notebook: Path) -> dict[str, Any]:

@@ -162,6 +162,13 @@ class Run:
                 f"configuration matches ({len(manifest['entries'])} stored, commit {manifest['commit'][:10]}, "
                 f"{manifest['date']}); SOURCE='compute' recomputes them.")
 
+    def source_facts(self) -> dict:
+        """Where this run's long stages came from, as `lib.provenance.run_facts` gives them for an executed
+        notebook: {"source", "layer" (the stored layer, as shown), "read", "computed" (entries so far)}."""
+        layer = store.shown(store.layer_dir(self.namespace, self.preset)) if self.namespace else None
+        return {"source": self.source, "layer": layer, "read": self.counts["loaded"],
+                "computed": self.counts["computed"]}
+
     def summary(self) -> str:
         """One line on where this run's stored-layer entries came from (printed at a notebook's end; the
         provenance line of the book reads it: `lib.provenance.STORE_SUMMARY`)."""

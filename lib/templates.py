@@ -148,14 +148,19 @@ class FindingsBox:
         self.number, self.templates = number, Path(templates)
         self.handle = display(Markdown(FINDINGS_PENDING), metadata={FINDINGS_MARK: True}, display_id=True)
 
-    def update(self, results: Mapping[str, Any]) -> str:
+    def update(self, results: Mapping[str, Any], run: Any = None) -> str:
         """Write the findings of `results` (the recorded results: `lib.glue.to_jsonable` of what the notebook
-        records, as `lib.glue.read_results` reads them back) into the box; returns the Markdown it shows."""
+        records, as `lib.glue.read_results` reads them back) into the box, under the line that says which run it is
+        when `run` (the notebook's `lib.run.Run`) is given; returns the Markdown it shows."""
         from IPython.display import Markdown
 
         from lib.glue import to_jsonable
+        from lib.provenance import live_facts, provenance_line
 
-        text = findings_text(self.number, to_jsonable(dict(results)), self.templates) or NO_FINDINGS
+        results = to_jsonable(dict(results))
+        text = findings_text(self.number, results, self.templates) or NO_FINDINGS
+        if run is not None:
+            text = provenance_line(live_facts(run, results), lead="This run:") + "\n\n" + text
         if self.handle is not None:  # None outside IPython
             self.handle.update(Markdown(text), metadata={FINDINGS_MARK: True})
         return text

@@ -242,7 +242,11 @@ class NotebookChecks:
                  if o.get("metadata", {}).get(FINDINGS_MARK)]
         expected = findings_text(smoke["number"], smoke["results"])
         assert expected.count("\n- ") >= 3  # three sentences or more, even on the smoke preset
-        assert boxes == [(first["id"], expected or NO_FINDINGS)], boxes
+        assert len(boxes) == 1 and boxes[0][0] == first["id"] and boxes[0][1].endswith(expected or NO_FINDINGS)
+        line = boxes[0][1].removesuffix(expected).strip()  # which run: as the book's line says it, but live
+        r = smoke["results"]
+        assert line.startswith('<div class="workbook-provenance">') and "**This run:**" in line
+        assert f"preset `{r['preset']}`" in line and f"on {r['device']}" in line and "commit `" in line
 
     def test_smoke_run_stays_small(self, smoke):
         """The bound guards against a preset that silently grew."""

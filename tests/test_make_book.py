@@ -197,7 +197,8 @@ def test_the_plumbing_cells_of_each_notebook_are_found_and_folded(notebook):
     book.fold_plumbing(nb)
     assert all(book.FOLDS[role] in nb.cells[i].metadata["tags"] for i, role in roles.items())
     # the notebook's own Findings box (for JupyterLab): made by the imports, written by the recording cell
-    assert f'FindingsBox("{notebook.name[:2]}")' in found["imports"] and "findings_box.update(" in found["recording"]
+    assert f'FindingsBox("{notebook.name[:2]}")' in found["imports"]
+    assert "findings_box.update(headline, run)" in found["recording"]
 
 
 def test_the_page_drops_the_notebooks_own_findings_box_for_its_own_under_the_title(tmp_path):

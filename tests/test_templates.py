@@ -47,3 +47,18 @@ def test_the_box_shows_a_placeholder_then_the_runs_findings_in_the_same_display(
     text = box.update({"auc": np.float64(0.9876)})  # as the notebook holds it, before it is recorded
     assert handle.shown == [text] and "- AUC 0.988 · paper 0.5." in text
     assert box.update({"other": 0.1}) == NO_FINDINGS  # nothing this template states was measured
+
+
+def test_the_box_opens_with_the_line_of_the_run_going_on(tmp_path, monkeypatch):
+    from lib.run import Run
+
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata, display_id: Handle())
+    run = Run.for_notebook("07", "smoke", source="stored", force=False, device="cpu", progress=False)  # no layer for 07
+    run.counts["computed"] = 2
+    text = FindingsBox("07", templates_with_findings(tmp_path)).update(
+        {"auc": 0.9876, "preset": "smoke", "device": "cpu (AMD EPYC, 1 thread)"}, run)
+    line, box = text.split("\n\n</div>\n\n", 1)
+    assert line.startswith('<div class="workbook-provenance">\n\n**This run:** preset `smoke` · run on 20')
+    assert "· commit `" in line and "· on cpu (AMD EPYC, 1 thread) ·" in line
+    assert "2 long stages computed, none matched in `results/07/smoke`" in line
+    assert box.startswith(f'<div class="{FINDINGS_CLASS}">') and "- AUC 0.988" in box
