@@ -149,10 +149,14 @@ def reader_name(label: object) -> object:
 
 def readable(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with READER_NAMES in its column and row labels and in their names (every level); its values and the
-    table itself are unchanged."""
+    table itself are unchanged. The names of the row labels go to the header's corner cell ("method · x") when the
+    columns have one level and no name, instead of a header row of their own, empty but for them."""
     out = table.rename(index=reader_name, columns=reader_name)
     out.index.names = [reader_name(name) for name in out.index.names]
     out.columns.names = [reader_name(name) for name in out.columns.names]
+    names = [str(name) for name in out.index.names if name is not None]
+    if names and out.columns.nlevels == 1 and out.columns.name is None:
+        out.columns.name, out.index.names = " · ".join(names), [None] * out.index.nlevels
     return out
 
 

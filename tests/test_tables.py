@@ -90,3 +90,15 @@ def test_use_reader_names_makes_a_displayed_frame_show_them():
     use_reader_names(SimpleNamespace(display_formatter=SimpleNamespace(formatters={"text/html": html})))
     shown = html(pd.DataFrame({"coverage_z": [0.9]}, index=["cvae"]))
     assert "Coverage-Z" in shown and "CVAE" in shown and "coverage_z" not in shown
+
+
+def test_readable_puts_the_row_labels_names_in_the_corner_instead_of_a_row_of_their_own():
+    rows = pd.MultiIndex.from_tuples([("CReL", "0.8–1.2"), ("CReL", "1.2–1.6")], names=["method", "x"])
+    table = pd.DataFrame({"n": [3, 4], "coverage_z": [0.9, 0.8]}, index=rows)
+    out = readable(table)
+    assert out.columns.name == "method · x" and list(out.index.names) == [None, None]
+    assert out.to_html().count("<tr") == 1 + len(table)  # one header row: pandas draws none for the names
+    assert table.index.names == ["method", "x"]  # the table itself keeps them
+    pivot = table.copy()
+    pivot.columns.name = "score"  # a named header keeps its name; the rows keep theirs
+    assert readable(pivot).columns.name == "score" and list(readable(pivot).index.names) == ["method", "x"]
