@@ -46,9 +46,9 @@ def guarantee(resplit: dict, pre: float, alpha: float) -> dict[str, bool]:
 
 
 def resplit_text(config: CReLConfig, resplit: dict, pre: float, alpha: float) -> str:
-    g = guarantee(resplit, pre, alpha)
+    g, lgm = guarantee(resplit, pre, alpha), reader_name(config.lgm)
     return f"""
-**Reading** (this run, `{config.preset}` preset, CReL with the {config.lgm} LGM, α = {alpha:g}, first seed): the test
+**Reading** (this run, `{config.preset}` preset, CReL with the {lgm} LGM, α = {alpha:g}, first seed): the test
 coverage over {config.coverage_resplits} re-splits averages {resplit["mean"]:.4f} ± {resplit["se"]:.4f}, against the
 bounds [{resplit["lower"]:.4f}, {resplit["upper"]:.4f}] for n_cal = {config.folds[2]:,}; the mean lies
 {"inside" if g["inside"] else "outside"} them, within two standard errors. The pre-calibration coverage is {pre:.3f},
@@ -214,11 +214,12 @@ def area_facts(stats: pd.DataFrame, config: CReLConfig) -> dict:
 def areas_text(config: CReLConfig, stats: pd.DataFrame) -> str:
     f, alphas = area_facts(stats, config), config.alphas
     paper_area = {a: PAPER_TABLE[("CReL", a)][2] for a in alphas if ("CReL", a) in PAPER_TABLE}
-    areas = [f"CReL-{lgm} {area_text(stats, alphas, lgm, 'CReL')}" for lgm in f["crel_lgms"]]
+    areas = [f"CReL-{reader_name(lgm)} {area_text(stats, alphas, lgm, 'CReL')}" for lgm in f["crel_lgms"]]
     if f["has_dqr"]:
         areas.append("the Y-space DQR, a convex set that must cover the curved banana, "
                      + area_text(stats, alphas, "none", "DQR (Y-space)"))
-    areas += [f"PCP with the {lgm}'s samples {area_text(stats, alphas, lgm, 'PCP')}" for lgm in f["pcp_lgms"]]
+    areas += [f"PCP with the {reader_name(lgm)}'s samples {area_text(stats, alphas, lgm, 'PCP')}"
+              for lgm in f["pcp_lgms"]]
     dqr_claim = ""
     if f["has_dqr"] and f["crel_lgms"]:
         smaller = f["smaller"]
@@ -243,7 +244,7 @@ def conditional_text(config: CReLConfig, alpha: float, cond_gap: dict[str, dict]
                 f"bins, under-covered bins: {under}")
 
     return f"""
-**Reading** ({config.lgm}, α = {alpha:g}, target {1 - alpha:.2f}, {config.cond_bins} bins of x):
+**Reading** ({reader_name(config.lgm)}, α = {alpha:g}, target {1 - alpha:.2f}, {config.cond_bins} bins of x):
 {"; ".join(one(m) for m in cond_gap)}.
 """
 
@@ -427,10 +428,10 @@ def closing_text(config: CReLConfig, resplit: dict, rows: pd.DataFrame, stats: p
     return f"""
 - **The guarantee {"holds" if inside else "does not hold"}.** Latent coverage over {config.coverage_resplits}
   re-splits averages {resplit["mean"]:.4f} ± {resplit["se"]:.4f} against the bounds [{resplit["lower"]:.4f},
-  {resplit["upper"]:.4f}]; single runs of the {config.lgm} give {single_runs}; the paper's single run
+  {resplit["upper"]:.4f}]; single runs of the {reader_name(config.lgm)} give {single_runs}; the paper's single run
   gave 0.8953 and 0.9770 at α = 0.1 and 0.02.
 - **CReL's table** (section 2) is read above, LGM by LGM, with its areas.
-- **The baselines**, measured the same way ({config.lgm}; DQR in Y needs no LGM), Coverage-Y at α =
+- **The baselines**, measured the same way ({reader_name(config.lgm)}; DQR in Y needs no LGM), Coverage-Y at α =
   {seq(f"{a:g}" for a in config.alphas)}: {"; ".join(baselines) or "none in this run"}. They depend on choices the
   paper does not report (§3.8).
 - **Runtime** (this run). CReL's calibration costs {span(runtime["crel_s"], fmt=sig)} s per point at d =
