@@ -40,6 +40,9 @@ RUN_TIMEOUT_S = 900  # one notebook's Run All (a smoke run from the cache takes 
 REDRAW_TIMEOUT_S = 120  # one explorer redraw after a control moved
 CONTROL_TIMEOUT_S = 300  # every move of one explorer control, redraws included
 ACTION_TIMEOUT_MS = 30_000  # one browser action (a click, a locator, a screenshot)
+# one book page's load, until the network is idle: MathJax fetches its fonts while it typesets, which took over 30 s
+# for one page when `make test` ran these tests beside the other worker's (CI, 2 cores)
+PAGE_LOAD_TIMEOUT_MS = 180_000
 
 pytestmark = [
     pytest.mark.browser,
@@ -220,7 +223,8 @@ def run_all(page, name: str, timeout_s: float) -> dict:
 def open_notebook(page, url: str, name: str) -> None:
     """Open the notebook in JupyterLab and wait for its kernel (accepting the kernel dialog's default)."""
     base, token = url.split("|")
-    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")  # reset: no tab of an earlier notebook restored
+    # reset: no tab of an earlier notebook restored
+    page.goto(f"{base}/lab/tree/{name}?reset&token={token}", timeout=PAGE_LOAD_TIMEOUT_MS)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     deadline = time.monotonic() + 120
     while not (state := page.evaluate(CELL_STATE))["idle"]:
@@ -374,22 +378,22 @@ def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_mach
         wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=120, what="the book's HTTP server")
         pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)
         for path in pages:
-            response = page.goto(f"http://127.0.0.1:{port}/{path}")
-            page.wait_for_load_state("networkidle")
+            response = page.goto(f"http://127.0.0.1:{port}/{path}", timeout=PAGE_LOAD_TIMEOUT_MS)
+            page.wait_for_load_state("networkidle", timeout=PAGE_LOAD_TIMEOUT_MS)
             assert response is not None and response.ok, f"{path} did not load"
             broken = page.evaluate("() => [...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
                                    ".map(i => i.getAttribute('src'))")
             assert not broken, f"{path}: images that did not load: {broken}"
-        page.goto(f"http://127.0.0.1:{port}/docs/teaching.html")
-        page.wait_for_selector("mjx-container", timeout=30_000)  # MathJax (of the build) typeset the math
+        page.goto(f"http://127.0.0.1:{port}/docs/teaching.html", timeout=PAGE_LOAD_TIMEOUT_MS)
+        page.wait_for_selector("mjx-container", timeout=PAGE_LOAD_TIMEOUT_MS)  # MathJax (of the build) typeset the math
         page.screenshot(path=shots / "book-teaching-math.png")
-        page.goto(f"http://127.0.0.1:{port}/search.html?q=explorer")
-        page.wait_for_selector("#search-results li", timeout=30_000)
+        page.goto(f"http://127.0.0.1:{port}/search.html?q=explorer", timeout=PAGE_LOAD_TIMEOUT_MS)
+        page.wait_for_selector("#search-results li", timeout=PAGE_LOAD_TIMEOUT_MS)
         found = page.locator("#search-results li a").all_inner_texts()
         page.screenshot(path=shots / "book-search.png")
         assert any(t.startswith("0") for t in found), f"the search finds no notebook for 'explorer': {found}"
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.wait_for_load_state("networkidle")
+        page.goto(f"http://127.0.0.1:{port}/", timeout=PAGE_LOAD_TIMEOUT_MS)
+        page.wait_for_load_state("networkidle", timeout=PAGE_LOAD_TIMEOUT_MS)
         assert page.url.endswith("/README.html"), "the front page is the README"
         page.screenshot(path=shots / "book-front.png")
     finally:
@@ -471,12 +475,12 @@ def test_book_pages_show_tables_math_folds_and_provenance_as_a_reader_sees_them(
         pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                        if "_static" not in p.parts and p.name not in {"genindex.html", "search.html", "index.html"})
         for path in pages:
-            page.goto(f"http://127.0.0.1:{port}/{path}")
-            page.wait_for_load_state("networkidle")
+            page.goto(f"http://127.0.0.1:{port}/{path}", timeout=PAGE_LOAD_TIMEOUT_MS)
+            page.wait_for_load_state("networkidle", timeout=PAGE_LOAD_TIMEOUT_MS)
             page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             found[path] = page.evaluate(READER_PROBLEMS)
         for path in ("notebooks/02_crel_conformal_reliability.html", "notebooks/03_epistemic_regret_cifar10h.html"):
-            page.goto(f"http://127.0.0.1:{port}/{path}")
+            page.goto(f"http://127.0.0.1:{port}/{path}", timeout=PAGE_LOAD_TIMEOUT_MS)
             page.screenshot(path=shots / f"book-{Path(path).stem}.png", full_page=True)
     finally:
         page.close()
