@@ -8,8 +8,9 @@ import pytest
 
 from lib.glue import IncompleteRun
 from lib.make import results
-from lib.make.results import TABLE_CHARS, TemplateError, column_groups, render, update_readme, value_tables
+from lib.make.results import TABLE_CHARS, column_groups, update_readme, value_tables
 from lib.paths import PROJECT_ROOT
+from lib.templates import TemplateError, render
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "docs" / "results" / "templates"
 
@@ -73,7 +74,7 @@ def test_headline_rows_render_the_notebooks_that_ran_and_keep_the_others():
 
 
 def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
-    from lib.make.results import rows_table
+    from lib.templates import rows_table
 
     rows = [{"method": "b", "seed": 1, "cov": 0.5}, {"method": "a", "seed": 10, "cov": 0.25},
             {"method": "a", "seed": 2}]
@@ -84,7 +85,8 @@ def test_rows_table_sorts_by_its_columns_and_marks_missing_values():
 def test_a_run_that_read_a_stored_layer_gives_its_from_scratch_time(tmp_path, monkeypatch):
     import json
 
-    from lib.make.results import run_info, wall_time
+    from lib.make.results import run_info
+    from lib.templates import wall_time
 
     monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
     executed = tmp_path / "04_image_retrieval_score.ipynb"
@@ -163,7 +165,8 @@ def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_no
     from test_templates import templates_with_findings
 
     from lib.glue import MIME_TYPE
-    from lib.make.results import FINDINGS_CLASS, findings
+    from lib.make.results import findings
+    from lib.templates import FINDINGS_CLASS
 
     templates = templates_with_findings(tmp_path)  # an AUC sentence and a width sentence
     cell = nbformat.v4.new_code_cell("record(headline)")

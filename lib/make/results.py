@@ -37,19 +37,9 @@ from typing import Any
 from lib.cache import atomic_write
 from lib.glue import IncompleteRun, read_complete_results, read_results, run_problem
 from lib.paths import PROJECT_ROOT
-from lib.provenance import git_commit, minutes, run_info, run_line  # noqa: F401 (run_info: the tests')
+from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
-from lib.templates import (  # noqa: F401 (the template language: the tests read it here too)
-    FINDINGS_CLASS,
-    PLACEHOLDER,
-    TemplateError,
-    findings_template,
-    findings_text,
-    render,
-    rows_table,
-    split_template,
-    wall_time,
-)
+from lib.templates import PLACEHOLDER, findings_template, findings_text, render, split_template
 
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
 VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
