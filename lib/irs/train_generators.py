@@ -63,6 +63,37 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
 
+# The sets of each extra training seed (issue 48): every arm at full budget, the class arm at each guidance scale of
+# the preset (notebook 02's reversal is a comparison of guidance scales), all at one width.
+def seed_sets(config, channels: int) -> list[family_mod.GeneratedSet]:
+    sets = [family_mod.GeneratedSet(arm, channels, 1.0) for arm in gen.ARMS]
+    return sets + [family_mod.GeneratedSet("class", channels, 1.0, w) for w in config.gen_guidance if w != 1.0]
+
+
+def seeded_family(config, seed: int) -> family_mod.Family:
+    """The preset's family with another training seed: the weights' initialisation, data order and noise, the
+    conditioning rows and the sampler's noise all follow `Family.seed`; the evaluation (reference rows, bootstrap)
+    keeps the notebook's seed."""
+    from dataclasses import replace
+
+    return replace(gen.family_of(config), seed=seed)
+
+
+def _seed_task(preset: str, inputs: str | None, arm: str, channels: int, seed: int, device: str) -> dict:
+    """Train one arm at one width and seed (checkpointed each epoch, so a killed process resumes) and sample its
+    sets into the cache."""
+    torch.set_num_threads(1)
+    config, run = ie.resolve_config(preset), run_on(device)
+    low = _low_sets(config, inputs)
+    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
+    family, start, done = seeded_family(config, seed), time.perf_counter(), []
+    for spec in seed_sets(config, channels):
+        if spec.arm == arm:
+            gen.generated_images(family, low, spec, conditioning, key, device=run.device, progress=run.progress)
+            done.append(spec.label)
+    return {"arm": arm, "channels": channels, "seed": seed, "seconds": time.perf_counter() - start, "sets": done}
+
+
 def train(preset: str, inputs: str | None, workers: int, device: str) -> list[dict]:
     """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
     config = ie.resolve_config(preset)
@@ -175,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("--workers", type=int, default=1)
     tr.add_argument("--device", default="cpu")
     tr.add_argument("--pack", type=Path)
+    se = sub.add_parser("seeds", help="train and sample extra training seeds, one (arm, seed) after another")
+    se.add_argument("--preset", default="cpu")
+    se.add_argument("--inputs")
+    se.add_argument("--channels", type=int, default=16)
+    se.add_argument("--device", default="cpu")
+    se.add_argument("--log", type=Path, help="append one JSON line per finished (arm, seed)")
+    se.add_argument("tasks", nargs="+", help="ARM:SEED, e.g. diadm:1 unconditional:1")
     pr = sub.add_parser("probe")
     pr.add_argument("--preset", default="paper")
     pr.add_argument("--device", default="cpu")
@@ -197,6 +235,17 @@ def main(argv: list[str] | None = None) -> int:
             for path in pack(entry_paths(args.preset, args.inputs), args.pack):
                 print(f"packed {path} ({path.stat().st_size / 1e6:.1f} MB)")
             (args.pack / "train-record.json").write_text(json.dumps(record, indent=1))
+    elif args.command == "seeds":
+        tasks = [t.split(":") for t in args.tasks]
+        for t in tasks:
+            if len(t) != 2 or t[0] not in gen.ARMS or not t[1].isdigit():
+                parser.error(f"task {':'.join(t)!r}: expected ARM:SEED with ARM one of {', '.join(gen.ARMS)}")
+        for arm, seed in tasks:
+            record = _seed_task(args.preset, args.inputs, arm, args.channels, int(seed), args.device)
+            print(json.dumps(record), flush=True)
+            if args.log:
+                with args.log.open("a") as log:
+                    log.write(json.dumps({**record, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
     elif args.command == "probe":
         print(json.dumps(probe(args.preset, args.device), indent=1))
     else:
