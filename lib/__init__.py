@@ -7,7 +7,8 @@ stored results in results/NN/<preset>/), `run` (a run's lookup order: cache, sto
 `glue` (results recorded in and read back from notebooks), `device` (CPU/GPU, threads),
 `seeds` (derived seeds, named streams), `plotting` (the house style, saving and showing figures), `progress` (text
 progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics`
-(AuROC, Fréchet distance), `linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03),
+(AuROC, Fréchet distance), `replicates` (an effect over training seeds, with sampling and training noise),
+`linalg` (least-squares line, PCA), `nn` (the small MLPs of notebooks 02 and 03),
 `train` (the one training loop of the small torch models: seeded batches, optimiser, schedule, checkpoints; the
 EMA), `provenance` (the git commit a stored result records; the run a page shows), `reading` (the notebooks'
 sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `make`

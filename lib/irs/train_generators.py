@@ -63,8 +63,8 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
 
-# The sets of each extra training seed (issue 48): every arm at full budget, the class arm at each guidance scale of
-# the preset (notebook 02's reversal is a comparison of guidance scales), all at one width.
+# The sets of each extra training seed (how much of a finding is training noise): every arm at full budget, the
+# class arm at each guidance scale of the preset (notebook 02's reversal compares guidance scales), at one width.
 def seed_sets(config, channels: int) -> list[family_mod.GeneratedSet]:
     sets = [family_mod.GeneratedSet(arm, channels, 1.0) for arm in gen.ARMS]
     return sets + [family_mod.GeneratedSet("class", channels, 1.0, w) for w in config.gen_guidance if w != 1.0]
