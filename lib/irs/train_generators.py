@@ -26,6 +26,7 @@ from lib.cache import DamagedCacheEntry, load_npz, load_torch
 from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
+from lib.irs import seed_study
 from lib.paths import cache_dir
 from lib.run import Run
 
@@ -63,22 +64,6 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
 
 
-# The sets of each extra training seed (how much of a finding is training noise): every arm at full budget, the
-# class arm at each guidance scale of the preset (notebook 02's reversal compares guidance scales), at one width.
-def seed_sets(config, channels: int) -> list[family_mod.GeneratedSet]:
-    sets = [family_mod.GeneratedSet(arm, channels, 1.0) for arm in gen.ARMS]
-    return sets + [family_mod.GeneratedSet("class", channels, 1.0, w) for w in config.gen_guidance if w != 1.0]
-
-
-def seeded_family(config, seed: int) -> family_mod.Family:
-    """The preset's family with another training seed: the weights' initialisation, data order and noise, the
-    conditioning rows and the sampler's noise all follow `Family.seed`; the evaluation (reference rows, bootstrap)
-    keeps the notebook's seed."""
-    from dataclasses import replace
-
-    return replace(gen.family_of(config), seed=seed)
-
-
 def _seed_task(preset: str, inputs: str | None, arm: str, channels: int, seed: int, device: str) -> dict:
     """Train one arm at one width and seed (checkpointed each epoch, so a killed process resumes) and sample its
     sets into the cache."""
@@ -86,8 +71,8 @@ def _seed_task(preset: str, inputs: str | None, arm: str, channels: int, seed: i
     config, run = ie.resolve_config(preset), run_on(device)
     low = _low_sets(config, inputs)
     conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
-    family, start, done = seeded_family(config, seed), time.perf_counter(), []
-    for spec in seed_sets(config, channels):
+    family, start, done = seed_study.seeded_family(config, seed), time.perf_counter(), []
+    for spec in seed_study.seed_sets(config, channels):
         if spec.arm == arm:
             gen.generated_images(family, low, spec, conditioning, key, device=run.device, progress=run.progress)
             done.append(spec.label)

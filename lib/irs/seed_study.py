@@ -1,0 +1,173 @@
+"""Notebook 04's generator findings over training seeds: each arm trained again with other seeds at one width, each
+seed's sets measured exactly as the notebook measures its own (`generators.measure_set`, the same reference rows,
+extractors and bootstrap), and the arms compared seed by seed (`lib.replicates`).
+
+A seed changes everything `Family.seed` drives: the network's initialisation, the data order and diffusion noise of
+training, the training rows a conditioned set conditions on and the sampler's noise. The evaluation (the real
+reference, the FID bootstrap) keeps the notebook's seed, so that the seeds differ by their generators alone. The
+notebook's own seed (`config.seed`) is seed 0 of the study: its sets are the notebook's, read from the same stored
+entries.
+
+    python -m lib.irs.seed_study --preset cpu --seeds 0 1 2 --channels 16 [--out FILE.json]
+
+measures every seed whose arms are trained (`python -m lib.irs.train_generators seeds ARM:SEED ...` trains them)
+and prints the comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lib.diffusion.family import (
+    ARMS,
+    Family,
+    GeneratedSet,
+    epochs_at,
+    generated_images,
+    set_key,
+    set_path,
+    weights_path,
+)
+from lib.irs import generators as gen
+from lib.replicates import SeedComparison, compare_over_seeds, log_ratio_se
+from lib.run import Run
+
+
+def seed_sets(config: Any, channels: int) -> list[GeneratedSet]:
+    """The sets of each seed: every arm at full budget, unguided, and the class arm at each other guidance scale of
+    the preset (notebook 02's reversal compares guidance scales), all at width `channels`."""
+    sets = [GeneratedSet(arm, channels, 1.0) for arm in ARMS]
+    return sets + [GeneratedSet("class", channels, 1.0, w) for w in config.gen_guidance if w != 1.0]
+
+
+def seeded_family(config: Any, seed: int) -> Family:
+    """The notebook's generator family with training seed `seed` (module docstring)."""
+    return replace(gen.family_of(config), seed=seed)
+
+
+def slug_of(config: Any, spec: GeneratedSet, seed: int) -> str:
+    """The stored entry's name: the notebook's own for its seed, with the seed appended for the others."""
+    return spec.slug if seed == config.seed else f"{spec.slug}-s{seed}"
+
+
+class NotTrained(LookupError):
+    """A set whose measurement is neither cached nor stored, and whose arm is not trained at that seed."""
+
+
+def seed_rows(config: Any, low: dict, runs: dict, conditioning, conditioning_key: dict, *, seeds: list[int],
+              channels: int, run: Run) -> tuple[pd.DataFrame, list[str]]:
+    """(rows, missing): one row per (seed, set, evaluation extractor) with the set's description and
+    `generators.set_scores`; the sets left out because their arm is not trained at that seed. A set is measured
+    from its samples (cache), sampled from its trained arm (cache) where needed; this never trains an arm."""
+    reference, rows, missing = gen.reference_rows(config, config.gen_n), [], []
+    for seed in seeds:
+        family = seeded_family(config, seed)
+        for spec in seed_sets(config, channels):
+            def images(spec=spec, family=family, seed=seed):
+                trained = weights_path(family, low, spec.arm, spec.channels, epochs_at(family, spec.fraction),
+                                       conditioning_key).exists()
+                if not (trained or set_path(family, low, spec, conditioning_key).exists()):
+                    raise NotTrained(f"{spec.label}, seed {seed}")
+                return generated_images(family, low, spec, conditioning, conditioning_key, device=run.device,
+                                        progress=run.progress)
+            try:
+                measured = gen.measure_set(config, low, runs, reference, slug=slug_of(config, spec, seed),
+                                           images=lambda f=images: f()["images"],
+                                           sources=lambda f=images: f()["sources"],
+                                           key=set_key(family, low, spec, conditioning_key), run=run)
+            except NotTrained as err:
+                missing.append(str(err))
+                continue
+            rows += [{"seed": seed, "set": spec.label, "arm": spec.arm, "channels": channels,
+                      "guidance": spec.guidance, "extractor": name, **scores}
+                     for name, scores in measured["by_extractor"].items()]
+    return pd.DataFrame(rows), missing
+
+
+def _pick(rows: pd.DataFrame, extractor: str, arm: str, guidance: float = 1.0) -> pd.DataFrame:
+    t = rows[(rows.extractor == extractor) & (rows.arm == arm) & (rows.guidance == guidance)]
+    return t.set_index("seed").sort_index()
+
+
+def irs_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, baseline: str = "unconditional",
+                   *, level: float = 0.95) -> SeedComparison:
+    """log IRS_inf of `arm` minus that of `baseline`, per seed (both arms of one seed), over the seeds. Both arms
+    share the real reference, so this is also the log ratio of their adjusted scores IRS_inf,a; each seed's
+    sampling error comes from the two arms' IRS_inf intervals (level 1 - 2 alpha_e, independent samples)."""
+    a, b = _pick(rows, extractor, arm), _pick(rows, extractor, baseline)
+    seeds = a.index.intersection(b.index)
+    sampling = 1 - 2 * config.alpha_e
+    effects = [math.log(a.at[s, "irs_inf"]) - math.log(b.at[s, "irs_inf"]) for s in seeds]
+    se = [math.hypot(log_ratio_se(a.at[s, "irs_inf_lower"], a.at[s, "irs_inf_upper"], level=sampling),
+                     log_ratio_se(b.at[s, "irs_inf_lower"], b.at[s, "irs_inf_upper"], level=sampling))
+          for s in seeds]
+    return compare_over_seeds(effects, se, level=level)
+
+
+def fid_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, baseline: str = "unconditional",
+                   *, level: float = 0.95) -> SeedComparison:
+    """FID (test reference) of `baseline` minus that of `arm` (> 0: `arm` is better), per seed, over the seeds;
+    each seed's sampling error from the bootstrap intervals (first extractor only: elsewhere NaN, counted 0)."""
+    a, b = _pick(rows, extractor, arm), _pick(rows, extractor, baseline)
+    seeds = a.index.intersection(b.index)
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - config.alpha_e))  # the bootstrap interval's level is 1 - 2 alpha_e
+    half = lambda t, s: (t.at[s, "fid_upper"] - t.at[s, "fid_lower"]) / (2 * z)  # noqa: E731
+    se = [math.hypot(*(0.0 if math.isnan(h) else h for h in (half(a, s), half(b, s)))) for s in seeds]
+    return compare_over_seeds([b.at[s, "fid"] - a.at[s, "fid"] for s in seeds], se, level=level)
+
+
+def comparisons(rows: pd.DataFrame, config: Any, *, level: float = 0.95) -> pd.DataFrame:
+    """Per evaluation extractor: DiADM and the class arm against the unconditional arm, on log IRS_inf and on FID,
+    each over the seeds: mean, interval, seeds, spread, training sd and verdict (effect > 0 = the arm is better)."""
+    out = []
+    for extractor in rows.extractor.unique():
+        for arm in ("diadm", "class"):
+            for metric, compare in (("log IRS_inf ratio", irs_comparison), ("FID gain", fid_comparison)):
+                c = compare(rows, config, extractor, arm, level=level)
+                out.append({"extractor": extractor, "comparison": f"{arm} − unconditional", "metric": metric,
+                            "per seed": c.effects, "mean": c.mean, "lower": c.lower, "upper": c.upper,
+                            "seeds": c.seeds, "spread": c.spread, "training sd": c.training_sd,
+                            "verdict": c.verdict})
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+
+    from lib.irs import experiment as ie
+
+    parser = argparse.ArgumentParser(prog="python -m lib.irs.seed_study", description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--channels", type=int, default=16)
+    parser.add_argument("--out", type=Path, help="write the rows and comparisons as JSON")
+    args = parser.parse_args(argv)
+    config = ie.resolve_config(args.preset)
+    if args.channels not in config.gen_channels:
+        parser.error(f"--channels {args.channels}: the preset's widths are {config.gen_channels}")
+    run = Run.for_notebook("04", args.preset, source="stored", force=False, device="cpu", progress=False)
+    low = gen.low_res_sets(config, ie.cifar_sets(config))
+    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
+    runs = gen.evaluation_runs(config, low, ie.extractor_for, run)
+    rows, missing = seed_rows(config, low, runs, conditioning, key, seeds=args.seeds, channels=args.channels,
+                              run=run)
+    table = comparisons(rows, config)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.drop(columns="per seed").to_string())
+    print("not trained:", ", ".join(missing) or "none")
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows.to_dict("records"), "comparisons": table.to_dict("records"),
+                                        "missing": missing}, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

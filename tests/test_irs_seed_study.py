@@ -1,0 +1,62 @@
+"""lib.irs.seed_study: the notebook's own seed reads the notebook's entries, other seeds change the generators
+only, and the comparisons are the per-seed log ratios (or FID gains) decided over seeds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.diffusion.family import set_key
+from lib.irs import experiment as ie
+from lib.irs import generators as gen
+from lib.irs import seed_study as ss
+
+
+def _low(config):
+    rng = np.random.default_rng(0)
+    img = lambda n: rng.integers(0, 256, (n, 8, 8, 3), dtype=np.uint8)  # noqa: E731
+    return {"train": img(30), "train_labels": np.arange(30) % 10, "syn": img(20), "syn_labels": np.arange(20) % 10}
+
+
+def test_the_notebooks_seed_is_the_notebooks_sets_and_others_change_the_generators_only():
+    config = ie.resolve_config("smoke")
+    low, main = _low(config), config.gen_channels[0]
+    notebook = {s.label: s for s in gen.generated_sets_of(config) if s.channels == main and s.fraction == 1.0
+                and not s.heldout}
+    for spec in ss.seed_sets(config, main):
+        assert spec.label in notebook and ss.slug_of(config, spec, config.seed) == spec.slug
+        ours = set_key(ss.seeded_family(config, config.seed), low, spec, {"k": 1})
+        assert ours == set_key(gen.family_of(config), low, spec, {"k": 1})
+        other = set_key(ss.seeded_family(config, 7), low, spec, {"k": 1})
+        assert other["seed"] == 7 and {k for k in ours if str(ours[k]) != str(other[k])} == {"seed"}
+        assert ss.slug_of(config, spec, 7).endswith("-s7")
+
+
+def _rows(irs: dict, fid: dict) -> pd.DataFrame:
+    rows = []
+    for (seed, arm), value in irs.items():
+        rows.append({"seed": seed, "arm": arm, "guidance": 1.0, "extractor": "resnet20", "irs_inf": value,
+                     "irs_inf_lower": value * 0.9, "irs_inf_upper": value / 0.9, "fid": fid[seed, arm],
+                     "fid_lower": fid[seed, arm] - 1.0, "fid_upper": fid[seed, arm] + 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_comparisons_are_per_seed_log_ratios_and_fid_gains():
+    config = ie.resolve_config("smoke")
+    irs = {(0, "unconditional"): 0.4, (0, "diadm"): 0.5, (1, "unconditional"): 0.3, (1, "diadm"): 0.45,
+           (2, "unconditional"): 0.35, (2, "diadm"): 0.5}
+    fid = {(s, a): 10.0 + s - (2.0 if a == "diadm" else 0.0) for s, a in irs}
+    rows = _rows(irs, fid)
+    c = ss.irs_comparison(rows, config, "resnet20", "diadm")
+    assert c.effects == pytest.approx([math.log(0.5 / 0.4), math.log(0.45 / 0.3), math.log(0.5 / 0.35)])
+    z = 1.6448536  # alpha_e = 0.05: the intervals are at 90 %
+    assert c.sampling_se[0] == pytest.approx(math.sqrt(2) * math.log(1 / 0.81) / (2 * z), rel=1e-6)
+    assert c.verdict == "holds"
+    f = ss.fid_comparison(rows, config, "resnet20", "diadm")
+    assert f.effects == pytest.approx([2.0, 2.0, 2.0]) and f.spread == 0.0
+    assert f.sampling_se[0] == pytest.approx(math.sqrt(2) / z, rel=1e-6)
+    one = ss.irs_comparison(rows[rows.seed == 0], config, "resnet20", "diadm")
+    assert one.seeds == 1 and one.verdict == "undecided"
