@@ -13,7 +13,10 @@
 - the whole file system is read-only (`--ro-bind / /`, with a `/dev` and the `/proc` of its own), except an
   empty private `/tmp` (a tmpfs: TMPDIR), a fresh HOME in it (IPython's, Jupyter's and matplotlib's folders
   too) and the folders given as writable; a folder it must read that lies under `/tmp` (a checkout or a build
-  in a `mktemp -d` folder, as in CI) is bound again, read-only, over the private `/tmp`.
+  in a `mktemp -d` folder, as in CI) is bound again, read-only, over the private `/tmp`;
+- `/run` is an empty tmpfs too: the Unix sockets of the machine's services (D-Bus, systemd, Docker) live there,
+  and a read-only mount does not keep a process from connecting to a socket (through systemd, a root grader's
+  submission could start a process outside the sandbox). A socket kept elsewhere stays reachable.
 
 `probe` checks once per process that bwrap works here (a trivial command through the same argv); `choose` turns
 `--sandbox auto|bwrap|none` into the bwrap to use, or None, with the environment variables below.
@@ -34,6 +37,7 @@ REQUIRE_ENV = "WORKBOOK_REQUIRE_SANDBOX"  # "1": a missing or broken bwrap is an
 MODES = ("auto", "bwrap", "none")
 TMP = Path("/tmp")
 HOME = TMP / "home"  # inside the private /tmp
+HIDDEN = (TMP, Path("/run"))  # empty tmpfs folders in the sandbox
 PRIVATE_ENV = {  # every per-user folder a kernel may read or write goes to the private HOME
     "HOME": str(HOME), "TMPDIR": str(TMP), "IPYTHONDIR": str(HOME / ".ipython"),
     "JUPYTER_CONFIG_DIR": str(HOME / ".jupyter"), "JUPYTER_DATA_DIR": str(HOME / ".local/share/jupyter"),
@@ -48,8 +52,9 @@ class SandboxUnavailable(Exception):
     """bwrap was asked for (`--sandbox bwrap`, or WORKBOOK_REQUIRE_SANDBOX=1) and is missing or does not work."""
 
 
-def _under_tmp(path: Path) -> bool:
-    return path != TMP and TMP in path.parents
+def _hidden(path: Path) -> bool:
+    """Whether `path` lies under a folder the sandbox replaces by an empty tmpfs."""
+    return any(root in path.parents for root in HIDDEN)
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
@@ -69,15 +74,15 @@ def argv(command: Sequence[str], *, read_only: Iterable[str | Path] = (), writab
     """The bwrap command line that runs `command` (absolute paths) in the sandbox described above.
 
     `read_only`: paths the command must read (checkout, build, submission, data); everything is readable
-    through `--ro-bind / /`, so only those under `/tmp`, hidden by the private tmpfs, are bound again (with the
-    interpreter's own folders, `python_paths`). `writable`: existing folders bound read-write at the same path,
-    last, so that one inside a read-only path stays writable. The command starts in HOME.
+    through `--ro-bind / /`, so only those under `/tmp` (or `/run`), hidden by a private tmpfs, are bound again
+    (with the interpreter's own folders, `python_paths`). `writable`: existing folders bound read-write at the
+    same path, last, so that one inside a read-only path stays writable. The command starts in HOME.
     """
     args = [bwrap, "--unshare-pid", "--die-with-parent", "--unshare-net", "--unshare-ipc", "--new-session",
             "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", str(TMP), "--dir", str(HOME)]
+            *[arg for root in HIDDEN if root.is_dir() for arg in ("--tmpfs", str(root))], "--dir", str(HOME)]
     for path in _outermost([*read_only, *python_paths()]):
-        if _under_tmp(path):
+        if _hidden(path):
             args += ["--ro-bind", str(path), str(path)]
     for path in _outermost(writable):
         args += ["--bind", str(path), str(path)]

@@ -820,8 +820,9 @@ def test_a_malformed_or_deeply_nested_record_scores_zero_with_a_reason(tmp_path,
 
 def test_the_sandbox_argv_isolates_the_grading():
     """assignments/sandbox.py: processes, network, IPC and capabilities of their own, the root read-only, /tmp a
-    private tmpfs with HOME in it; a checkout and a build under /tmp bound again read-only after the tmpfs, a
-    writable folder last; paths elsewhere are not bound again (`--ro-bind / /` shows them read-only)."""
+    private tmpfs with HOME in it, /run one too (the services' sockets); a checkout and a build under /tmp bound
+    again read-only after the tmpfs, a writable folder last; paths elsewhere are not bound again (`--ro-bind / /`
+    shows them read-only)."""
     sandbox = course.sandbox
     args = sandbox.argv(["/usr/bin/python3", "-c", "pass"], bwrap="/usr/bin/bwrap",
                         read_only=["/tmp/ci.x1/checkout", "/tmp/ci.x1/checkout/runs", "/tmp/build", "/usr/share"],
@@ -835,6 +836,7 @@ def test_the_sandbox_argv_isolates_the_grading():
     assert at["--ro-bind / /"] < at["--dev /dev --proc"] and "--proc /proc --tmpfs" in pairs
     tmpfs = args.index("--tmpfs")
     assert args[tmpfs + 1] == "/tmp" and tmpfs > at["--ro-bind / /"]
+    assert "--tmpfs /run" in " ".join(args) or not Path("/run").is_dir()  # the services' sockets
     rebound = [args[i + 1] for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] != "/"]
     assert {"/tmp/ci.x1/checkout", "/tmp/build"} <= set(rebound)
     assert "/tmp/ci.x1/checkout/runs" not in rebound and "/usr/share" not in rebound  # inside one; outside /tmp
@@ -859,7 +861,8 @@ def _require_sandbox():
 
 INSIDE = """import json, os, socket, sys
 checkout, result = sys.argv[1], sys.argv[2]
-seen = {"tmp": sorted(os.listdir("/tmp")), "home": os.environ["HOME"], "home_files": os.listdir(os.environ["HOME"]),
+seen = {"tmp": sorted(os.listdir("/tmp")), "run": os.listdir("/run"), "home": os.environ["HOME"],
+        "home_files": os.listdir(os.environ["HOME"]),
         "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "interfaces": socket.if_nameindex(),
         "caps": next(l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff"))}
 for name, folder in (("checkout", checkout), ("home", os.environ["HOME"]), ("var_tmp", "/var/tmp")):
@@ -878,8 +881,8 @@ open(os.path.join(result, "seen.json"), "w").write(json.dumps(seen))
 
 
 def test_the_sandbox_runs_python_with_private_tmp_and_home(tmp_path, monkeypatch):
-    """The argv run for real, from a venv's python (a link to pyenv's or /usr's) with TMPDIR set: /tmp and HOME
-    are empty and private, a checkout under /tmp is read-only, /var/tmp too, only the result folder is writable,
+    """The argv run for real, from a venv's python (a link to pyenv's or /usr's) with TMPDIR set: /tmp, /run and
+    HOME are empty and private, a checkout under /tmp is read-only, /var/tmp too, only the result folder is writable,
     loopback works and there is no other network interface, no process of the host is visible, no capability is
     held, and a process started in a session of its own dies when the command ends."""
     bwrap = _require_sandbox()
@@ -895,7 +898,7 @@ def test_the_sandbox_runs_python_with_private_tmp_and_home(tmp_path, monkeypatch
     seen = json.loads((result / "seen.json").read_text())
     rebound = {Path(args[i + 1]).parts[2] for i, a in enumerate(args)  # the checkout, a venv under /tmp, ...
                if a in ("--ro-bind", "--bind") and args[i + 1].startswith("/tmp/")}
-    assert seen["tmp"] == sorted({course.sandbox.HOME.name} | rebound)
+    assert seen["tmp"] == sorted({course.sandbox.HOME.name} | rebound) and seen["run"] == []
     assert seen["home"] == str(course.sandbox.HOME) and seen["home_files"] == [] and seen["write_home"] == "writable"
     assert seen["write_checkout"] == seen["write_var_tmp"] == "Read-only file system"
     assert not (checkout / "written").exists()
