@@ -2,6 +2,7 @@
 
     python assignments/course.py build [NAME ...] [--out runs/assignments] [--no-html]
     python assignments/course.py grade NAME SUBMISSION [--out runs/assignments] [--json FILE] [--timeout S]
+                                       [--sandbox auto|bwrap|none]
     python assignments/course.py list
 
 `build` runs `otter assign` on each master notebook `assignments/NAME/NAME.ipynb` into `OUT/NAME/`:
@@ -16,6 +17,14 @@ packages), then prints the score of each autograded question and, for a question
 Each cell of the submission and each test may run for --timeout seconds; one that runs over is stopped and
 fails ("timed out"), and the rest is graded. Hidden tests only record the student's outputs in the kernel;
 they are compared with lib's answers here, outside it. Written questions are graded by hand.
+
+On the command line each grading runs in a sandbox of its own (`assignments/sandbox.py`: bubblewrap; its processes
+die with it, HOME and /tmp are private, no network, the course's files read-only): a second `course.py grade`
+inside it grades and writes its result to a folder bound for that purpose, read here. If that process is killed
+(by the submission), every autograded question scores 0 with that reason, and the exit status is 3.
+`--sandbox auto` (default) falls back, with a warning, to no sandbox where bwrap is missing or does not work
+(WORKBOOK_REQUIRE_SANDBOX=1 makes that an error); `--sandbox none` grades in this process, as the Python
+function `grade` does.
 """
 
 from __future__ import annotations
@@ -43,7 +52,10 @@ TIME_LIMIT_ERROR = "TimeLimitExceeded"  # assignments.kernel.TimeLimitExceeded, 
 if str(REPO) not in sys.path:  # this checkout's `lib` and `assignments.hidden`, also when run as a script
     sys.path.insert(0, str(REPO))
 
-from assignments import processes  # noqa: E402  (after the path above)
+from assignments import processes, sandbox  # noqa: E402  (after the path above)
+
+KILLED_EXIT = 3  # exit status of `grade` when the grading process was killed and nothing was graded
+OUTCOME = "outcome.json"  # what the grading inside the sandbox writes into its result folder
 
 
 class CourseError(Exception):
@@ -268,18 +280,88 @@ def grade(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, timeout
             results = _run_otter(otter.run, notebook, ag_zip)
         end_all()  # before the outputs are read: nothing of the submission may still write them
         if isinstance(results, str):  # the kernel was stopped or died: nothing was graded
-            graded = {q: {"score": 0.0, "possible": c["points"], "reason": results}
-                      for q, c in questions(name).items() if not c["manual"]}
-            stopped = []
-        else:
-            if results.catastrophic_error is not None:
-                raise CourseError(f"otter could not grade {submission}: {results.catastrophic_error}")
-            graded = {q: _question_result(name, q, results.get_result(q), hidden_dir, expected, timeout)
-                      for q in results.test_files}
-            stopped = _stopped_cells(results.notebook)
+            return _all_zero(name, submission, results, timeout)
+        if results.catastrophic_error is not None:
+            raise CourseError(f"otter could not grade {submission}: {results.catastrophic_error}")
+        graded = {q: _question_result(name, q, results.get_result(q), hidden_dir, expected, timeout)
+                  for q in results.test_files}
+        return _result(name, submission, graded, timeout, _stopped_cells(results.notebook))
+
+
+def _result(name: str, submission: str | Path, graded: dict[str, dict], timeout: float, stopped: list[str]) -> dict:
     return {"assignment": name, "submission": str(submission), "questions": graded,
             "total": sum(r["score"] for r in graded.values()), "possible": sum(r["possible"] for r in graded.values()),
             "manual": manual_questions(name), "timeout": timeout, "stopped_cells": stopped}
+
+
+def _all_zero(name: str, submission: str | Path, reason: str, timeout: float) -> dict:
+    """The result when nothing was graded: every autograded question 0, with `reason`."""
+    graded = {q: {"score": 0.0, "possible": c["points"], "reason": reason}
+              for q, c in questions(name).items() if not c["manual"]}
+    return _result(name, submission, graded, timeout, [])
+
+
+def grade_isolated(name: str, submission: str | Path, out: Path = DEFAULT_OUT, *, timeout: float = DEFAULT_TIMEOUT,
+                   mode: str = "auto") -> dict:
+    """`grade`, in a bwrap sandbox of its own (`sandbox.choose(mode)`; mode "none", or "auto" without bwrap:
+    in this process). What `grade` returns, plus "sandbox" ("bwrap" or "none") and "killed": None, or why
+    nothing was graded when the grading process inside the sandbox was killed (every autograded question then
+    scores 0 with that reason). CourseError on a bad submission, a missing build or a missing sandbox."""
+    read_submission(name, submission)  # refused at once, before bwrap or otter start
+    timeout = check_timeout(timeout)
+    if not autograder_zip(name, out).is_file():
+        raise CourseError(f"no autograder for {name} at {autograder_zip(name, out)}: run `make assignments` first.")
+    try:
+        bwrap = sandbox.choose(mode)
+    except sandbox.SandboxUnavailable as err:
+        raise CourseError(str(err)) from None
+    if bwrap is None:
+        return {**grade(name, submission, out, timeout=timeout), "sandbox": "none", "killed": None}
+    with tempfile.TemporaryDirectory(prefix="course-sandbox-") as folder:
+        status = _grade_in_sandbox(bwrap, name, Path(submission).resolve(), Path(out).resolve(), timeout,
+                                   Path(folder))
+        outcome = _read_outcome(Path(folder) / OUTCOME) if status in (0, 2) else None
+    if outcome is not None and status == 0 and "result" in outcome:
+        return {**outcome["result"], "submission": str(submission), "sandbox": "bwrap", "killed": None}
+    if outcome is not None and status == 2 and "error" in outcome:
+        raise CourseError(str(outcome["error"]))
+    reason = f"the grading process {_how_it_ended(status)}; nothing was graded"
+    return {**_all_zero(name, submission, reason, timeout), "sandbox": "bwrap", "killed": reason}
+
+
+def _how_it_ended(status: int) -> str:
+    """"was killed (SIGKILL)" for exit status 128 + 9 (bwrap's, for a command killed by signal 9), else the status."""
+    try:
+        return f"was killed ({signal.Signals(status - 128).name})" if status > 128 else \
+            f"ended with exit status {status} before it recorded a result"
+    except ValueError:  # no name for that signal
+        return f"was killed (signal {status - 128})"
+
+
+def _grade_in_sandbox(bwrap: str, name: str, submission: Path, out: Path, timeout: float, folder: Path) -> int:
+    """Run `course.py grade --in-sandbox FOLDER` in the sandbox (FOLDER its only writable folder); its exit
+    status (128 + N when killed by signal N)."""
+    command = [sys.executable, str(HERE / "course.py"), "grade", name, str(submission), "--out", str(out),
+               "--timeout", repr(timeout), "--sandbox", "none", "--in-sandbox", str(folder)]
+    data = [os.environ["WORKBOOK_DATA"]] if os.environ.get("WORKBOOK_DATA") else []
+    args = sandbox.argv(command, read_only=[REPO, out, submission, *data], writable=[folder], bwrap=bwrap)
+    return subprocess.run(args, stdin=subprocess.DEVNULL).returncode
+
+
+def _read_outcome(path: Path) -> dict | None:
+    """The JSON object the grading in the sandbox wrote ({"result": ...} or {"error": ...}); None if unreadable."""
+    try:
+        outcome = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return outcome if isinstance(outcome, dict) else None
+
+
+def _write_outcome(folder: Path, outcome: dict) -> None:
+    """Write the outcome atomically (a temp file, then rename), for the grader outside the sandbox."""
+    part = folder / f"{OUTCOME}.part"
+    part.write_text(json.dumps(outcome))
+    part.replace(folder / OUTCOME)
 
 
 def _expected_answers(name: str, ag_zip: Path) -> dict[str, list]:
@@ -398,6 +480,8 @@ def _report(result: dict) -> str:
                      + ", ".join(f"`{first}`" for first in result["stopped_cells"]))
     if result["manual"]:
         lines.append(f"  written questions, to grade by hand: {', '.join(result['manual'])}")
+    if result.get("killed"):
+        lines.append(f"  not graded: {result['killed']} (exit status {KILLED_EXIT})")
     return "\n".join(lines)
 
 
@@ -429,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     p_grade.add_argument("--json", type=Path, help="also write the scores and reasons to this JSON file")
     p_grade.add_argument("--timeout", type=_timeout_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                          help=f"time limit of each cell and each test case (default {DEFAULT_TIMEOUT:g})")
+    p_grade.add_argument("--sandbox", choices=sandbox.MODES, default="auto",
+                         help="grade in a bubblewrap sandbox (bwrap), in none, or (auto, the default) in bwrap where "
+                              f"it works, else in none with a warning ({sandbox.REQUIRE_ENV}=1: an error)")
+    p_grade.add_argument("--in-sandbox", type=Path, metavar="FOLDER", help=argparse.SUPPRESS)  # the inner grading
     sub.add_parser("list", help="list the assignments")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
@@ -441,14 +529,28 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.names or assignments():
                 print(f"== {name}", flush=True)
                 print(f"   -> {build(name, args.out, html=not args.no_html)}", flush=True)
+        elif args.in_sandbox:
+            return _grade_inside(args)
         else:
-            result = grade(args.name, args.submission, args.out, timeout=args.timeout)
+            result = grade_isolated(args.name, args.submission, args.out, timeout=args.timeout, mode=args.sandbox)
             print(_report(result))
             if args.json:
                 args.json.write_text(json.dumps(result, indent=2))
+            return KILLED_EXIT if result["killed"] else 0
     except CourseError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _grade_inside(args: argparse.Namespace) -> int:
+    """The grading inside the sandbox: its result, or its CourseError, goes to the result folder, not stdout."""
+    try:
+        outcome = {"result": grade(args.name, args.submission, args.out, timeout=args.timeout)}
+    except CourseError as err:
+        _write_outcome(args.in_sandbox, {"error": str(err)})
+        return 2
+    _write_outcome(args.in_sandbox, outcome)
     return 0
 
 

@@ -5,9 +5,11 @@ assignments/course.py, the solutions, the blank student notebook, the solutions 
 (zipped in a folder, through the command line with --json) and either a cheating submission (01-03: it beats
 the hidden tests of a kernel-side comparison, by reading the expected value from the caller's frame or by
 replacing the lib function it is compared with) or a looping one (04, graded with a time limit of a few
-seconds). Two workers share the four assignments; otter is imported before they fork, so each pays for its
-notebooks' kernels only. Grading a notebook that is not a submission of the assignment is refused before
-otter starts.
+seconds). For one assignment (ATTACKED) it first grades, on the command line and in the sandbox, two attacks on
+the grader itself (issue 47: a submission that kills the grader, one that plants an IPython startup file in
+HOME), so that its solutions' grading is the next one. Two workers share the four assignments; otter is imported
+before they fork, so each pays for its notebooks' kernels only. Grading a notebook that is not a submission of
+the assignment is refused before otter starts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -166,13 +169,13 @@ def _zip_in_folder(notebook: Path, dest: Path) -> Path:
     return dest
 
 
-def _grade_on_the_command_line(name: str, submission: Path, out: Path) -> dict:
-    """`course.py grade NAME SUBMISSION --json FILE` (in this process): the JSON file's content, the printed
-    report and the exit status."""
+def _grade_on_the_command_line(name: str, submission: Path, out: Path, *options: str) -> dict:
+    """`course.py grade NAME SUBMISSION --json FILE [OPTIONS]` (in this process): the JSON file's content, the
+    printed report and the exit status."""
     json_path = out / f"{submission.stem}.json"
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        status = course.main(["grade", name, str(submission), "--out", str(out), "--json", str(json_path)])
+        status = course.main(["grade", name, str(submission), "--out", str(out), "--json", str(json_path), *options])
     return {"json": json.loads(json_path.read_text()), "report": stdout.getvalue(), "status": status}
 
 
@@ -187,17 +190,144 @@ def _add_lingering_cell(notebook: Path, mark: Path) -> Path:
     return mark
 
 
+# Attacks on the grader itself (issue 47), graded on the command line of course.py, in the sandbox, for ATTACKED only
+# (each grading costs 10-30 s). 1: a cell starts a writer in a session of its own, which keeps overwriting every
+# hidden test's record it finds, then kills its parent, the grader; the writer outlived the grading, left the
+# course-* folders behind, and the next grading of the solutions scored 0 ("recorded 0 outputs for 300 inputs").
+# 2: a submission that scores full marks plants an IPython startup file in the grader's HOME, whose hook overwrites
+# the records; every later grading in that HOME scored 0.
+ATTACKED = "04_irs"  # the cheapest assignment to grade
+NO_SANDBOX = "02_crel"  # its planted mistake is graded with --sandbox none
+WRITER = """import glob, os, sys, time
+while True:
+    for folder in sys.argv[2:]:
+        for record in glob.glob(os.path.join(folder, "course-hidden-*", "*-outputs.json")):
+            with open(record, "w") as f:
+                f.write('{"lib_replaced": [], "error": null, "outputs": []}')
+    time.sleep(0.02)
+"""
+KILLER_CELL = """import os, signal, subprocess, sys, tempfile, time
+
+folders = [tempfile.gettempdir(), os.path.dirname(tempfile.gettempdir()), {folder!r}]
+subprocess.Popen([sys.executable, "-c", {writer!r}, {marker!r}, *folders], start_new_session=True)
+time.sleep(1)  # long enough for the test to see the writer
+os.kill(os.getppid(), signal.SIGKILL)"""
+STARTUP_HOOK = """import glob, os
+
+
+def _overwrite(result):
+    for record in glob.glob(os.path.join(os.environ.get("COURSE_HIDDEN_DIR", "/nowhere"), "*-outputs.json")):
+        with open(record, "w") as f:
+            f.write('{"lib_replaced": [], "error": null, "outputs": []}')
+
+
+get_ipython().events.register("post_run_cell", _overwrite)
+"""
+PLANTER_CELL = f"""import os
+
+startup = os.path.expanduser("~/.ipython/profile_default/startup")
+os.makedirs(startup, exist_ok=True)
+with open(os.path.join(startup, "00-course.py"), "w") as f:
+    f.write({STARTUP_HOOK!r})"""
+
+
+def _with_cell(notebook: Path, dest: Path, source: str, *, first: bool) -> Path:
+    """A copy of `notebook` with a code cell of `source` first or last."""
+    nb = json.loads(notebook.read_text())
+    cell = {"cell_type": "code", "execution_count": None, "id": "attack", "metadata": {}, "outputs": [],
+            "source": source}
+    nb["cells"].insert(0 if first else len(nb["cells"]), cell)
+    dest.write_text(json.dumps(nb))
+    return dest
+
+
+def _marked(marker: str) -> list[int]:
+    """Pids of the running processes whose command line holds `marker` (as `pgrep -f` finds them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def _private_home(home: Path):
+    """HOME (and IPython's folder in it) is `home` for this process and the kernels it starts."""
+    home.mkdir()
+    with course._environ(HOME=str(home), IPYTHONDIR=str(home / ".ipython")):
+        yield home
+
+
+def _sandbox_problem() -> str | None:
+    """Why the sandbox cannot run here (None when it can)."""
+    bwrap = course.sandbox.bwrap_path()
+    return "no bwrap on PATH" if bwrap is None else course.sandbox.probe(bwrap)
+
+
+def _grade_the_killer(name: str, solution: Path, out: Path, marker: str) -> dict:
+    """Attack 1, graded by `python assignments/course.py grade` (a subprocess: without a sandbox it kills the
+    grader) with a TMPDIR of its own: the exit status, the JSON, the printed output, the pids of the writer (its
+    command line holds `marker`) seen during the grading and those alive after it, and what is left in that
+    TMPDIR."""
+    killer = _with_cell(solution, out / f"{name}-killer.ipynb", KILLER_CELL.format(
+        folder=tempfile.gettempdir(), writer=WRITER, marker=marker), first=True)
+    tmpdir, json_path = out / f"{name}-killer-tmp", out / f"{name}-killer.json"
+    tmpdir.mkdir()
+    with open(out / f"{name}-killer.out", "w+") as output:
+        grading = subprocess.Popen([sys.executable, str(REPO / "assignments" / "course.py"), "grade", name,
+                                    str(killer), "--out", str(out), "--json", str(json_path)],
+                                   env={**os.environ, "TMPDIR": str(tmpdir)}, stdout=output, stderr=subprocess.STDOUT)
+        seen: set[int] = set()
+        while grading.poll() is None:
+            seen.update(_marked(marker))
+            time.sleep(0.1)
+        output.seek(0)
+        report = output.read()
+    return {"status": grading.returncode, "json": json.loads(json_path.read_text()) if json_path.is_file() else None,
+            "output": report, "writers_seen": sorted(seen), "writers_after": _marked(marker),
+            "left_behind": sorted(p.name for p in tmpdir.iterdir())}
+
+
+def _attack_the_grader(name: str, solution: Path, out: Path) -> tuple[dict, dict]:
+    """The two attacks, then the next grading of the solutions (`course.grade`, in this process), all in a
+    private HOME. Returns what the attacks left and that grading; the attacks are not made when the sandbox
+    cannot run here (then {"sandbox": why})."""
+    problem = _sandbox_problem()
+    marker = f"course-attack-writer-{os.getpid()}-{time.time_ns()}"
+    try:
+        with _private_home(out / f"{name}-home") as home:
+            attacks = {"sandbox": problem}
+            if problem is None:
+                attacks["killer"] = _grade_the_killer(name, solution, out, marker)
+                planter = _with_cell(solution, out / f"{name}-planter.ipynb", PLANTER_CELL, first=False)
+                attacks["planter"] = _grade_on_the_command_line(name, planter, out)
+                attacks["planted_startup"] = sorted(str(p.relative_to(home)) for p in home.rglob("00-course.py"))
+            return attacks, course.grade(name, solution, out)
+    finally:
+        for pid in _marked(marker):  # a writer that outlived its grading (a failed test) runs no longer
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _build_and_grade(name: str, out: str) -> dict:
     """Worker: otter assign NAME into OUT, then grade the solutions, the blank student notebook, a planted
-    mistake (a zip, on the command line) and a cheating or a looping submission. Returns the gradings."""
+    mistake (a zip, on the command line, in the sandbox or, for NO_SANDBOX, without) and a cheating or a looping
+    submission; for ATTACKED, the two attacks on the grader first (on the command line, in the sandbox), so that
+    the solutions' grading is the next one. Returns the gradings."""
     out = Path(out)
     dest = course.build(name, out, html=False, run_tests=False, quiet=True)
     solution = dest / "autograder" / f"{name}.ipynb"
     planted = _plant(solution, out / f"{name}-planted.ipynb", *PLANTED[name][1:])
     blank = dest / "student" / f"{name}.ipynb"
-    results = {"solution": course.grade(name, solution, out), "blank": course.grade(name, blank, out),
-               "planted": _grade_on_the_command_line(name, _zip_in_folder(planted, out / f"{name}-planted.zip"),
-                                                     out)}
+    results = {}
+    if name == ATTACKED:  # the solutions' grading is the next one after the attacks, as in issue 47
+        results["attacks"], results["solution"] = _attack_the_grader(name, solution, out)
+    else:
+        results["solution"] = course.grade(name, solution, out)
+    results["blank"] = course.grade(name, blank, out)
+    results["planted"] = _grade_on_the_command_line(name, _zip_in_folder(planted, out / f"{name}-planted.zip"), out,
+                                                    *(["--sandbox", "none"] if name == NO_SANDBOX else []))
     if name in CHEATS:
         cheat = _replace_functions(solution, out / f"{name}-cheat.ipynb", CHEATS[name][0])
         results["cheat"] = course.grade(name, cheat, out)
@@ -224,7 +354,10 @@ def built(tmp_path_factory):
     os.environ.update(env)
     try:
         with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {name: pool.submit(_build_and_grade, name, str(out)) for name in course.assignments()}
+            # the costliest first (the attacks and the looping submission), so that the other worker grades the
+            # rest meanwhile instead of it running alone at the end
+            first = sorted(course.assignments(), key=lambda name: name not in (ATTACKED, LOOPING[0]))
+            futures = {name: pool.submit(_build_and_grade, name, str(out)) for name in first}
             results = {name: f.result() for name, f in futures.items()}
     finally:
         for k, v in old.items():
@@ -268,6 +401,9 @@ def test_planted_mistake_loses_that_question_only(built, name):
     planted = results[name]["planted"]
     assert planted["status"] == 0 and planted["json"]["submission"].endswith(f"{name}-planted.zip")
     assert _scores(planted["json"]) == expected
+    # in the sandbox where it runs, else (auto) without it; --sandbox none grades in the process
+    assert planted["json"]["sandbox"] == ("none" if name == NO_SANDBOX or _sandbox_problem() else "bwrap")
+    assert planted["json"]["killed"] is None
 
 
 @pytest.mark.parametrize("name", sorted(POINTS))
@@ -324,6 +460,47 @@ def test_a_looping_submission_is_graded_within_the_time_limit(built):
     # the stuck cell, the cell that calls the looping function and q3's first test: about 3 limits, plus the
     # kernel's start and the rest of the notebook (a loose bound: the machine may be shared)
     assert results[name]["looping_seconds"] < 240
+
+
+def _attacks(results: dict) -> dict:
+    """The attacks' gradings; skipped where the sandbox cannot run, unless WORKBOOK_REQUIRE_SANDBOX=1 (CI)."""
+    attacks = results[ATTACKED]["attacks"]
+    if attacks["sandbox"] is not None:
+        if course.sandbox.required():
+            pytest.fail(f"{course.sandbox.REQUIRE_ENV}=1 but the sandbox cannot run: {attacks['sandbox']}")
+        pytest.skip(f"the sandbox cannot run here ({attacks['sandbox']}); apt-get install bubblewrap")
+    return attacks
+
+
+def test_a_submission_that_kills_the_grader_leaves_nothing_behind(built):
+    """Attack 1: the grading process killed, every autograded question scores 0 with that reason (exit status 3);
+    the writer the submission started in a session of its own died with the sandbox, no course-* folder is
+    left in TMPDIR, and the next grading of the solutions scores full marks."""
+    _, results = built
+    killer = _attacks(results)["killer"]
+    assert killer["writers_seen"], "the writer never ran: the attack tested nothing"
+    assert killer["writers_after"] == [], "the writer outlived the grading"
+    assert killer["left_behind"] == []
+    assert killer["status"] == course.KILLED_EXIT, killer["output"]
+    reason = "the grading process was killed (SIGKILL); nothing was graded"
+    assert killer["json"]["questions"] == {q: {"score": 0.0, "possible": float(points), "reason": reason}
+                                           for q, points in POINTS[ATTACKED][0].items()}
+    assert killer["json"]["killed"] == reason and killer["json"]["sandbox"] == "bwrap"
+    assert f"not graded: {reason} (exit status 3)" in killer["output"]
+    assert _scores(results[ATTACKED]["solution"]) == POINTS[ATTACKED][0]
+
+
+def test_a_startup_file_planted_by_a_submission_stays_in_its_sandbox(built):
+    """Attack 2: the planting submission scores full marks (the plant goes into the sandbox's own HOME), the
+    grader's HOME holds no IPython startup file after it, and the next grading of the solutions scores full
+    marks."""
+    _, results = built
+    attacks = _attacks(results)
+    planter = attacks["planter"]
+    assert planter["status"] == 0 and _scores(planter["json"]) == POINTS[ATTACKED][0], planter["report"]
+    assert planter["json"]["sandbox"] == "bwrap"
+    assert attacks["planted_startup"] == []
+    assert _scores(results[ATTACKED]["solution"]) == POINTS[ATTACKED][0]
 
 
 def _solution_lines(master: dict) -> list[str]:
@@ -639,3 +816,122 @@ def test_a_malformed_or_deeply_nested_record_scores_zero_with_a_reason(tmp_path,
     reason = hidden_tests.verdict("02_crel", "q1", path, expected)
     assert reason is not None and re.match(r"the hidden test('s (record|output \d+) is malformed| recorded)",
                                            reason), reason
+
+
+def test_the_sandbox_argv_isolates_the_grading():
+    """assignments/sandbox.py: processes, network, IPC and capabilities of their own, the root read-only, /tmp a
+    private tmpfs with HOME in it, /run one too (the services' sockets); a checkout and a build under /tmp bound
+    again read-only after the tmpfs, a writable folder last; paths elsewhere are not bound again (`--ro-bind / /`
+    shows them read-only)."""
+    sandbox = course.sandbox
+    args = sandbox.argv(["/usr/bin/python3", "-c", "pass"], bwrap="/usr/bin/bwrap",
+                        read_only=["/tmp/ci.x1/checkout", "/tmp/ci.x1/checkout/runs", "/tmp/build", "/usr/share"],
+                        writable=["/tmp/ci.x1/checkout/result"])
+    assert args[0] == "/usr/bin/bwrap" and args[-4:] == ["--", "/usr/bin/python3", "-c", "pass"]
+    for flag in ("--unshare-pid", "--die-with-parent", "--unshare-net", "--unshare-ipc", "--new-session"):
+        assert flag in args
+    pairs = [" ".join(args[i:i + 3]) for i in range(len(args) - 2)]
+    at = {pair: i for i, pair in enumerate(pairs)}
+    assert args[args.index("--cap-drop") + 1] == "ALL"  # bwrap started as root keeps every capability otherwise
+    assert at["--ro-bind / /"] < at["--dev /dev --proc"] and "--proc /proc --tmpfs" in pairs
+    tmpfs = args.index("--tmpfs")
+    assert args[tmpfs + 1] == "/tmp" and tmpfs > at["--ro-bind / /"]
+    assert "--tmpfs /run" in " ".join(args) or not Path("/run").is_dir()  # the services' sockets
+    rebound = [args[i + 1] for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] != "/"]
+    assert {"/tmp/ci.x1/checkout", "/tmp/build"} <= set(rebound)
+    assert "/tmp/ci.x1/checkout/runs" not in rebound and "/usr/share" not in rebound  # inside one; outside /tmp
+    assert all(at[f"--ro-bind {p} {p}"] > tmpfs for p in ("/tmp/ci.x1/checkout", "/tmp/build"))
+    writable = at["--bind /tmp/ci.x1/checkout/result /tmp/ci.x1/checkout/result"]
+    assert writable > at["--ro-bind /tmp/ci.x1/checkout /tmp/ci.x1/checkout"]
+    assert [a for a in args if a == "--bind"] == ["--bind"]
+    env = {args[i + 1]: args[i + 2] for i, a in enumerate(args) if a == "--setenv"}
+    assert env["HOME"] == str(sandbox.HOME) and sandbox.HOME.parent == Path("/tmp") and env["TMPDIR"] == "/tmp"
+    assert all(env[k].startswith(env["HOME"] + "/") for k in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR"))
+    assert args[args.index("--dir") + 1] == env["HOME"] and args[args.index("--chdir") + 1] == env["HOME"]
+
+
+def _require_sandbox():
+    problem = _sandbox_problem()
+    if problem is not None:
+        if course.sandbox.required():
+            pytest.fail(f"{course.sandbox.REQUIRE_ENV}=1 but the sandbox cannot run: {problem}")
+        pytest.skip(f"the sandbox cannot run here ({problem}); apt-get install bubblewrap")
+    return course.sandbox.bwrap_path()
+
+
+INSIDE = """import json, os, socket, sys
+checkout, result = sys.argv[1], sys.argv[2]
+seen = {"tmp": sorted(os.listdir("/tmp")), "run": os.listdir("/run"), "home": os.environ["HOME"],
+        "home_files": os.listdir(os.environ["HOME"]),
+        "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "interfaces": socket.if_nameindex(),
+        "caps": next(l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff"))}
+for name, folder in (("checkout", checkout), ("home", os.environ["HOME"]), ("var_tmp", "/var/tmp")):
+    try:
+        open(os.path.join(folder, "written"), "w").close()
+        seen["write_" + name] = "writable"
+    except OSError as err:
+        seen["write_" + name] = err.strerror
+server = socket.create_server(("127.0.0.1", 0))
+socket.create_connection(server.getsockname()).close()
+seen["loopback"] = "works"
+import subprocess
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[3]], start_new_session=True)
+open(os.path.join(result, "seen.json"), "w").write(json.dumps(seen))
+"""
+
+
+def test_the_sandbox_runs_python_with_private_tmp_and_home(tmp_path, monkeypatch):
+    """The argv run for real, from a venv's python (a link to pyenv's or /usr's) with TMPDIR set: /tmp, /run and
+    HOME are empty and private, a checkout under /tmp is read-only, /var/tmp too, only the result folder is writable,
+    loopback works and there is no other network interface, no process of the host is visible, no capability is
+    held, and a process started in a session of its own dies when the command ends."""
+    bwrap = _require_sandbox()
+    checkout, result = tmp_path / "checkout", tmp_path / "result"
+    checkout.mkdir()
+    result.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    marker = f"course-sandbox-sleeper-{time.time_ns()}"
+    args = course.sandbox.argv([sys.executable, "-c", INSIDE, str(checkout), str(result), marker],
+                               read_only=[checkout], writable=[result], bwrap=bwrap)
+    run = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads((result / "seen.json").read_text())
+    rebound = {Path(args[i + 1]).parts[2] for i, a in enumerate(args)  # the checkout, a venv under /tmp, ...
+               if a in ("--ro-bind", "--bind") and args[i + 1].startswith("/tmp/")}
+    assert seen["tmp"] == sorted({course.sandbox.HOME.name} | rebound) and seen["run"] == []
+    assert seen["home"] == str(course.sandbox.HOME) and seen["home_files"] == [] and seen["write_home"] == "writable"
+    assert seen["write_checkout"] == seen["write_var_tmp"] == "Read-only file system"
+    assert not (checkout / "written").exists()
+    assert seen["loopback"] == "works" and [name for _, name in seen["interfaces"]] == ["lo"]
+    assert seen["pids"] == [1, 2]  # bwrap, the init of the namespace, and the command
+    assert int(seen["caps"], 16) == 0
+    assert _marked(marker) == []
+
+
+def test_the_sandbox_switch_and_a_missing_bwrap(built, monkeypatch, capsys):
+    """--sandbox none never looks for bwrap; a missing bwrap is an error for --sandbox bwrap and, with
+    WORKBOOK_REQUIRE_SANDBOX=1, for auto, else auto warns and grades without it. On the command line the error
+    names bwrap and comes before otter starts (exit status 2)."""
+    sandbox = course.sandbox
+    missing = "/nonexistent/bwrap"
+    monkeypatch.setenv(sandbox.BWRAP_ENV, missing)
+    monkeypatch.delenv(sandbox.REQUIRE_ENV, raising=False)
+    assert sandbox.choose("none") is None and capsys.readouterr().err == ""
+    with pytest.raises(sandbox.SandboxUnavailable, match="needs bubblewrap \\(bwrap; --sandbox bwrap\\), but "
+                                                         "/nonexistent/bwrap does not exist \\(WORKBOOK_BWRAP\\)"):
+        sandbox.choose("bwrap")
+    assert sandbox.choose("auto") is None
+    assert "warning: grading without a sandbox, since /nonexistent/bwrap does not exist" in capsys.readouterr().err
+    monkeypatch.setenv(sandbox.REQUIRE_ENV, "1")
+    with pytest.raises(sandbox.SandboxUnavailable, match="WORKBOOK_REQUIRE_SANDBOX=1"):
+        sandbox.choose("auto")
+    assert sandbox.choose("none") is None
+    out, _ = built
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, str(REPO / "assignments" / "course.py"), "grade", ATTACKED,
+                          str(out / ATTACKED / "autograder" / f"{ATTACKED}.ipynb"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith("error: grading in a sandbox needs bubblewrap (bwrap; WORKBOOK_REQUIRE_SANDBOX=1), "
+                                 "but /nonexistent/bwrap does not exist"), run.stderr
+    assert time.monotonic() - start < 60

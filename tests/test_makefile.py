@@ -101,17 +101,23 @@ def test_book_without_executed_notebooks_says_to_run_make_run_first(tmp_path):
 
 FAKE_TOOL = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$CALLS"
+[ "$(basename "$0")" = make ] && echo "make-env BWRAP=$WORKBOOK_BWRAP BROWSER=$WORKBOOK_REQUIRE_BROWSER \\
+SANDBOX=$WORKBOOK_REQUIRE_SANDBOX" >> "$CALLS"
 case "$(basename "$0") $*" in
-  *"install -y"*chromium*) printf '#!/bin/sh\\n' > "$WORKBOOK_CHROMIUM"; chmod +x "$WORKBOOK_CHROMIUM";;
-  sudo*) shift 0; "$@";;
+  *"install -y"*) for p in "$@"; do case "$p" in
+      chromium) printf '#!/bin/sh\\n' > "$WORKBOOK_CHROMIUM"; chmod +x "$WORKBOOK_CHROMIUM";;
+      bubblewrap) printf '#!/bin/sh\\n' > "$WORKBOOK_BWRAP"; chmod +x "$WORKBOOK_BWRAP";;
+    esac; done;;
 esac
+case "$(basename "$0")" in sudo) "$@";; esac
 """
 
 
-@pytest.mark.parametrize("installed", [False, True])
-def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_tests_with_the_suite(tmp_path, installed):
-    """.ci/run (with make and apt-get replaced by recorders): chromium from apt-get only when it is missing, never
-    `playwright install`; one `make test` with the browser tests in its session, a missing chromium made a failure."""
+@pytest.mark.parametrize("installed", [(), ("chromium",), ("bubblewrap",), ("chromium", "bubblewrap")])
+def test_ci_installs_debians_chromium_and_bubblewrap_when_missing_and_requires_them(tmp_path, installed):
+    """.ci/run (with make and apt-get replaced by recorders): chromium and bubblewrap from one apt-get, only those
+    missing, never `playwright install`; one `make test` with the browser tests in its session, a missing chromium
+    or bwrap made a failure (WORKBOOK_REQUIRE_BROWSER, WORKBOOK_REQUIRE_SANDBOX) and the bwrap it checked used."""
     (tmp_path / "repo" / ".ci").mkdir(parents=True)
     shutil.copy(ROOT / ".ci" / "run", tmp_path / "repo" / ".ci" / "run")
     bin_dir = tmp_path / "bin"
@@ -119,18 +125,42 @@ def test_ci_installs_debians_chromium_when_missing_and_runs_the_browser_tests_wi
     for tool in ("make", "apt-get", "sudo"):
         (bin_dir / tool).write_text(FAKE_TOOL)
         (bin_dir / tool).chmod(0o755)
-    chromium, calls = tmp_path / "chromium", tmp_path / "calls"
-    if installed:
-        chromium.write_text("#!/bin/sh\n")
-        chromium.chmod(0o755)
+    tools, calls = {"chromium": tmp_path / "chromium", "bubblewrap": tmp_path / "bwrap"}, tmp_path / "calls"
+    for package in installed:
+        tools[package].write_text("#!/bin/sh\n")
+        tools[package].chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls),
-           "WORKBOOK_CHROMIUM": str(chromium)}
+           "WORKBOOK_CHROMIUM": str(tools["chromium"]), "WORKBOOK_BWRAP": str(tools["bubblewrap"])}
+    env.pop("WORKBOOK_REQUIRE_SANDBOX", None)
     out = subprocess.run(["bash", str(tmp_path / "repo" / ".ci" / "run")], env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    made = [line.split(" ", 1)[1] for line in calls.read_text().splitlines() if line.startswith("make")]
-    installs = [line for line in calls.read_text().splitlines() if line.startswith("apt-get")]
+    lines = calls.read_text().splitlines()
+    made = [line.split(" ", 1)[1] for line in lines if line.startswith("make ")]
+    installs = [line for line in lines if line.startswith("apt-get")]
+    missing = [package for package in ("chromium", "bubblewrap") if package not in installed]
     assert made == ["test TEST_ARGS=--run-browser"]
-    assert installs == ([] if installed else ["apt-get update", "apt-get install -y --no-install-recommends chromium"])
+    assert [line for line in lines if line.startswith("make-env")] == [
+        f"make-env BWRAP={tools['bubblewrap']} BROWSER=1 SANDBOX=1"]
+    assert installs == ([] if not missing else
+                        ["apt-get update", f"apt-get install -y --no-install-recommends {' '.join(missing)}"])
     assert "playwright install" not in (ROOT / ".ci" / "run").read_text().replace("never `playwright install`", "")
-    assert "WORKBOOK_REQUIRE_BROWSER=1 make test TEST_ARGS=--run-browser" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_ci_fails_at_once_when_apt_get_installs_no_bwrap(tmp_path):
+    """An apt-get that leaves no bwrap behind stops .ci/run before the suite, naming bwrap."""
+    (tmp_path / "repo" / ".ci").mkdir(parents=True)
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / "repo" / ".ci" / "run")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("make", "apt-get", "sudo"):
+        (bin_dir / tool).write_text('#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\n')
+        (bin_dir / tool).chmod(0o755)
+    (tmp_path / "chromium").write_text("#!/bin/sh\n")
+    (tmp_path / "chromium").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(tmp_path / "calls"),
+           "WORKBOOK_CHROMIUM": str(tmp_path / "chromium"), "WORKBOOK_BWRAP": str(tmp_path / "bwrap")}
+    out = subprocess.run(["bash", str(tmp_path / "repo" / ".ci" / "run")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1 and f"no bwrap at {tmp_path / 'bwrap'} after apt-get install bubblewrap" in out.stderr
+    assert not any(line.startswith("make") for line in (tmp_path / "calls").read_text().splitlines())
