@@ -264,6 +264,56 @@ def test_a_stored_file_recorded_for_another_configuration_is_refused_by_name(roo
     assert f"stored result {layer / zero} refused: the configuration its manifest records differs" in out
 
 
+def test_a_stored_file_swapped_for_another_entrys_bytes_is_refused_by_name(roots, monkeypatch, capsys):
+    """Issue 47 item 7: seed 0's file replaced by seed 1's bytes with only its sha256 and bytes updated in the
+    manifest (its recorded configuration still seed 0's) was read as seed 0's value. The file carries the key
+    it was computed for, and seed 1's key is not the one asked for."""
+    fill(roots)
+    fill(roots, seed=1)
+    layer = roots / "results" / "xx" / "test"
+    manifest = json.loads((layer / "manifest.json").read_text())
+    zero, one = (cache_path("xx", "samples", {"seed": seed}, ".npz").name for seed in (0, 1))
+    (layer / zero).write_bytes((layer / one).read_bytes())
+    manifest["entries"][zero].update(sha256=sha256_file(layer / zero), bytes=(layer / zero).stat().st_size)
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    out = computed_instead(roots, monkeypatch, capsys)
+    assert re_search(rf"stored result {layer / zero} refused: the key inside it is not this entry's", out)
+
+
+def test_a_stored_file_without_its_key_is_refused_until_the_layer_is_keyed(roots, monkeypatch, capsys):
+    """A layer written before stored files carried their key (a plain cache entry in the layer, its manifest
+    row matching) is refused by name; `key_layer` gives each file the key its manifest records, and it loads."""
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    name = cache_path("xx", "samples", {"seed": 0}, ".npz").name
+    (layer / name).write_bytes((roots / "cache" / "xx" / name).read_bytes())
+    manifest = json.loads((layer / "manifest.json").read_text())
+    manifest["entries"][name].update(sha256=sha256_file(layer / name), bytes=(layer / name).stat().st_size)
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    assert re_search(rf"stored result {layer / name} refused: it carries no key", computed_instead(roots, monkeypatch,
+                                                                                                     capsys))
+    assert store.key_layer(layer) == [name] and store.key_layer(layer) == []
+    empty_cache(roots, monkeypatch, "cache3")
+    x = run_of("stored").npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), fail, stored=True)["x"]
+    assert np.array_equal(x, np.arange(5.0))
+
+
+def test_every_committed_stored_file_carries_the_key_of_its_name_and_manifest_entry():
+    """The class of item 7 on the committed layers: each file's own header holds the digest of the configuration
+    its manifest records, whose short hash is the one in the file's name; and its SHA-256 is the manifest's."""
+    from lib import cache
+    from lib.paths import PROJECT_ROOT
+
+    manifests = sorted((PROJECT_ROOT / "results").glob("*/*/manifest.json"))
+    assert len(manifests) >= 4
+    for path in manifests:
+        for name, entry in json.loads(path.read_text())["entries"].items():
+            key = cache.key_digest(entry["config"])
+            assert store.NAME.match(name)["key"] == key.hex()[:10], f"{path.parent / name}: name and config differ"
+            assert cache.file_key(path.parent / name) == key, f"{path.parent / name} does not carry its key"
+            assert sha256_file(path.parent / name) == entry["sha256"], f"{path.parent / name}: SHA-256 differs"
+
+
 @pytest.mark.parametrize("text, reason", [
     ("<<<<<<< HEAD\n{}", "JSONDecodeError"),
     ("[1, 2]", "it holds a list, not an object"),
