@@ -66,9 +66,9 @@ def _stream_text(nb: dict) -> str:
 def run_facts(executed: str | Path) -> dict[str, Any]:
     """What identifies the run of an executed notebook: {"preset", "date" (YYYY-MM-DD, UTC), "commit" (None when
     the run was not stamped), "processor" (the device the notebook recorded, None when it recorded none),
-    "source" ("stored" or "compute"), "read"/"computed" (stored-layer entries; None when not printed), "layer",
-    "duration_s" (the run's wall time), "from_scratch_s" (what the stored results it read took to compute, from the
-    layer's manifest; None when it read none)}."""
+    "source" ("stored" or "compute"), "force" (FORCE_RECOMPUTE was True), "read"/"computed" (stored-layer entries;
+    None when not printed), "layer", "duration_s" (the run's wall time), "from_scratch_s" (what the stored results
+    it read took to compute, from the layer's manifest; None when it read none)}."""
     from lib.glue import read_results
 
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
@@ -83,7 +83,8 @@ def run_facts(executed: str | Path) -> dict[str, Any]:
     return {"preset": params.get("PRESET", "?"), "date": (papermill.get("end_time") or "")[:10] or None,
             "duration_s": papermill.get("duration"), "from_scratch_s": stored and stored["from_scratch_s"],
             "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit"), "processor": device,
-            "source": params.get("SOURCE", "stored"), "layer": found and found["layer"],
+            "source": params.get("SOURCE", "stored"), "force": params.get("FORCE_RECOMPUTE") is True,
+            "layer": found and found["layer"],
             "read": found and int(found["read"]), "computed": found and int(found["computed"])}
 
 
@@ -91,6 +92,8 @@ def source_words(facts: dict[str, Any]) -> str:
     """How the run's long stages were obtained, in words."""
     if facts["source"] == "compute":
         return "every stage computed (`SOURCE=\"compute\"`)"
+    if facts.get("force"):
+        return "recomputed: FORCE_RECOMPUTE (every stage computed; the stored layer was not read)"
     if facts["read"] is None:
         return "stored results where they matched"
     if facts["read"] == 0:
