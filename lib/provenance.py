@@ -9,6 +9,7 @@ computed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,17 @@ def stamp(executed: str | Path, commit: str | None = None) -> None:
     partial = executed.with_name(f".{executed.name}.stamp-{os.getpid()}")
     partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(partial, executed)
+
+
+def run_fingerprint(executed: str | Path) -> str:
+    """12 hex digits of the SHA-256 of what the run of an executed notebook recorded: its glued results and the
+    commit it was stamped with. Two runs that differ in one value or in their commit differ in it, whatever their
+    preset and date; the results pages record it (`lib.make.results`) and the book compares it (`lib.make.book`)."""
+    from lib.glue import read_results
+
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    recorded = {"results": read_results(executed), "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit")}
+    return hashlib.sha256(json.dumps(recorded, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _stream_text(nb: dict) -> str:
@@ -131,12 +143,14 @@ def provenance_line(f: dict[str, Any], *, extra: str = "", lead: str = "This pag
 
 
 def run_info(notebook: Path) -> dict[str, Any]:
-    """Preset, parameters, duration and end time that papermill stored in an executed notebook."""
+    """Preset, parameters, duration and end time that papermill stored in an executed notebook, and the run's
+    fingerprint (`run_fingerprint`)."""
     meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
     params = meta.get("parameters", {})
     end = meta.get("end_time") or ""
     info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
-            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None,
+            "fingerprint": run_fingerprint(notebook)}
     if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
         from lib.store import layer_dir, read_manifest
 

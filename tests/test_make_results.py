@@ -124,7 +124,8 @@ def test_a_typed_number_is_found_in_the_text_and_in_an_expression_but_not_in_a_k
     assert results.undeclared_numbers(template) == ["0.38", "0.0030", "0.42"]
     assert results.unused_literals(template) == []
     page = results.render_page({"t": {"0.25": 1.0}, "x": 0.5}, {"commit": "abc", "notebook": "01_x.ipynb",
-                                                                "preset": "smoke", "date": "2026-12-02"}, template)
+                                                                "preset": "smoke", "date": "2026-12-02",
+                                                                "fingerprint": "0123456789ab"}, template)
     assert "literals:" not in page and "Band width 0.38" in page and "50.0%" in page
 
 
