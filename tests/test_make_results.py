@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -157,8 +158,31 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
                                             r"\(10 of 40 code cells did not complete"):
         generate(runs, out, None)
     assert sorted(p.name for p in out.iterdir()) == ["templates"]
+    (tmp_path / "README.md").write_text("# README\n")
     with pytest.raises(SystemExit, match="make results: .* was interrupted"):
         main(["--runs", str(runs), "--out", str(out), "--readme", str(tmp_path / "README.md")])
+
+
+@pytest.mark.parametrize("broken, message", [
+    ("--runs", r"--runs .*MISSING is not a folder"),
+    ("--out", r"--out .*MISSING holds no templates/\[0-9\]\[0-9\]-\*\.md"),
+    ("--readme", r"--readme .*MISSING does not exist"),
+])
+def test_the_results_command_checks_its_arguments_before_writing(tmp_path, capsys, broken, message):
+    """Issue 47 item 11, for `python -m lib.make.results`: a missing --runs folder or an --out without templates
+    wrote nothing and said so only as "not regenerated" lines (exit 0); a missing --readme failed after the pages
+    were written."""
+    import shutil
+
+    options = {"--runs": tmp_path / "runs", "--out": tmp_path / "pages", "--readme": tmp_path / "README.md"}
+    options["--runs"].mkdir()
+    shutil.copytree(PROJECT_ROOT / "docs" / "results" / "templates", options["--out"] / "templates")
+    options["--readme"].write_text("# README\n")
+    options[broken] = tmp_path / "MISSING"
+    with pytest.raises(SystemExit) as stop:
+        results.main([str(x) for option, path in options.items() for x in (option, path)])
+    assert stop.value.code == 2 and re.search(message, capsys.readouterr().err)
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["templates"]  # nothing written
 
 
 def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_not_record(tmp_path):

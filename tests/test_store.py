@@ -4,6 +4,8 @@ SOURCE="stored", refused when damaged, ignored when stale or under SOURCE="compu
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -222,6 +224,49 @@ def test_the_store_command_refuses_a_bad_preset_or_source_before_running(roots, 
         store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--out", str(roots / "runs"), *argv])
     assert stop.value.code == 2 and re_search(message, capsys.readouterr().err)
     assert bystander.read_text() == "mine" and not (roots / "runs").exists()  # refused before the run
+
+
+def no_run(*args, **kwargs):
+    raise AssertionError("the notebook ran before the command's arguments were checked")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reuse-cache", "--scratch-run", "missing.ipynb"], r"--scratch-run missing\.ipynb does not exist"),
+    (["--scratch-run", "README.md"], r"--scratch-run is the executed notebook of the run that filled the cache: "
+                                     r"give it with --reuse-cache"),
+    (["-p", "PRSET", "smoke"], r"-p PRSET: not a parameter of 04_image_retrieval_score\.ipynb"),
+    (["--out", "README.md"], r"--out README\.md is not a folder"),
+])
+def test_the_store_command_checks_every_argument_before_running(roots, monkeypatch, capsys, argv, message):
+    """Issue 47 item 11: `--scratch-run missing.ipynb` ran the notebook for 70 s, then raised FileNotFoundError
+    and deleted the cache it had computed."""
+    monkeypatch.setattr(store_writer, "_execute_timed", no_run)
+    with pytest.raises(SystemExit) as stop:
+        store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--preset", "smoke", "--out",
+                           str(roots / "runs"), *argv])
+    assert stop.value.code == 2 and re_search(message, capsys.readouterr().err)
+
+
+def test_the_store_command_keeps_the_cache_it_computed_when_a_later_step_fails(roots, monkeypatch, capsys):
+    """An error after the run (here: the layer cannot be written) leaves the temporary cache in place and says
+    how to write the layer from it without computing again."""
+    def fake_run(notebook, out, parameters):
+        Run.for_notebook("04", "smoke", source="compute", force=False, device="cpu", progress=False).npz(
+            cache_entry("04", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(2)}, stored=True)
+        return out / notebook.name, {"wall_seconds": 1.0, "cpu_seconds": 1.0}
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_writer, "_execute_timed", fake_run)
+    monkeypatch.setattr(store_writer, "write_layer", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--preset", "smoke", "--out",
+                           str(roots / "runs")])
+    err = capsys.readouterr().err
+    kept = re.search(r"the run's cache is kept in (\S+) ", err)
+    assert kept and list(Path(kept[1]).glob("04/samples-*.npz")), err
+    assert f"WORKBOOK_CACHE={kept[1]}" in err and "--reuse-cache" in err
 
 
 def re_search(pattern: str, text: str) -> bool:

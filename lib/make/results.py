@@ -211,12 +211,26 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
     return written
 
 
+def arguments_problem(runs: Path, out: Path, readme: Path | None) -> str | None:
+    """Why `make results` cannot run with these folders, checked before any page is written, or None."""
+    if not runs.is_dir():
+        return f"--runs {runs} is not a folder (the executed notebooks of `make run`)"
+    if not sorted((out / "templates").glob("[0-9][0-9]-*.md")):
+        return f"--out {out} holds no templates/[0-9][0-9]-*.md to render"
+    if readme is not None and not readme.is_file():
+        return f"--readme {readme} does not exist"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, default=PROJECT_ROOT / "runs")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "results")
     parser.add_argument("--readme", type=Path, default=PROJECT_ROOT / "README.md")
     args = parser.parse_args(argv)
+    problem = arguments_problem(args.runs, args.out, args.readme)
+    if problem:
+        parser.error(problem)
     try:
         written = generate(args.runs, args.out, args.readme)
     except IncompleteRun as err:
