@@ -49,14 +49,20 @@ def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:
 
 def stamp(executed: str | Path, commit: str | None = None) -> None:
     """Record in an executed notebook's metadata the commit it ran at (default: this checkout's, "-dirty" when
-    a tracked file was changed). Written atomically, as papermill's copy was."""
+    a tracked file was changed). Written atomically, as papermill's copy was: a write that fails (a full disk,
+    `ulimit -f`) leaves the notebook as it was, no partial file, and an OSError naming the notebook."""
     executed = Path(executed)
     nb = json.loads(executed.read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault(STAMP_KEY, {})["commit"] = commit or git_commit(short=True,
                                                                                               mark_dirty=True)
     partial = executed.with_name(f".{executed.name}.stamp-{os.getpid()}")
-    partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, executed)
+    try:
+        partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(partial, executed)
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise OSError(err.errno, f"{executed} could not be stamped with its commit ({err.strerror or err}; a full "
+                                 "disk or a file-size limit, `ulimit -f`?); it is left as it was") from err
 
 
 def run_fingerprint(executed: str | Path) -> str:

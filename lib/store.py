@@ -116,7 +116,7 @@ def read_manifest(layer: Path) -> dict | None:
     try:
         regular_file(path)
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, OSError) as err:
+    except (ValueError, UnicodeDecodeError, OSError, RecursionError) as err:  # RecursionError: nested too deep
         raise DamagedManifest(path, f"{type(err).__name__}: {err}") from None
     problem = manifest_problem(manifest)
     if problem:

@@ -28,6 +28,20 @@ def test_a_value_the_run_did_not_record_is_an_error_naming_the_placeholder():
         render('AUC {{ r["auc"]["8"] :.3f }}', {"r": {"auc": {"2": 0.9}}})
 
 
+@pytest.mark.parametrize("glued", ["-inf", "inf", None])  # lib.glue.to_jsonable's -inf, inf and nan
+def test_a_non_finite_value_under_a_number_format_names_the_template_and_the_placeholder(tmp_path, glued):
+    """Issue 47 item 12: a glued -inf under `:.3f` raised "Unknown format code 'f' for object of type 'str'",
+    naming neither the template nor the placeholder."""
+    template = tmp_path / "templates" / "01-x.md"
+    template.parent.mkdir()
+    template.write_text("# Notebook 01\n\nAUC {{ r['auc'] :.3f }}\n")
+    info = {"commit": "abc", "notebook": "01_x.ipynb", "preset": "smoke", "date": "2026-12-02", "fingerprint": "0"}
+    with pytest.raises(TemplateError) as err:
+        results.render_page({"auc": glued}, info, template)
+    message = str(err.value)
+    assert str(template) in message and "{{ r['auc'] :.3f }}" in message and repr(glued) in message
+
+
 def test_value_tables_render_scalars_rows_and_dicts():
     text = value_tables({"preset": "cpu", "auc": {"2": 0.91234, "4": [0.5, 0.25]},
                          "table": {"CReL/0.1": {"z": 0.9, "y": 0.8}, "PCP/0.1": {"y": 0.7}}})

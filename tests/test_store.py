@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -375,6 +378,55 @@ def test_a_malformed_manifest_is_an_error_naming_the_file(roots, text, reason):
     with pytest.raises(store.DamagedManifest, match="is not a valid stored-layer manifest") as err:
         run_of("stored").describe()
     assert str(layer / "manifest.json") in str(err.value) and reason in str(err.value)
+
+
+def test_a_deeply_nested_manifest_is_an_error_naming_the_file(roots):
+    """Issue 47 item 12: a 100,000-deep manifest.json raised a bare RecursionError."""
+    layer = roots / "results" / "xx" / "test"
+    layer.mkdir(parents=True)
+    (layer / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(store.DamagedManifest, match="RecursionError") as err:
+        run_of("stored").describe()
+    assert str(layer / "manifest.json") in str(err.value)
+
+
+def under_file_size_limit(code: str, limit: int = 4096) -> subprocess.CompletedProcess:
+    """`code` run by this Python with `ulimit -f` at `limit` bytes (writes past it fail with EFBIG)."""
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return subprocess.run([sys.executable, "-c", code], preexec_fn=limited, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_layer_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(roots):
+    """Issue 47 item 12: `ulimit -f` during write_layer gave a bare `OSError: File too large`; the error names the
+    layer and the file, the layer stays as it was and no partial file or staging folder remains."""
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    before = sorted(p.name for p in layer.parent.iterdir()), (layer / "manifest.json").read_text()
+    big = cache_entry("xx", "big", {"n": 1}, ".npz")
+    Run().npz(big, lambda: {"x": np.arange(10_000.0)}, stored=True)
+    done = under_file_size_limit(
+        "from lib import store\n"
+        f"store.write_layer('xx', 'test', [{{'path': {str(big.path)!r}, 'config': {{'n': 1}}}}], {{}})")
+    assert done.returncode != 0 and "LayerNotWritten" in done.stderr, done.stderr
+    assert re_search(rf"the stored layer {layer} was not written: its file {big.path.name} could not be written "
+                     r"\(File too large", done.stderr)
+    assert (sorted(p.name for p in layer.parent.iterdir()), (layer / "manifest.json").read_text()) == before
+
+
+def test_a_stamp_past_the_file_size_limit_names_the_notebook_and_leaves_no_partial_file(tmp_path):
+    """Issue 47 item 12: the stamp of an executed notebook (`make run`, `make store`) left `.NAME.stamp-PID`."""
+    import nbformat
+
+    executed = tmp_path / "01_x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x" * 10_000)]), executed)
+    before = executed.read_text()
+    done = under_file_size_limit(f"from lib.provenance import stamp\nstamp({str(executed)!r}, commit='abc')")
+    assert done.returncode != 0 and re_search(rf"{executed} could not be stamped", done.stderr), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_x.ipynb"] and executed.read_text() == before
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo"])

@@ -39,7 +39,7 @@ from lib.glue import IncompleteRun, read_complete_results, read_results, run_pro
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
-from lib.templates import PLACEHOLDER, findings_template, findings_text, render, split_template
+from lib.templates import PLACEHOLDER, TemplateError, findings_template, findings_text, render, split_template
 
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
 VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
@@ -143,7 +143,7 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
               f"{info['preset']}, run on {info['date']}, fingerprint {info['fingerprint']}); edit "
               f"docs/results/templates/{template.name} instead -->\n")
     body = render(split_template(template.read_text(encoding="utf-8"))[1],
-                  {"r": results, "run": info, "all_results": lambda: value_tables(stable)})
+                  {"r": results, "run": info, "all_results": lambda: value_tables(stable)}, source=template)
     if provenance:
         title, _, rest = body.partition("\n")
         body = f"{title}\n\n{provenance}\n{rest}"
@@ -172,15 +172,16 @@ def update_readme(readme: Path, headlines: str) -> bool:
     return True
 
 
-def headline_rows(template: str, namespace: Mapping[str, Any], current: str) -> str:
+def headline_rows(template: str, namespace: Mapping[str, Any], current: str, source: Path | None = None) -> str:
     """The README table: the template's header, then each notebook's row rendered from its run, or kept as it
-    stands in `current` (the README's block) when that notebook has no run in `runs/`."""
+    stands in `current` (the README's block) when that notebook has no run in `runs/`; `source`: the template's
+    file, named in an error."""
     lines = template.strip().splitlines()
     kept = {line[:8]: line for line in current.splitlines() if line.startswith("| [0")}
     out = lines[:2]
     for line in lines[2:]:
         number = line[3:5]
-        out.append(render(line, namespace) if f"r{number}" in namespace else kept.get(line[:8], line))
+        out.append(render(line, namespace, source=source) if f"r{number}" in namespace else kept.get(line[:8], line))
     return "\n".join(out) + "\n"
 
 
@@ -205,7 +206,7 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
     if readme is not None and headline_template.exists() and namespace:
         block = HEADLINES.search(readme.read_text(encoding="utf-8"))
         template = split_template(headline_template.read_text(encoding="utf-8"))[1]
-        table = headline_rows(template, namespace, block[0] if block else "")
+        table = headline_rows(template, namespace, block[0] if block else "", headline_template)
         if update_readme(readme, table):
             written.append(readme)
     return written
@@ -235,6 +236,8 @@ def main(argv: list[str] | None = None) -> None:
         written = generate(args.runs, args.out, args.readme)
     except IncompleteRun as err:
         raise SystemExit(f"make results: {err}") from None
+    except TemplateError as err:
+        raise SystemExit(f"make results: {err.args[0]}") from None
     for path in written:
         print(f"wrote {path} ({dt.datetime.now():%H:%M:%S})")
 

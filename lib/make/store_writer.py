@@ -106,7 +106,7 @@ def _scratch_run_problem(args: argparse.Namespace) -> str | None:
         return f"--scratch-run {args.scratch_run} does not exist (or is not a file)"
     try:
         scratch_run_info(args.scratch_run)
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
         return f"--scratch-run {args.scratch_run} is not a complete executed notebook: {err}"
     return None
 
