@@ -246,6 +246,44 @@ def test_make_book_warns_on_stderr_when_the_results_pages_are_not_from_its_runs(
     assert "`make results`, then `make book`" in err
 
 
+def test_an_interrupted_or_failed_build_leaves_the_previous_site_whole_and_a_good_one_replaces_it(tmp_path,
+                                                                                                  monkeypatch):
+    """Issue 47 item 13: Sphinx built into --out in place, so an interrupted `make book` left a site of old and new
+    pages. It builds into a folder beside --out and swaps it in when the build succeeded."""
+    import sphinx.cmd.build
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for notebook in NOTEBOOKS:
+        fake_run(runs / notebook.name, {"parameters": {"PRESET": "smoke"}})
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("old")
+    (out / "gone.html").write_text("old")
+
+    def sphinx_writes(outcome):
+        def build_main(args):
+            (Path(args[args.index(str(book.ROOT)) + 1]) / "index.html").write_text("new")  # the output folder
+            if outcome == "interrupted":
+                raise KeyboardInterrupt
+            return 0 if outcome == "ok" else 1
+        return build_main
+
+    for outcome, error in [("interrupted", KeyboardInterrupt), ("warnings", book.BookError)]:
+        monkeypatch.setattr(sphinx.cmd.build, "build_main", sphinx_writes(outcome))
+        with pytest.raises(error):
+            book.build(runs, out)
+        assert sorted((p.name, p.read_text()) for p in out.iterdir()) == [("gone.html", "old"), ("index.html", "old")]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "site"]  # no half-built folder left
+    monkeypatch.setattr(sphinx.cmd.build, "build_main", sphinx_writes("ok"))
+    assert book.build(runs, out) == out.resolve() / "index.html"
+    assert sorted((p.name, p.read_text()) for p in out.iterdir()) == [("index.html", "new")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "site"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(book.BookError, match=r"--out .*file is not a folder"):
+        book.build(runs, tmp_path / "file")
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_the_plumbing_cells_of_each_notebook_are_found_and_folded(notebook):
     """Imports, parameters, configuration and recording: the fixed anatomy, folded in the book and the report."""

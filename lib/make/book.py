@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -242,16 +245,37 @@ def set_image_alt_text(app, doctree) -> None:
 
 def build(runs: Path, out: Path, *, quiet: bool = True) -> Path:
     """Build the book from the executed notebooks in `runs` into `out`; returns its front page (index.html).
-    Checks the runs before Sphinx starts; a Sphinx warning fails the build (BookError)."""
+    Checks the runs and `out` before Sphinx starts; a Sphinx warning fails the build (BookError). Sphinx writes
+    into a folder beside `out`, which replaces `out` only when the build succeeded (`_swap_in`): a failed or
+    interrupted build leaves the previous site whole and no half-built folder."""
     executed_notebooks(runs)
+    out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise BookError(f"--out {out} is not a folder")
     from sphinx.cmd.build import build_main
 
-    out = Path(out).resolve()
-    args = ["-b", "html", "-E", "-W", "--keep-going", "-c", str(CONF_DIR), "-d", str(out / ".doctrees"),
-            "-D", f"workbook_runs={Path(runs).resolve()}", str(ROOT), str(out)]
-    if build_main(args + (["-q"] if quiet else [])) != 0:
-        raise BookError(f"Sphinx reported warnings or errors (above); nothing in {out} is to be trusted")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building-"))
+    try:
+        args = ["-b", "html", "-E", "-W", "--keep-going", "-c", str(CONF_DIR), "-d", str(staging / ".doctrees"),
+                "-D", f"workbook_runs={Path(runs).resolve()}", str(ROOT), str(staging)]
+        if build_main(args + (["-q"] if quiet else [])) != 0:
+            raise BookError(f"Sphinx reported warnings or errors (above); {out} is left as it was")
+        _swap_in(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return out / "index.html"
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put the built site `staging` in the place of `out` (same folder, so renames): the old site is renamed
+    aside, the new one into place, then the old one deleted. A reader never sees old and new pages mixed."""
+    os.chmod(staging, 0o755)  # mkdtemp's 0700 would keep `python -m http.server` of another user out
+    old = staging.with_name(staging.name.replace(".building-", ".old-"))
+    if out.exists():
+        os.replace(out, old)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
