@@ -33,6 +33,7 @@ help:
 	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
+	@echo "           (after make results, so that the results pages are from the same runs)"
 	@echo "make test-browser  JupyterLab and the book in Debian's chromium (apt-get install chromium; minutes;"
 	@echo "           READ_BOOK=runs/book: check the last make book instead of a book of the smoke runs)"
 	@echo "make bench  timing and memory benchmarks (figures in benchmarks/README.md)"
@@ -119,6 +120,8 @@ results: $(STAMP)
 # The book (lib.make.book, docs/book/conf.py): README as the front page, the executed notebooks of the last `make run`
 # (runs/*.ipynb, not executed again), the results pages, specs and guides, as a static site in $(BOOK) (git-ignored).
 # Sphinx with MyST-NB, every warning an error; it downloads nothing and the site requests nothing off the machine.
+# The results pages and README's table are what `make results` last wrote: run it first (`make run`, `make results`,
+# `make book`); the book warns when they are from other runs than runs/ holds, and never rewrites them itself.
 BOOK ?= runs/book
 book: $(STAMP)
 	$(BIN)/python -m lib.make.book --runs runs --out $(BOOK)

@@ -226,8 +226,13 @@ def read_submission(name: str, submission: str | Path) -> dict:
         nb = json.loads(text)
     except json.JSONDecodeError as err:
         raise CourseError(f"submission {path} is not a Jupyter notebook (not valid JSON: {err}).") from err
+    except RecursionError as err:
+        raise CourseError(f"submission {path} is not a Jupyter notebook (nested too deep to read).") from err
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise CourseError(f"submission {path} is not a Jupyter notebook (no list of cells).")
+    if not isinstance(nb.get("metadata", {}), dict):
+        raise CourseError(f"submission {path} is not a Jupyter notebook (its metadata is a "
+                          f"{type(nb['metadata']).__name__}, not an object).")
     otter_meta = nb.get("metadata", {}).get("otter", {})
     got = otter_meta.get("assignment_name") if isinstance(otter_meta, dict) else None
     if got is None:

@@ -7,7 +7,10 @@ entry, and two processes writing the same entry leave one whole entry (the last 
 folder is `$WORKBOOK_CACHE` if set, else the git-ignored `data/cache/` of the checkout.
 
 Each entry (and each training checkpoint) carries its own SHA-256: the file is a 40-byte header
-(`MAGIC` + the digest of the rest) followed by the usual .npz / torch.save payload. Loading checks the
+(`MAGIC` + the digest of the rest) followed by the usual .npz / torch.save payload. A stored layer's copy of an
+entry (`lib.store`) also carries its key: `KEYED_MAGIC` + the digest of the rest, then the 32-byte SHA-256 of
+the entry's configuration (`key_digest`, whose first 10 hex digits are the hash in its name), then the payload;
+so a file put in another entry's place is found by what it holds, not only by its manifest row. Loading checks the
 digest first, so a truncated file or a flipped bit is found before anything is unpickled; the cached_*
 lookup (`lib.run.Run`) then logs the file and the reason, deletes it and recomputes (`DamagedCacheEntry`).
 
@@ -31,6 +34,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +49,9 @@ from lib.params import path_inside
 from lib.paths import cache_dir, regular_file, sha256_from
 
 MAGIC = b"WBCACHE1"  # 8 bytes, then the 32-byte SHA-256 of everything after the header
+KEYED_MAGIC = b"WBKEYED1"  # a stored layer's file: as MAGIC, and the rest starts with the 32-byte key digest
 HEADER_SIZE = len(MAGIC) + 32
+KEY_SIZE = 32
 log = logging.getLogger(__name__)
 
 # What torch's weights_only unpickler needs for NumPy arrays and scalars of these dtypes (bool, integers,
@@ -93,10 +99,15 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot hash a value of type {type(value).__name__} into a cache key")
 
 
-def config_hash(config: Any, length: int = 10) -> str:
-    """Short SHA-256 of the canonical JSON of `config` (dicts, dataclasses, lists, arrays by content)."""
+def key_digest(config: Any) -> bytes:
+    """SHA-256 (32 bytes) of the canonical JSON of `config` (dicts, dataclasses, lists, arrays by content)."""
     text = json.dumps(_jsonable(config), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
+    return hashlib.sha256(text.encode()).digest()
+
+
+def config_hash(config: Any, length: int = 10) -> str:
+    """The first `length` hex digits of `key_digest(config)`: the hash in a cache entry's name."""
+    return key_digest(config).hex()[:length]
 
 
 class Entry(NamedTuple):
@@ -157,47 +168,55 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
-    """Atomically write MAGIC + SHA-256 + payload to `path`, `dump(fh)` writing the payload into the
-    open file after a placeholder header; the digest is filled in, the file synced, then renamed."""
+def _checked_writer(dump: Callable[[Any], None], key: bytes | None = None) -> Callable[[Path], None]:
+    """The `atomic_write` writer of MAGIC + SHA-256 + payload (or, with `key`, KEYED_MAGIC + SHA-256 + key +
+    payload): `dump(fh)` writes the payload after a placeholder header; the digest is filled in, the file synced."""
     def write(tmp: Path) -> None:
         with open(tmp, "w+b") as fh:
-            fh.write(bytes(HEADER_SIZE))
+            fh.write(bytes(HEADER_SIZE) + (key or b""))
             dump(fh)
             fh.flush()
             digest = sha256_from(fh, HEADER_SIZE)
             fh.seek(0)
-            fh.write(MAGIC + digest)
+            fh.write((MAGIC if key is None else KEYED_MAGIC) + digest)
             fh.flush()
             os.fsync(fh.fileno())
 
+    return write
+
+
+def _write_checked(path: Path, dump: Callable[[Any], None]) -> Path:
+    """Atomically write MAGIC + SHA-256 + payload to `path` (`_checked_writer`), then rename it into place."""
     try:
-        return atomic_write(path, write)
+        return atomic_write(path, _checked_writer(dump))
     except OSError as err:
         if err.errno in NOT_WRITABLE:
             raise CacheNotWritable(Path(path).parent, f"{Path(path).name} cannot be written: {err.strerror}") from err
         raise
 
 
-def _open_verified(path: Path) -> tuple[Any, int, os.stat_result]:
-    """Open `path`, check its header and digest; return (open file positioned at the payload, payload
-    offset, its stat). Raises DamagedCacheEntry for a missing header, a bad digest or a truncated header,
-    NotARegularFile for a directory or FIFO at `path`."""
+def _open_verified(path: Path) -> tuple[Any, bytes | None, os.stat_result]:
+    """Open `path`, check its header and digest; return (open file positioned at the payload, the key digest a
+    keyed file carries or None, its stat). Raises DamagedCacheEntry for a missing header, a bad digest or a
+    truncated header, NotARegularFile for a directory or FIFO at `path`."""
     regular_file(path)
     fh = open(path, "rb")
     try:
         info = os.fstat(fh.fileno())
         head = fh.read(HEADER_SIZE)
-        if head[: len(MAGIC)] == MAGIC:
-            if len(head) < HEADER_SIZE or sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
+        keyed = head[: len(MAGIC)] == KEYED_MAGIC
+        if head[: len(MAGIC)] in (MAGIC, KEYED_MAGIC):
+            size = HEADER_SIZE + KEY_SIZE * keyed
+            if info.st_size < size or sha256_from(fh, HEADER_SIZE) != head[len(MAGIC) :]:
                 raise DamagedCacheEntry(path, f"checksum mismatch ({info.st_size} bytes; truncated or altered)", info)
-        elif MAGIC.startswith(head[: len(MAGIC)]):  # a header cut short
+        elif MAGIC.startswith(head[: len(MAGIC)]) or KEYED_MAGIC.startswith(head[: len(MAGIC)]):  # cut short
             raise DamagedCacheEntry(path, f"truncated to {info.st_size} bytes", info)
         else:  # not written by this workbook (or before checksums): never unpickled
             raise DamagedCacheEntry(path, f"no checksum header ({info.st_size} bytes): not an entry this workbook "
                                           "wrote, so it is not read", info)
         fh.seek(HEADER_SIZE)
-        return fh, HEADER_SIZE, info
+        key = fh.read(KEY_SIZE) if keyed else None
+        return fh, key, info
     except BaseException:
         fh.close()
         raise
@@ -274,3 +293,25 @@ def atomic_torch_save(obj: Any, path: Path) -> Path:
 def atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
     """np.savez `arrays` to `path` atomically, with the checksum header (`load_npz` reads it)."""
     return _write_checked(path, lambda fh: np.savez(fh, **arrays))
+
+
+def file_key(path: Path) -> bytes | None:
+    """The key digest in the header of the keyed file `path` (a stored layer's), or None for a file without one.
+    Reads the header only: loading the file checks the digest that covers the key."""
+    regular_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(HEADER_SIZE + KEY_SIZE)
+    return head[HEADER_SIZE:] if head[: len(MAGIC)] == KEYED_MAGIC and len(head) == HEADER_SIZE + KEY_SIZE else None
+
+
+def keyed_copy(src: Path, dst: Path, key: bytes) -> Path:
+    """Copy the entry `src` (checksum verified) atomically to `dst` with `key` (the `key_digest` of its
+    configuration) in its header; the payload is copied byte for byte. A `src` that carries another key raises
+    DamagedCacheEntry, naming it."""
+    if len(key) != KEY_SIZE:
+        raise ValueError(f"a key digest has {KEY_SIZE} bytes, not {len(key)}")
+    fh, carried, info = _open_verified(src)
+    with fh:
+        if carried is not None and carried != key:
+            raise DamagedCacheEntry(src, "it carries the key of another configuration than the one recorded", info)
+        return atomic_write(dst, _checked_writer(lambda out: shutil.copyfileobj(fh, out), key))

@@ -434,13 +434,23 @@ def injected_names(history: Iterable[str]) -> list[str]:
     return []
 
 
+MAX_THREADS_PER_CPU = 4  # NUM_THREADS above 4 threads a core only oversubscribes it; 10**6 would start 10**6
+
+
+def check_threads(name: str, value: Any) -> int:
+    """A thread count: an integer from 1 to MAX_THREADS_PER_CPU times this machine's CPUs (os.cpu_count)."""
+    return check_int(name, value, minimum=1, maximum=MAX_THREADS_PER_CPU * (os.cpu_count() or 1))
+
+
 def check_notebook_parameters(namespace: dict[str, Any]) -> None:
     """Check a notebook's parameters before any work; the configuration cell calls it with `globals()`.
 
     The parameters are the annotated names of the parameters cell (`__annotations__`). A name papermill
     injected that the cell does not declare (a misspelling: `-p NUM_MEMBER 3`) is an error with a
     did-you-mean suggestion; every declared parameter must match its annotation (`check_type`), so
-    `-p ALPHAS 0.1` for a list or `-p EXPLORER false` for a bool stop here, naming the parameter.
+    `-p ALPHAS 0.1` for a list or `-p EXPLORER false` for a bool stop here, naming the parameter. NUM_THREADS,
+    which every notebook declares and hands to `lib.device.set_threads` on the next line, must be a thread
+    count this machine can run (`check_threads`).
     """
     declared = dict(namespace.get("__annotations__", {}))
     unknown = [n for n in injected_names(namespace.get("In", [])) if n not in declared]
@@ -454,6 +464,8 @@ def check_notebook_parameters(namespace: dict[str, Any]) -> None:
     for name, annotation in declared.items():
         if name in namespace:
             check_type(name, namespace[name], annotation)
+    if "NUM_THREADS" in declared and "NUM_THREADS" in namespace:
+        check_threads("NUM_THREADS", namespace["NUM_THREADS"])
 
 
 # ----------------------------------------------------------------------------------------------------

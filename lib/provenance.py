@@ -9,6 +9,7 @@ computed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -48,14 +49,31 @@ def git_commit(*, short: bool = False, mark_dirty: bool = False) -> str:
 
 def stamp(executed: str | Path, commit: str | None = None) -> None:
     """Record in an executed notebook's metadata the commit it ran at (default: this checkout's, "-dirty" when
-    a tracked file was changed). Written atomically, as papermill's copy was."""
+    a tracked file was changed). Written atomically, as papermill's copy was: a write that fails (a full disk,
+    `ulimit -f`) leaves the notebook as it was, no partial file, and an OSError naming the notebook."""
     executed = Path(executed)
     nb = json.loads(executed.read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault(STAMP_KEY, {})["commit"] = commit or git_commit(short=True,
                                                                                               mark_dirty=True)
     partial = executed.with_name(f".{executed.name}.stamp-{os.getpid()}")
-    partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, executed)
+    try:
+        partial.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(partial, executed)
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise OSError(err.errno, f"{executed} could not be stamped with its commit ({err.strerror or err}; a full "
+                                 "disk or a file-size limit, `ulimit -f`?); it is left as it was") from err
+
+
+def run_fingerprint(executed: str | Path) -> str:
+    """12 hex digits of the SHA-256 of what the run of an executed notebook recorded: its glued results and the
+    commit it was stamped with. Two runs that differ in one value or in their commit differ in it, whatever their
+    preset and date; the results pages record it (`lib.make.results`) and the book compares it (`lib.make.book`)."""
+    from lib.glue import read_results
+
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    recorded = {"results": read_results(executed), "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit")}
+    return hashlib.sha256(json.dumps(recorded, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _stream_text(nb: dict) -> str:
@@ -66,9 +84,9 @@ def _stream_text(nb: dict) -> str:
 def run_facts(executed: str | Path) -> dict[str, Any]:
     """What identifies the run of an executed notebook: {"preset", "date" (YYYY-MM-DD, UTC), "commit" (None when
     the run was not stamped), "processor" (the device the notebook recorded, None when it recorded none),
-    "source" ("stored" or "compute"), "read"/"computed" (stored-layer entries; None when not printed), "layer",
-    "duration_s" (the run's wall time), "from_scratch_s" (what the stored results it read took to compute, from the
-    layer's manifest; None when it read none)}."""
+    "source" ("stored" or "compute"), "force" (FORCE_RECOMPUTE was True), "read"/"computed" (stored-layer entries;
+    None when not printed), "layer", "duration_s" (the run's wall time), "from_scratch_s" (what the stored results
+    it read took to compute, from the layer's manifest; None when it read none)}."""
     from lib.glue import read_results
 
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
@@ -83,7 +101,8 @@ def run_facts(executed: str | Path) -> dict[str, Any]:
     return {"preset": params.get("PRESET", "?"), "date": (papermill.get("end_time") or "")[:10] or None,
             "duration_s": papermill.get("duration"), "from_scratch_s": stored and stored["from_scratch_s"],
             "commit": nb.get("metadata", {}).get(STAMP_KEY, {}).get("commit"), "processor": device,
-            "source": params.get("SOURCE", "stored"), "layer": found and found["layer"],
+            "source": params.get("SOURCE", "stored"), "force": params.get("FORCE_RECOMPUTE") is True,
+            "layer": found and found["layer"],
             "read": found and int(found["read"]), "computed": found and int(found["computed"])}
 
 
@@ -91,6 +110,8 @@ def source_words(facts: dict[str, Any]) -> str:
     """How the run's long stages were obtained, in words."""
     if facts["source"] == "compute":
         return "every stage computed (`SOURCE=\"compute\"`)"
+    if facts.get("force"):
+        return "recomputed: FORCE_RECOMPUTE (every stage computed; the stored layer was not read)"
     if facts["read"] is None:
         return "stored results where they matched"
     if facts["read"] == 0:
@@ -128,12 +149,14 @@ def provenance_line(f: dict[str, Any], *, extra: str = "", lead: str = "This pag
 
 
 def run_info(notebook: Path) -> dict[str, Any]:
-    """Preset, parameters, duration and end time that papermill stored in an executed notebook."""
+    """Preset, parameters, duration and end time that papermill stored in an executed notebook, and the run's
+    fingerprint (`run_fingerprint`)."""
     meta = json.loads(Path(notebook).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
     params = meta.get("parameters", {})
     end = meta.get("end_time") or ""
     info = {"notebook": Path(notebook).name, "preset": params.get("PRESET", "?"), "parameters": params,
-            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None}
+            "duration_s": meta.get("duration"), "date": end[:10], "commit": git_commit(short=True), "stored": None,
+            "fingerprint": run_fingerprint(notebook)}
     if params.get("SOURCE", "stored") == "stored" and SAFE_NAME.match(str(info["preset"])):  # the default
         from lib.store import layer_dir, read_manifest
 

@@ -51,24 +51,25 @@ class Run:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("loaded", "computed", "stale", "refused"), 0))
     told: set[str] = field(default_factory=set)  # the layers already named stale (once per run)
 
+    def __post_init__(self) -> None:
+        """The settings checked, each named, whenever a run is made or changed (`but`), before any lookup."""
+        _check_settings(self.namespace, self.preset, self.source, self.force, self.progress)
+        if not isinstance(self.device, torch.device):
+            raise ValueError(f"device={self.device!r} is not a torch.device: pass lib.device.pick_device(...)")
+
     @classmethod
     def for_notebook(cls, namespace: str, preset: str, *, source: str, force: bool, device: str,
                      progress: bool) -> Run:
         """The run of notebook `namespace` under `preset` from its parameters SOURCE, FORCE_RECOMPUTE, DEVICE and
-        PROGRESS, each checked and named in the error (before any work)."""
+        PROGRESS, each checked and named in the error (before any work: `__post_init__`, and DEVICE here)."""
         from lib.device import pick_device
 
-        if source not in store.SOURCES:
-            raise ValueError(f"SOURCE={source!r} is not one of {store.SOURCES}: 'stored' reads the committed results "
-                             "of the long stages where their configuration matches, 'compute' recomputes them.")
-        check_bool("FORCE_RECOMPUTE", force)
-        check_bool("PROGRESS", progress)
-        store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here
+        _check_settings(namespace, preset, source, force, progress)
         return cls(namespace=namespace, preset=preset, source=source, force=force, device=pick_device(device),
                    progress=progress)
 
     def but(self, **changes: Any) -> Run:
-        """This run with `changes` (e.g. progress=False for an inner loop); the counts stay shared."""
+        """This run with `changes` (e.g. progress=False for an inner loop), checked; the counts stay shared."""
         return replace(self, **changes)
 
     # --------------------------------------------------------------------------------------------------------
@@ -153,6 +154,9 @@ class Run:
         """One line on where the long stages' results come from (the configuration cell prints it)."""
         if self.source == "compute" or self.namespace is None:
             return f"SOURCE='compute': the long stages are computed (or read from the cache {cache_dir()})."
+        if self.force:
+            return ("FORCE_RECOMPUTE=True: every long stage is recomputed; neither the cache nor the stored layer "
+                    f"{store.shown(store.layer_dir(self.namespace, self.preset))} is read.")
         layer = store.layer_dir(self.namespace, self.preset)
         manifest = store.read_manifest(layer)
         if manifest is None:
@@ -166,7 +170,7 @@ class Run:
         """Where this run's long stages came from, as `lib.provenance.run_facts` gives them for an executed
         notebook: {"source", "layer" (the stored layer, as shown), "read", "computed" (entries so far)}."""
         layer = store.shown(store.layer_dir(self.namespace, self.preset)) if self.namespace else None
-        return {"source": self.source, "layer": layer, "read": self.counts["loaded"],
+        return {"source": self.source, "force": self.force, "layer": layer, "read": self.counts["loaded"],
                 "computed": self.counts["computed"]}
 
     def summary(self) -> str:
@@ -177,4 +181,16 @@ class Run:
         c = self.counts
         return (f"stored layer {store.shown(store.layer_dir(self.namespace, self.preset))}: {c['loaded']} results "
                 f"read, {c['computed']} computed" + (f", {c['stale']} stale" if c["stale"] else "")
-                + (f", {c['refused']} refused" if c["refused"] else "") + ".")
+                + (f", {c['refused']} refused" if c["refused"] else "")
+                + (" (recomputed: FORCE_RECOMPUTE; the layer was not read)" if self.force else "") + ".")
+
+
+def _check_settings(namespace: str | None, preset: str | None, source: Any, force: Any, progress: Any) -> None:
+    """SOURCE, FORCE_RECOMPUTE and PROGRESS of a run, and its layer's folder, each checked and named in the error."""
+    if source not in store.SOURCES:
+        raise ValueError(f"SOURCE={source!r} is not one of {store.SOURCES}: 'stored' reads the committed results "
+                         "of the long stages where their configuration matches, 'compute' recomputes them.")
+    check_bool("FORCE_RECOMPUTE", force)
+    check_bool("PROGRESS", progress)
+    if namespace is not None and preset is not None:
+        store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here

@@ -6,17 +6,20 @@ The cache (`lib.cache`) names each expensive result by what it depends on plus a
 configuration (`<namespace>/<label>-<hash>.<ext>`). Some of those entries are the slow, compact outputs a
 notebook's figures and tables are made from (01's generated samples and member curves, 02's fitted models and
 table rows, 03's heads and whole-network predictions, 04's features and retrievals): their call sites pass
-`stored=True`. This module keeps copies of those entries, byte for byte, in `results/<namespace>/<preset>/`
-beside a `manifest.json` that says which command and commit produced them, on what machine, in how much
-wall and CPU time, and each entry's configuration (its cache key) and SHA-256.
+`stored=True`. This module keeps copies of those entries in `results/<namespace>/<preset>/`, each the entry's
+payload byte for byte under a header that also holds the digest of its key (`lib.cache.keyed_copy`), beside a
+`manifest.json` that says which command and commit produced them, on what machine, in how much wall and CPU time,
+and each entry's configuration (its cache key) and SHA-256.
 
 Reading (`SOURCE="stored"`, the notebooks' default): an entry missing from the cache is looked up in the
 stored layer of the notebook's preset before it is computed; the run (`lib.run.Run`) owns that order, and this
 module reads a layer (`lookup`). The file name is the key, so a stored entry is used only for exactly the
 configuration it was computed for; when the layer holds the same label under another hash, the configuration or
 the code (each key carries a version) changed since the layer was written: the notebook says so in one line,
-computes the entry and names the command that refreshes the layer. A stored file whose SHA-256 differs from its
-manifest's, or that does not load, is refused with a message naming it, and the entry is computed.
+computes the entry and names the command that refreshes the layer. A stored file whose own key is not the one
+asked for (another entry's bytes put in its place, whatever its manifest row says), whose SHA-256 differs from its
+manifest's, or that does not load, is refused with a message naming it, and the entry is computed. Layers written
+before the files carried their key are keyed by `key_layer` (the committed ones were, for issue 47).
 `SOURCE="compute"` ignores the layer. The module holds no state: a layer is read from its manifest each time.
 
 Writing (`lib.make.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
@@ -67,7 +70,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lib.cache import DamagedCacheEntry
+from lib.cache import DamagedCacheEntry, atomic_write, config_hash, file_key, key_digest, keyed_copy
 from lib.params import check_name, path_inside
 from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
@@ -113,7 +116,7 @@ def read_manifest(layer: Path) -> dict | None:
     try:
         regular_file(path)
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, OSError) as err:
+    except (ValueError, UnicodeDecodeError, OSError, RecursionError) as err:  # RecursionError: nested too deep
         raise DamagedManifest(path, f"{type(err).__name__}: {err}") from None
     problem = manifest_problem(manifest)
     if problem:
@@ -190,15 +193,21 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> F
 
 
 def _stored_value(stored: Path, entry: dict, load: Callable[[Path], Any], asked: Any) -> tuple[str | None, Any]:
-    """(None, the value) of the layer's file `stored` when it is a regular file, matches its manifest `entry`
-    (SHA-256 and recorded configuration: `asked`, the key the run hashed into the file name) and loads; else
-    (why it is refused, None)."""
+    """(None, the value) of the layer's file `stored` when it is a regular file, carries the key `asked` (the key
+    the run hashed into the file name) in its own header, matches its manifest `entry` (SHA-256 and recorded
+    configuration) and loads; else (why it is refused, None)."""
     if not stored.exists():
         return "listed in the manifest but missing", None
     if entry["config"] is None or _canonical(entry["config"]) != _canonical(asked):
         return ("the configuration its manifest records differs from the one this run asks for (the file holds "
                 "another entry, or its manifest was edited)"), None
     try:
+        carried = file_key(stored)
+        if carried is None:
+            return "it carries no key in its header (not a stored layer's file: the layer must be rewritten)", None
+        if carried != key_digest(asked):
+            return ("the key inside it is not this entry's (the file holds another entry's content, whatever its "
+                    "manifest row says)"), None
         if sha256_file(stored) != entry["sha256"]:
             return f"its SHA-256 differs from the manifest's ({stored.stat().st_size} bytes; damaged or replaced)", None
         return None, load(stored)
@@ -215,9 +224,10 @@ def _canonical(config: Any) -> str:
 # Writing a layer
 # ------------------------------------------------------------------------------------------------------------
 def write_layer(namespace: str, preset: str, records: list[dict], provenance: dict) -> Path:
-    """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries and their manifest.
-    `namespace` and `preset` must be plain names (`layer_dir`); a run that recorded no entry writes nothing and
-    raises ValueError (the layer it would replace stays as it is)."""
+    """Replace results/<namespace>/<preset>/ with copies of the recorded cache entries, each with its key in its
+    header (`lib.cache.keyed_copy`), and their manifest. `namespace` and `preset` must be plain names
+    (`layer_dir`); a run that recorded no entry writes nothing and raises ValueError, and a write that fails part-way
+    (a full disk, `ulimit -f`) raises LayerNotWritten naming the file: either way the layer stays as it is."""
     target = layer_dir(namespace, preset)
     entries, sources = _layer_entries(namespace, records)
     if not entries:
@@ -225,20 +235,54 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
                          "it is: a layer is written from a run that computes (or reads from the cache) its long "
                          "stages with SOURCE='compute'.")
     previous = (read_manifest(target) or {}).get("entries", {})
-    for name, entry in entries.items():  # an entry stored again unchanged keeps what was recorded about its making
-        before = previous.get(name, {})
-        if before.get("sha256") == entry["sha256"]:
-            entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
-    manifest = {**provenance, "namespace": namespace, "preset": preset,
-                "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
-    _replace_layer(target, sources, manifest)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        for name, entry in entries.items():
+            _store_entry(sources[name], staging / name, entry, previous.get(name, {}))
+        manifest = {**provenance, "namespace": namespace, "preset": preset,
+                    "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
+        _replace_layer(target, staging, manifest)
+    except OSError as err:
+        raise LayerNotWritten(target, err) from err
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
     return target
 
 
+class LayerNotWritten(OSError):
+    """Writing a stored layer failed part-way (a full disk, a file-size limit); names the layer and the file."""
+
+    def __init__(self, layer: Path, err: OSError):
+        failed = getattr(err, "path", None) or err.filename
+        what = f"its file {Path(failed).name}" if failed else "a file"
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        super().__init__(err.errno, f"the stored layer {shown(layer)} was not written: {what} could not be written "
+                                    f"({reason}; a full disk or a file-size limit, `ulimit -f`?); the layer is left "
+                                    "as it was and no partial file remains.")
+
+
+def _store_entry(src: Path, dst: Path, entry: dict, before: dict) -> None:
+    """Copy the cache entry `src` to the layer's `dst` with its key, and complete its manifest `entry` (config,
+    bytes, sha256 of the copy). A record without a configuration takes the one the layer's manifest held
+    (`before`) when it hashes to the file's name; an entry stored again unchanged keeps what was recorded about
+    its making."""
+    if entry["config"] is None and before.get("config") is not None:
+        entry["config"] = before["config"]
+    if entry["config"] is None or config_hash(entry["config"]) != NAME.match(dst.name)["key"]:
+        raise ValueError(f"recorded entry {src} has no configuration that hashes to its name ({entry['config']!r}): "
+                         "a stored file carries its key")
+    keyed_copy(src, dst, key_digest(entry["config"]))
+    entry.update(bytes=dst.stat().st_size, sha256=sha256_file(dst))
+    if before.get("sha256") == entry["sha256"]:
+        entry.update({k: v for k, v in before.items() if k not in entry or entry[k] is None})
+
+
 def _layer_entries(namespace: str, records: list[dict]) -> tuple[dict[str, dict], dict[str, Path]]:
-    """({file name: its manifest entry (config, bytes, sha256, compute_seconds)}, {file name: its cache file}) of
-    the recorded entries, each checked to be a file of the cache namespace `namespace`; an entry recorded twice
-    keeps the config and compute time its first record gave where the second gives none."""
+    """({file name: its manifest entry (config, compute_seconds)}, {file name: its cache file}) of the recorded
+    entries, each checked to be a file of the cache namespace `namespace`; an entry recorded twice keeps the config
+    and compute time its first record gave where the second gives none."""
     entries: dict[str, dict] = {}
     sources: dict[str, Path] = {}
     for rec in records:
@@ -252,30 +296,44 @@ def _layer_entries(namespace: str, records: list[dict]) -> tuple[dict[str, dict]
             raise FileNotFoundError(f"recorded entry {path} is missing from the cache: was it deleted during the run?")
         sources[name] = path
         previous = entries.get(name, {})
-        entries[name] = {"config": rec.get("config") or previous.get("config"), "bytes": path.stat().st_size,
-                         "sha256": sha256_file(path),
+        config = rec.get("config")
+        entries[name] = {"config": previous.get("config") if config is None else config,
                          "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds")}
     return entries, sources
 
 
-def _replace_layer(target: Path, sources: dict[str, Path], manifest: dict) -> None:
-    """Fill a folder staged beside `target` (so the final rename stays on one disk) with copies of `sources`
-    ({file name: file}), target's README.md and the manifest, then put it in target's place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    try:
-        for name, src in sources.items():
-            shutil.copyfile(src, staging / name)
-        if (target / "README.md").exists():  # the layer's own notes (how its entries were made) stay
-            shutil.copyfile(target / "README.md", staging / "README.md")
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+def _replace_layer(target: Path, staging: Path, manifest: dict) -> None:
+    """Put the folder `staging` (beside `target`, so the final rename stays on one disk), filled with the layer's
+    files, in target's place, with target's README.md and the manifest."""
+    if (target / "README.md").exists():  # the layer's own notes (how its entries were made) stay
+        shutil.copyfile(target / "README.md", staging / "README.md")
+    atomic_write(staging / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+    os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+
+
+def key_layer(layer: Path) -> list[str]:
+    """Give the files of a layer written before stored files carried their key (issue 47) the key its manifest
+    records for each (`keyed_copy`: the payload byte for byte), and the manifest their new sha256 and bytes;
+    returns the names rewritten. A file that does not match its manifest entry (SHA-256, a configuration that
+    hashes to its name) raises ValueError, naming it, before that file is touched."""
+    manifest = read_manifest(layer)
+    rewritten = []
+    for name, entry in ({} if manifest is None else manifest["entries"]).items():
+        path = Path(layer) / name
+        if file_key(path) is not None:
+            continue
+        if sha256_file(path) != entry["sha256"] or config_hash(entry["config"]) != NAME.match(name)["key"]:
+            raise ValueError(f"{shown(path)} does not match its manifest entry: restore it before keying the layer")
+        keyed_copy(path, path, key_digest(entry["config"]))
+        entry.update(bytes=path.stat().st_size, sha256=sha256_file(path))
+        rewritten.append(name)
+    if rewritten:
+        manifest["total_bytes"] = sum(e["bytes"] for e in manifest["entries"].values())
+        atomic_write(Path(layer) / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+    return rewritten
 
 
 def scratch_run_info(executed: Path) -> dict:

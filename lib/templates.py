@@ -86,8 +86,11 @@ def split_template(text: str) -> tuple[dict[str, str], str]:
     return {str(number): source for number, source in literals.items()}, text[match.end():]
 
 
-def render(template: str, namespace: Mapping[str, Any]) -> str:
-    """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring)."""
+def render(template: str, namespace: Mapping[str, Any], *, source: str | Path | None = None) -> str:
+    """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring). A
+    placeholder that cannot be filled, or whose value its format cannot show (a non-finite number, glued as 'inf',
+    '-inf' or None, under `:.3f`), raises TemplateError naming it and the template's file `source`."""
+    where = f"{source}: " if source else ""
     env = {"mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs,
            "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
            "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows, "span": span, "pct": pct,
@@ -99,8 +102,13 @@ def render(template: str, namespace: Mapping[str, Any]) -> str:
             value = eval(expression, {"__builtins__": {}, **env})  # trusted templates from this repository
         except (KeyError, IndexError, TypeError, NameError) as err:
             problem = f"{type(err).__name__}: {err}"
-            raise TemplateError(f"{{{{ {expression} }}}}: the run did not record it ({problem})") from err
-        return format(value, spec) if spec else str(value)
+            raise TemplateError(f"{where}{{{{ {expression} }}}}: the run did not record it ({problem})") from err
+        try:
+            return format(value, spec) if spec else str(value)
+        except (ValueError, TypeError) as err:
+            raise TemplateError(f"{where}{{{{ {expression} :{spec} }}}}: the run recorded {value!r}, which the format "
+                                f"{spec!r} cannot show ({err}); a non-finite number is glued as 'inf', '-inf' or "
+                                "None (nan)") from err
 
     return PLACEHOLDER.sub(fill, template)
 

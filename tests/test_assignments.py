@@ -609,8 +609,13 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     """Checked before otter is imported: the command line answers at once, with exit status 2."""
     (tmp_path / "notes.ipynb").write_text("not json")
     (tmp_path / "answers.txt").write_text("42")
+    (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)  # issue 47: a bare RecursionError, rc 1
+    (tmp_path / "listed.ipynb").write_text('{"cells": [], "metadata": []}')  # issue 47: AttributeError, rc 1
     cases = [(["grade", "02_crel", str(tmp_path / "missing.ipynb")], "does not exist"),
              (["grade", "02_crel", str(tmp_path / "notes.ipynb")], "is not a Jupyter notebook"),
+             (["grade", "02_crel", str(tmp_path / "deep.ipynb")], "is not a Jupyter notebook (nested too deep"),
+             (["grade", "02_crel", str(tmp_path / "listed.ipynb")], "is not a Jupyter notebook (its metadata is a "
+                                                                     "list, not an object)"),
              (["grade", "02_crel", str(tmp_path / "answers.txt")], "must be a notebook"),
              (["grade", "05_nothing", str(tmp_path / "notes.ipynb")], "unknown assignment '05_nothing'")]
     timeouts = [(["grade", "02_crel", str(tmp_path / "notes.ipynb"), "--timeout", value],

@@ -7,6 +7,7 @@ import json
 import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from lib.make import report
@@ -155,3 +156,26 @@ def test_a_report_with_math_typesets_it_offline_with_mathjax_inline(tmp_path):
     html = report.to_html(tmp_path / "m.ipynb").read_text(encoding="utf-8")
     assert report.mathjax_script() and "MathJax" in html and "S^\\gamma(x)" in html
     assert not re.search(r"""(src=|import\()["']https?://""", html)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["notebooks/missing.ipynb", "OUT"], r"notebook notebooks/missing\.ipynb does not exist"),
+    (["README.md", "OUT"], r"notebook README\.md is not a notebook \(\.ipynb\)"),
+    (["notebooks/04_image_retrieval_score.ipynb", "OUT", "-p", "PRSET", "smoke"],
+     r"-p PRSET: not a parameter of 04_image_retrieval_score\.ipynb"),
+    (["notebooks/04_image_retrieval_score.ipynb", "OUT", "-p", "PRESET", "tiny"],
+     r"-p PRESET 'tiny' is not one of notebook 04's PRESETS"),
+    (["notebooks/04_image_retrieval_score.ipynb", "README.md"], r"out_dir README\.md is not a folder"),
+])
+def test_the_report_command_checks_its_arguments_before_running(tmp_path, monkeypatch, capsys, argv, message):
+    """Issue 47 item 11, for `python -m lib.make.report`: papermill ran a notebook given an unknown -p NAME (with a
+    warning) and an unknown PRESET until the configuration cell refused it."""
+    def no_run(*args, **kwargs):
+        raise AssertionError("the notebook ran before the command's arguments were checked")
+
+    monkeypatch.setattr(report, "execute", no_run)
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        report.main(argv)
+    assert stop.value.code == 2 and re.search(message, " ".join(capsys.readouterr().err.split()))
+    assert not (tmp_path / "out").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,20 @@ def test_placeholders_take_expressions_and_format_specs():
 def test_a_value_the_run_did_not_record_is_an_error_naming_the_placeholder():
     with pytest.raises(TemplateError, match=r'r\["auc"\]\["8"\].*did not record'):
         render('AUC {{ r["auc"]["8"] :.3f }}', {"r": {"auc": {"2": 0.9}}})
+
+
+@pytest.mark.parametrize("glued", ["-inf", "inf", None])  # lib.glue.to_jsonable's -inf, inf and nan
+def test_a_non_finite_value_under_a_number_format_names_the_template_and_the_placeholder(tmp_path, glued):
+    """Issue 47 item 12: a glued -inf under `:.3f` raised "Unknown format code 'f' for object of type 'str'",
+    naming neither the template nor the placeholder."""
+    template = tmp_path / "templates" / "01-x.md"
+    template.parent.mkdir()
+    template.write_text("# Notebook 01\n\nAUC {{ r['auc'] :.3f }}\n")
+    info = {"commit": "abc", "notebook": "01_x.ipynb", "preset": "smoke", "date": "2026-12-02", "fingerprint": "0"}
+    with pytest.raises(TemplateError) as err:
+        results.render_page({"auc": glued}, info, template)
+    message = str(err.value)
+    assert str(template) in message and "{{ r['auc'] :.3f }}" in message and repr(glued) in message
 
 
 def test_value_tables_render_scalars_rows_and_dicts():
@@ -124,7 +139,8 @@ def test_a_typed_number_is_found_in_the_text_and_in_an_expression_but_not_in_a_k
     assert results.undeclared_numbers(template) == ["0.38", "0.0030", "0.42"]
     assert results.unused_literals(template) == []
     page = results.render_page({"t": {"0.25": 1.0}, "x": 0.5}, {"commit": "abc", "notebook": "01_x.ipynb",
-                                                                "preset": "smoke", "date": "2026-12-02"}, template)
+                                                                "preset": "smoke", "date": "2026-12-02",
+                                                                "fingerprint": "0123456789ab"}, template)
     assert "literals:" not in page and "Band width 0.38" in page and "50.0%" in page
 
 
@@ -156,8 +172,31 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
                                             r"\(10 of 40 code cells did not complete"):
         generate(runs, out, None)
     assert sorted(p.name for p in out.iterdir()) == ["templates"]
+    (tmp_path / "README.md").write_text("# README\n")
     with pytest.raises(SystemExit, match="make results: .* was interrupted"):
         main(["--runs", str(runs), "--out", str(out), "--readme", str(tmp_path / "README.md")])
+
+
+@pytest.mark.parametrize("broken, message", [
+    ("--runs", r"--runs .*MISSING is not a folder"),
+    ("--out", r"--out .*MISSING holds no templates/\[0-9\]\[0-9\]-\*\.md"),
+    ("--readme", r"--readme .*MISSING does not exist"),
+])
+def test_the_results_command_checks_its_arguments_before_writing(tmp_path, capsys, broken, message):
+    """Issue 47 item 11, for `python -m lib.make.results`: a missing --runs folder or an --out without templates
+    wrote nothing and said so only as "not regenerated" lines (exit 0); a missing --readme failed after the pages
+    were written."""
+    import shutil
+
+    options = {"--runs": tmp_path / "runs", "--out": tmp_path / "pages", "--readme": tmp_path / "README.md"}
+    options["--runs"].mkdir()
+    shutil.copytree(PROJECT_ROOT / "docs" / "results" / "templates", options["--out"] / "templates")
+    options["--readme"].write_text("# README\n")
+    options[broken] = tmp_path / "MISSING"
+    with pytest.raises(SystemExit) as stop:
+        results.main([str(x) for option, path in options.items() for x in (option, path)])
+    assert stop.value.code == 2 and re.search(message, capsys.readouterr().err)
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["templates"]  # nothing written
 
 
 def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_not_record(tmp_path):

@@ -133,6 +133,18 @@ def test_notebook_parameters_checks_types_and_passes_good_values():
         params.check_notebook_parameters(_namespace(EXPLORER="false"))
 
 
+def test_notebook_parameters_refuse_a_thread_count_beyond_the_machine():
+    """Issue 47 item 13: NUM_THREADS=10**6 passed the configuration cell, whose next line hands it to torch,
+    BLAS and OpenMP (lib.device.set_threads)."""
+    import os
+
+    limit = params.MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    params.check_notebook_parameters({"__annotations__": {"NUM_THREADS": int}, "NUM_THREADS": limit})
+    for bad, message in [(10**6, rf"NUM_THREADS=1000000 must be <= {limit}"), (0, "NUM_THREADS=0 must be >= 1")]:
+        with pytest.raises(ValueError, match=message):
+            params.check_notebook_parameters({"__annotations__": {"NUM_THREADS": int}, "NUM_THREADS": bad})
+
+
 # ----------------------------------------------------------------------------------------------------
 # Array checks
 # ----------------------------------------------------------------------------------------------------

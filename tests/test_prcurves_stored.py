@@ -29,6 +29,13 @@ def monkeypatch_module():
         yield mp
 
 
+@pytest.fixture(autouse=True)
+def results_root(tmp_path, monkeypatch):
+    """The tests' files lie in tmp_path, made the results root: a CURVES_FILE is read only from there or the data
+    root."""
+    monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path))
+
+
 @pytest.fixture
 def good_file(run, tmp_path):
     _, results = run
@@ -89,6 +96,27 @@ def test_precision_out_of_range_and_unreadable_files(good_file, tmp_path):
     (tmp_path / "text.npz").write_text(json.dumps({"not": "npz"}))
     with pytest.raises(ValueError, match="not a readable .npz"):
         stored.load_curves(tmp_path / "text.npz")
+
+
+def test_a_curves_file_outside_the_results_or_data_root_or_not_an_npz_is_refused_unread(good_file, tmp_path,
+                                                                                        monkeypatch):
+    """Issue 47 item 13: CURVES_FILE=/etc/passwd was opened (and only then found unreadable); a FIFO would block
+    the notebook. A CURVES_FILE must be a regular .npz file inside results/ or the data root, links resolved."""
+    import os
+
+    outside = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    outside.mkdir()
+    (outside / "curves.npz").write_bytes(good_file.read_bytes())
+    (tmp_path / "link.npz").symlink_to(outside / "curves.npz")
+    os.mkfifo(tmp_path / "pipe.npz")
+    (tmp_path / "curves.json").write_text("{}")
+    for path, message in [("/etc/passwd", r"is not a \.npz file"), (outside / "curves.npz", "lies outside"),
+                          (tmp_path / "link.npz", "lies outside"), (tmp_path / "pipe.npz", "FIFO"),
+                          (tmp_path / "curves.json", r"is not a \.npz file")]:
+        with pytest.raises(ValueError, match=rf"^CURVES_FILE='{path}'.*{message}"):
+            stored.load_curves(path)
+    monkeypatch.setenv("WORKBOOK_DATA", str(outside))  # the data root is the other place a file may lie
+    assert stored.load_curves(outside / "curves.npz")["meta"]["commit"] == "abc"
 
 
 def test_notebook_results_take_the_files_ensembles(run, good_file):

@@ -81,6 +81,14 @@ def test_the_run_line_names_preset_date_commit_processor_and_source(tmp_path):
     assert provenance.run_facts(run)["commit"].removesuffix("-dirty") == _git("rev-parse", "--short", "HEAD")
 
 
+def test_the_run_line_of_a_forced_run_says_recomputed_not_none_matched(tmp_path):
+    """Issue 47 item 9: FORCE_RECOMPUTE with SOURCE="stored" never reads the layer; the line said "none matched"."""
+    forced = _executed(tmp_path / "01_x.ipynb", parameters={"PRESET": "cpu", "FORCE_RECOMPUTE": True},
+                       stream="stored layer results/01/cpu: 0 results read, 30 computed.\n")
+    line = provenance.run_line(forced)
+    assert "recomputed: FORCE_RECOMPUTE" in line and "none matched" not in line
+
+
 def test_the_run_line_says_when_everything_was_computed_or_read_from_the_cache(tmp_path):
     computed = _executed(tmp_path / "a.ipynb", parameters={"PRESET": "cpu", "SOURCE": "compute"}, device=None)
     assert "every stage computed" in provenance.run_line(computed)

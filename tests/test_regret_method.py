@@ -327,6 +327,30 @@ def test_aurec_does_not_depend_on_the_scale_of_the_scores(factor, ties):
     assert expected != pytest.approx(R.aurec(np.zeros(500), regret, ties=ties))  # index order differs
 
 
+@pytest.mark.parametrize("offset, factor", [(1e9, 1.0), (-1e9, 1.0), (1e6, 3.0), (0.0, 1e13), (5.0, 2.0**-60)])
+@pytest.mark.parametrize("ties", ["stable", "average"])
+def test_aurec_does_not_depend_on_an_offset_or_positive_scale_of_the_scores(offset, factor, ties):
+    """Issue 47 item 6: ties were rounded relative to the largest |score|, so an offset of 1e9 made scores 1e-3
+    apart tie (AuReC 0.53658 against 0.53677). Scores on a 2**-20 grid stay exact under these offsets, so any
+    change in the AuReC is the tie rule's, not float addition's."""
+    rng = np.random.default_rng(5)
+    scores, regret = rng.integers(0, 2**20, size=500) / 2**20, rng.exponential(size=500)
+    scores[::9] = scores[4]  # real ties stay ties
+    expected = R.aurec(scores, regret, ties=ties)
+    moved = (scores + offset) * factor
+    assert R.aurec(moved, regret, ties=ties) == pytest.approx(expected, rel=1e-12)
+    assert np.array_equal(R.selection_order(moved), R.selection_order(scores))
+
+
+def test_an_offset_does_not_merge_distinct_scores():
+    """The issue's case: uniform scores plus 1e9 keep their order (float addition can merge only scores closer
+    than the ulp of 1e9, 2**-23 = 1.2e-7, and these 1000 are all more than 4 ulps apart)."""
+    rng = np.random.default_rng(2)
+    scores, regret = rng.random(1000), rng.exponential(size=1000)
+    assert np.diff(np.sort(scores)).min() > 4 * 2.0**-23
+    assert R.aurec(scores + 1e9, regret) == pytest.approx(R.aurec(scores, regret), rel=1e-12)
+
+
 def test_float_noise_still_ties_at_any_scale():
     """Spec B3: 0.6 - 0.4 and 0.4 - 0.2 are the same regret; float noise must not order them, at any scale."""
     for factor in (1.0, 1e-13, 1e13):

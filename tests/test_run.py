@@ -73,3 +73,28 @@ def test_a_bad_run_parameter_is_refused_naming_it(roots, changes, message):
     settings = {"source": "stored", "force": False, "device": "cpu", "progress": False, "preset": "test", **changes}
     with pytest.raises(ValueError, match=message):
         Run.for_notebook("xx", settings.pop("preset"), **settings)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"source": "bogus"}, r"^SOURCE='bogus' is not one of \('stored', 'compute'\)"),
+    ({"force": "yes"}, r"^FORCE_RECOMPUTE='yes' must be True or False"),
+    ({"progress": None}, r"^PROGRESS=None must be True or False"),
+    ({"device": "cuda"}, r"^device='cuda' is not a torch\.device"),
+])
+def test_a_changed_run_checks_what_it_was_given(roots, changes, message):
+    """Issue 47 item 9: `run.but(source="bogus")` made a run that read no layer and said nothing."""
+    with pytest.raises(ValueError, match=message):
+        notebook_run().but(**changes)
+
+
+def test_a_forced_run_says_it_recomputed_and_did_not_read_the_layer(roots):
+    """Issue 47 item 9: under FORCE_RECOMPUTE the layer is never read, yet the page said "none matched in
+    `results/...`"; the run's own lines and the page's provenance say that everything was recomputed."""
+    from lib import provenance
+
+    run = Run.for_notebook("xx", "test", source="stored", force=True, device="cpu", progress=False)
+    run.npz(cache_entry("xx", "a", {"k": 1}, ".npz"), lambda: {"x": np.ones(2)}, stored=True)
+    assert "FORCE_RECOMPUTE" in run.describe() and "read from" not in run.describe()
+    assert provenance.STORE_SUMMARY.search(run.summary()) and "FORCE_RECOMPUTE" in run.summary()
+    words = provenance.source_words({**run.source_facts(), "read": 0})
+    assert words.startswith("recomputed: FORCE_RECOMPUTE") and "matched" not in words

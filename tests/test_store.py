@@ -4,6 +4,11 @@ SOURCE="stored", refused when damaged, ignored when stale or under SOURCE="compu
 from __future__ import annotations
 
 import json
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -224,6 +229,49 @@ def test_the_store_command_refuses_a_bad_preset_or_source_before_running(roots, 
     assert bystander.read_text() == "mine" and not (roots / "runs").exists()  # refused before the run
 
 
+def no_run(*args, **kwargs):
+    raise AssertionError("the notebook ran before the command's arguments were checked")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reuse-cache", "--scratch-run", "missing.ipynb"], r"--scratch-run missing\.ipynb does not exist"),
+    (["--scratch-run", "README.md"], r"--scratch-run is the executed notebook of the run that filled the cache: "
+                                     r"give it with --reuse-cache"),
+    (["-p", "PRSET", "smoke"], r"-p PRSET: not a parameter of 04_image_retrieval_score\.ipynb"),
+    (["--out", "README.md"], r"--out README\.md is not a folder"),
+])
+def test_the_store_command_checks_every_argument_before_running(roots, monkeypatch, capsys, argv, message):
+    """Issue 47 item 11: `--scratch-run missing.ipynb` ran the notebook for 70 s, then raised FileNotFoundError
+    and deleted the cache it had computed."""
+    monkeypatch.setattr(store_writer, "_execute_timed", no_run)
+    with pytest.raises(SystemExit) as stop:
+        store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--preset", "smoke", "--out",
+                           str(roots / "runs"), *argv])
+    assert stop.value.code == 2 and re_search(message, capsys.readouterr().err)
+
+
+def test_the_store_command_keeps_the_cache_it_computed_when_a_later_step_fails(roots, monkeypatch, capsys):
+    """An error after the run (here: the layer cannot be written) leaves the temporary cache in place and says
+    how to write the layer from it without computing again."""
+    def fake_run(notebook, out, parameters):
+        Run.for_notebook("04", "smoke", source="compute", force=False, device="cpu", progress=False).npz(
+            cache_entry("04", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.ones(2)}, stored=True)
+        return out / notebook.name, {"wall_seconds": 1.0, "cpu_seconds": 1.0}
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_writer, "_execute_timed", fake_run)
+    monkeypatch.setattr(store_writer, "write_layer", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        store_writer.main(["notebooks/04_image_retrieval_score.ipynb", "--preset", "smoke", "--out",
+                           str(roots / "runs")])
+    err = capsys.readouterr().err
+    kept = re.search(r"the run's cache is kept in (\S+) ", err)
+    assert kept and list(Path(kept[1]).glob("04/samples-*.npz")), err
+    assert f"WORKBOOK_CACHE={kept[1]}" in err and "--reuse-cache" in err
+
+
 def re_search(pattern: str, text: str) -> bool:
     import re
 
@@ -264,6 +312,56 @@ def test_a_stored_file_recorded_for_another_configuration_is_refused_by_name(roo
     assert f"stored result {layer / zero} refused: the configuration its manifest records differs" in out
 
 
+def test_a_stored_file_swapped_for_another_entrys_bytes_is_refused_by_name(roots, monkeypatch, capsys):
+    """Issue 47 item 7: seed 0's file replaced by seed 1's bytes with only its sha256 and bytes updated in the
+    manifest (its recorded configuration still seed 0's) was read as seed 0's value. The file carries the key
+    it was computed for, and seed 1's key is not the one asked for."""
+    fill(roots)
+    fill(roots, seed=1)
+    layer = roots / "results" / "xx" / "test"
+    manifest = json.loads((layer / "manifest.json").read_text())
+    zero, one = (cache_path("xx", "samples", {"seed": seed}, ".npz").name for seed in (0, 1))
+    (layer / zero).write_bytes((layer / one).read_bytes())
+    manifest["entries"][zero].update(sha256=sha256_file(layer / zero), bytes=(layer / zero).stat().st_size)
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    out = computed_instead(roots, monkeypatch, capsys)
+    assert re_search(rf"stored result {layer / zero} refused: the key inside it is not this entry's", out)
+
+
+def test_a_stored_file_without_its_key_is_refused_until_the_layer_is_keyed(roots, monkeypatch, capsys):
+    """A layer written before stored files carried their key (a plain cache entry in the layer, its manifest
+    row matching) is refused by name; `key_layer` gives each file the key its manifest records, and it loads."""
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    name = cache_path("xx", "samples", {"seed": 0}, ".npz").name
+    (layer / name).write_bytes((roots / "cache" / "xx" / name).read_bytes())
+    manifest = json.loads((layer / "manifest.json").read_text())
+    manifest["entries"][name].update(sha256=sha256_file(layer / name), bytes=(layer / name).stat().st_size)
+    (layer / "manifest.json").write_text(json.dumps(manifest))
+    assert re_search(rf"stored result {layer / name} refused: it carries no key", computed_instead(roots, monkeypatch,
+                                                                                                     capsys))
+    assert store.key_layer(layer) == [name] and store.key_layer(layer) == []
+    empty_cache(roots, monkeypatch, "cache3")
+    x = run_of("stored").npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), fail, stored=True)["x"]
+    assert np.array_equal(x, np.arange(5.0))
+
+
+def test_every_committed_stored_file_carries_the_key_of_its_name_and_manifest_entry():
+    """The class of item 7 on the committed layers: each file's own header holds the digest of the configuration
+    its manifest records, whose short hash is the one in the file's name; and its SHA-256 is the manifest's."""
+    from lib import cache
+    from lib.paths import PROJECT_ROOT
+
+    manifests = sorted((PROJECT_ROOT / "results").glob("*/*/manifest.json"))
+    assert len(manifests) >= 4
+    for path in manifests:
+        for name, entry in json.loads(path.read_text())["entries"].items():
+            key = cache.key_digest(entry["config"])
+            assert store.NAME.match(name)["key"] == key.hex()[:10], f"{path.parent / name}: name and config differ"
+            assert cache.file_key(path.parent / name) == key, f"{path.parent / name} does not carry its key"
+            assert sha256_file(path.parent / name) == entry["sha256"], f"{path.parent / name}: SHA-256 differs"
+
+
 @pytest.mark.parametrize("text, reason", [
     ("<<<<<<< HEAD\n{}", "JSONDecodeError"),
     ("[1, 2]", "it holds a list, not an object"),
@@ -280,6 +378,55 @@ def test_a_malformed_manifest_is_an_error_naming_the_file(roots, text, reason):
     with pytest.raises(store.DamagedManifest, match="is not a valid stored-layer manifest") as err:
         run_of("stored").describe()
     assert str(layer / "manifest.json") in str(err.value) and reason in str(err.value)
+
+
+def test_a_deeply_nested_manifest_is_an_error_naming_the_file(roots):
+    """Issue 47 item 12: a 100,000-deep manifest.json raised a bare RecursionError."""
+    layer = roots / "results" / "xx" / "test"
+    layer.mkdir(parents=True)
+    (layer / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(store.DamagedManifest, match="RecursionError") as err:
+        run_of("stored").describe()
+    assert str(layer / "manifest.json") in str(err.value)
+
+
+def under_file_size_limit(code: str, limit: int = 4096) -> subprocess.CompletedProcess:
+    """`code` run by this Python with `ulimit -f` at `limit` bytes (writes past it fail with EFBIG)."""
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return subprocess.run([sys.executable, "-c", code], preexec_fn=limited, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_layer_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(roots):
+    """Issue 47 item 12: `ulimit -f` during write_layer gave a bare `OSError: File too large`; the error names the
+    layer and the file, the layer stays as it was and no partial file or staging folder remains."""
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    before = sorted(p.name for p in layer.parent.iterdir()), (layer / "manifest.json").read_text()
+    big = cache_entry("xx", "big", {"n": 1}, ".npz")
+    Run().npz(big, lambda: {"x": np.arange(10_000.0)}, stored=True)
+    done = under_file_size_limit(
+        "from lib import store\n"
+        f"store.write_layer('xx', 'test', [{{'path': {str(big.path)!r}, 'config': {{'n': 1}}}}], {{}})")
+    assert done.returncode != 0 and "LayerNotWritten" in done.stderr, done.stderr
+    assert re_search(rf"the stored layer {layer} was not written: its file {big.path.name} could not be written "
+                     r"\(File too large", done.stderr)
+    assert (sorted(p.name for p in layer.parent.iterdir()), (layer / "manifest.json").read_text()) == before
+
+
+def test_a_stamp_past_the_file_size_limit_names_the_notebook_and_leaves_no_partial_file(tmp_path):
+    """Issue 47 item 12: the stamp of an executed notebook (`make run`, `make store`) left `.NAME.stamp-PID`."""
+    import nbformat
+
+    executed = tmp_path / "01_x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x" * 10_000)]), executed)
+    before = executed.read_text()
+    done = under_file_size_limit(f"from lib.provenance import stamp\nstamp({str(executed)!r}, commit='abc')")
+    assert done.returncode != 0 and re_search(rf"{executed} could not be stamped", done.stderr), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_x.ipynb"] and executed.read_text() == before
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo"])

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from jupyter_client.manager import KernelManager
 from jupyter_client.utils import run_sync
@@ -162,6 +164,45 @@ def to_html(executed: str | Path, output_dir: str | Path | None = None) -> Path:
     return target
 
 
+def preset_problem(notebook: Path, preset: Any, option: str) -> str | None:
+    """Why `preset` (given as `option`) is not a preset of the notebook's PRESETS (`lib.store.PRESET_MODULES`),
+    or None (also for a notebook without presets there)."""
+    from lib.store import PRESET_MODULES
+
+    namespace = Path(notebook).name[:2]
+    if namespace not in PRESET_MODULES:
+        return None
+    presets = importlib.import_module(PRESET_MODULES[namespace]).PRESETS
+    if preset not in presets:
+        return f"{option} {preset!r} is not one of notebook {namespace}'s PRESETS {sorted(presets)}"
+    return None
+
+
+def arguments_problem(notebook: Path, parameters: Mapping[str, Any]) -> str | None:
+    """Why `notebook` cannot be run with `parameters`, checked before anything runs: a notebook missing or not an
+    .ipynb, a parameter its `parameters` cell lacks (papermill would only warn), a PRESET outside its PRESETS;
+    else None."""
+    import papermill as pm
+
+    notebook = Path(notebook)
+    if not notebook.exists():
+        return f"notebook {notebook} does not exist"
+    if not notebook.is_file() or notebook.suffix != ".ipynb":
+        return f"notebook {notebook} is not a notebook (.ipynb)"
+    known = set(pm.inspect_notebook(str(notebook)))
+    unknown = [name for name in parameters if name not in known]
+    if unknown:
+        return f"-p {unknown[0]}: not a parameter of {notebook.name} (its parameters: {', '.join(sorted(known))})"
+    if "PRESET" in parameters:
+        return preset_problem(notebook, parameters["PRESET"], "-p PRESET")
+    return None
+
+
+def folder_problem(path: Path, option: str) -> str | None:
+    """Why `path` (given as `option`) cannot be the folder a command writes into: a file is there; else None."""
+    return f"{option} {path} is not a folder" if Path(path).exists() and not Path(path).is_dir() else None
+
+
 def main(argv: list[str] | None = None) -> None:
     from papermill.cli import _resolve_type
 
@@ -171,9 +212,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a parameter, typed as papermill's -p does (True/False, None, numbers, text)")
     args = parser.parse_args(argv)
+    parameters = {name: _resolve_type(value) for name, value in args.parameter}
+    problem = arguments_problem(args.notebook, parameters) or folder_problem(args.out_dir, "out_dir")
+    if problem:
+        parser.error(problem)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    executed = execute(args.notebook, args.out_dir / args.notebook.name,
-                       {name: _resolve_type(value) for name, value in args.parameter})
+    executed = execute(args.notebook, args.out_dir / args.notebook.name, parameters)
     print(f"{executed} and {to_html(executed)}")
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,10 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = _parser()
     args = parser.parse_args(argv)
-    if not args.notebook.exists():
-        parser.error(f"notebook {args.notebook} does not exist")
     overrides = {name: _resolve_type(value) for name, value in args.parameter}
-    problem = _store_problem(args.notebook, args.preset, overrides)
+    problem = _store_problem(args.notebook, args.preset, overrides) or _scratch_run_problem(args)
     if problem:
         parser.error(problem)
     parameters = {"PRESET": args.preset, "SOURCE": "compute", "EXPLORER": False, **overrides}
@@ -73,16 +73,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _store_problem(notebook: Path, preset: str, overrides: dict) -> str | None:
     """Why `python -m lib.store notebook --preset preset -p ...` cannot write a layer, before anything runs: a
-    notebook without a layer namespace, a preset outside its PRESETS (`../..` would name a folder outside
-    results/), a PRESET or SOURCE parameter that contradicts the command; else None."""
-    import importlib
+    notebook missing, not an .ipynb or without a layer namespace, a parameter it lacks, a preset outside its
+    PRESETS (`../..` would name a folder outside results/), a PRESET or SOURCE parameter that contradicts the
+    command; else None."""
+    from lib.make.report import arguments_problem, preset_problem
 
-    namespace = notebook.name[:2]
-    if namespace not in PRESET_MODULES:
+    if notebook.is_file() and notebook.name[:2] not in PRESET_MODULES:
         return f"notebook {notebook} has no stored layer (notebooks {', '.join(PRESET_MODULES)} have one)"
-    presets = importlib.import_module(PRESET_MODULES[namespace]).PRESETS
-    if preset not in presets:
-        return f"--preset {preset!r} is not one of notebook {namespace}'s PRESETS {sorted(presets)}"
+    problem = arguments_problem(notebook, overrides) or preset_problem(notebook, preset, "--preset")
+    if problem:
+        return problem
     if "PRESET" in overrides and overrides["PRESET"] != preset:
         return f"-p PRESET {overrides['PRESET']!r} contradicts --preset {preset!r}: give the preset with --preset alone"
     if overrides.get("SOURCE", "compute") != "compute":
@@ -91,19 +91,41 @@ def _store_problem(notebook: Path, preset: str, overrides: dict) -> str | None:
     return None
 
 
+def _scratch_run_problem(args: argparse.Namespace) -> str | None:
+    """Why --out and --scratch-run cannot be used as given (checked before the run), or None."""
+    from lib.make.report import folder_problem
+
+    if problem := folder_problem(args.out, "--out"):
+        return problem
+    if args.scratch_run is None:
+        return None
+    if not args.reuse_cache:
+        return ("--scratch-run is the executed notebook of the run that filled the cache: give it with "
+                "--reuse-cache (without it, this run computes from scratch and its own time is recorded)")
+    if not args.scratch_run.is_file():
+        return f"--scratch-run {args.scratch_run} does not exist (or is not a file)"
+    try:
+        scratch_run_info(args.scratch_run)
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
+        return f"--scratch-run {args.scratch_run} is not a complete executed notebook: {err}"
+    return None
+
+
 def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path:
     """Run the notebook with `parameters`, in an empty temporary cache unless --reuse-cache, recording its stored
-    entries, and write its layer with the run's provenance; returns the layer's folder."""
+    entries, and write its layer with the run's provenance; returns the layer's folder. When a step fails after
+    the run started, the temporary cache it computed is kept, and stderr says where and how to reuse it."""
     from lib.device import cpu_model
     from lib.make.report import temporary_environ
     from lib.provenance import git_commit
 
     commit = git_commit(mark_dirty=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="workbook-store-") as tmp:
-        env = {RECORD_ENV: str(Path(tmp) / "records.jsonl")}
-        if not args.reuse_cache:
-            env["WORKBOOK_CACHE"] = str(Path(tmp) / "cache")
+    tmp = Path(tempfile.mkdtemp(prefix="workbook-store-"))
+    env = {RECORD_ENV: str(tmp / "records.jsonl")}
+    if not args.reuse_cache:
+        env["WORKBOOK_CACHE"] = str(tmp / "cache")
+    try:
         with temporary_environ(env):  # the layer is written from this cache
             executed, seconds = _execute_timed(args.notebook, args.out, parameters)
             provenance = {
@@ -114,7 +136,18 @@ def _store_run(args: argparse.Namespace, parameters: dict, command: str) -> Path
                 "parameters": parameters, "executed_notebook": shown(executed)}
             if args.scratch_run is not None:
                 provenance["from_scratch"] = scratch_run_info(args.scratch_run)
-            return write_layer(args.notebook.name[:2], args.preset, read_records(Path(env[RECORD_ENV])), provenance)
+            layer = write_layer(args.notebook.name[:2], args.preset, read_records(Path(env[RECORD_ENV])), provenance)
+    except BaseException:
+        if "WORKBOOK_CACHE" in env and Path(env["WORKBOOK_CACHE"]).exists():
+            print(f"the run's cache is kept in {env['WORKBOOK_CACHE']} (what it computed): `WORKBOOK_CACHE="
+                  f"{env['WORKBOOK_CACHE']} python -m lib.make.store_writer {args.notebook} --preset {args.preset} "
+                  "--reuse-cache` writes the layer from it without computing again; delete the folder when done.",
+                  file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return layer
 
 
 def _execute_timed(notebook: Path, out: Path, parameters: dict) -> tuple[Path, dict]:

@@ -66,11 +66,35 @@ def save_curves(path: Path | str, results: Sequence[dict], meta: dict[str, Any])
     return atomic_write(Path(path), write)
 
 
-def load_curves(path: Path | str) -> dict:
-    """Read and check a file written by `save_curves`; raise ValueError naming the file and what is wrong."""
+def check_curves_path(path: Path | str) -> Path:
+    """CURVES_FILE checked before it is opened: an existing regular .npz file (a FIFO would block the read) whose
+    real path (links resolved) lies in the results root (`results/`, where `--out` puts it) or the data root
+    (`$WORKBOOK_DATA`); a ValueError names the parameter and what is wrong. Any other file (/etc/passwd) is not
+    read: a notebook parameter reads only the workbook's own files."""
+    from lib.data.files import data_root
+    from lib.paths import NotARegularFile, regular_file, results_root
+
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"CURVES_FILE={str(path)!r}: no such file.")
+    where = f"CURVES_FILE={str(path)!r}"
+    if path.suffix != ".npz":
+        raise ValueError(f"{where} is not a .npz file (a file written by `python -m lib.prcurves.stored --out`).")
+    if not path.exists():
+        raise ValueError(f"{where}: no such file.")
+    roots = (results_root(), data_root())
+    if not any(path.resolve().is_relative_to(root.resolve()) for root in roots):
+        raise ValueError(f"{where} lies outside the folders a notebook reads files from ({path.resolve()}); copy "
+                         f"it into {roots[0]} (e.g. results/01/) or the data root {roots[1]}.")
+    try:
+        regular_file(path)
+    except NotARegularFile as err:
+        raise ValueError(f"{where}: {err.reason}.") from None
+    return path
+
+
+def load_curves(path: Path | str) -> dict:
+    """Read and check a file written by `save_curves` (its path checked first: `check_curves_path`); raise
+    ValueError naming the file and what is wrong."""
+    path = check_curves_path(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
