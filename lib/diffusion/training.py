@@ -4,7 +4,10 @@ through `lib.train.train_epochs`, and seeded sampling in batches.
 A run is resumable at any epoch: the checkpoint holds the network, its EMA, the optimiser and both random
 generators, so an interrupted run resumed equals an uninterrupted one. Snapshots at a fraction of the budget
 (25 / 50 / 100 %, say) come from calling `train_denoiser` again with more epochs on the same checkpoint: the
-schedule (a linear warm-up, then constant) depends on the step alone, so the staged run is the single run.
+schedule (a linear warm-up, then constant) depends on the step alone, so the staged run is the single run. A
+checkpoint only goes forward: one past the epochs asked, or one of another run (the checkpoint records the recipe,
+seed, condition and data), is refused, naming the file (`lib.train`); `lib.diffusion.family.trained_weights` trains
+a snapshot asked after its run's checkpoint passed it as a run of its own.
 """
 
 from __future__ import annotations
