@@ -85,3 +85,29 @@ def test_packed_entries_come_back_byte_for_byte_and_a_damaged_one_is_refused(tmp
     np.savez(tmp_path / "out" / "entries-0.npz", **{path.name: damaged})
     with pytest.raises(ValueError, match="fails its checksum"):
         tg.unpack(tmp_path / "out")
+
+
+def test_unpack_refuses_a_truncated_bundle_and_a_missing_or_empty_folder_by_name(tmp_path, monkeypatch, capsys):
+    """Issue 47 item 12: a truncated bundle raised a bare BadZipFile; a missing or empty folder unpacked nothing
+    and exited 0."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    path = cache_dir() / "04" / "gen-x-n2-0123456789.npz"
+    path.parent.mkdir(parents=True)
+    atomic_savez(path, {"images": np.zeros((1, 2, 2, 3), np.uint8)})
+    bundle = tg.pack([path], tmp_path / "out")[0]
+    bundle.write_bytes(bundle.read_bytes()[:-40])  # cut short, as an interrupted copy leaves it
+    with pytest.raises(ValueError, match=r"entries-0\.npz.*not a complete bundle"):
+        tg.unpack(tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    for folder, reason in ((tmp_path / "missing", "no such folder"), (tmp_path / "empty", "holds no entries-")):
+        with pytest.raises(ValueError, match=rf"{folder.name}.*{reason}"):
+            tg.unpack(folder)
+        with pytest.raises(SystemExit) as exit_:
+            tg.main(["unpack", str(folder)])
+        assert exit_.value.code != 0 and folder.name in capsys.readouterr().err
+
+
+def test_train_generators_refuses_a_device_the_workbook_does_not_support(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        tg.main(["train", "--preset", "smoke", "--device", "mps"])
+    assert exit_.value.code != 0 and "--device='mps'" in capsys.readouterr().err
