@@ -197,7 +197,9 @@ def _resume(checkpoint: Path | None, model: nn.Module, optimiser: torch.optim.Op
 def _save(checkpoint: Path, model: nn.Module, optimiser: torch.optim.Optimizer, scheduler,
           generator: torch.Generator, state: dict, config: dict | None) -> None:
     saved = {"net": model.state_dict(), "opt": optimiser.state_dict(), "generator": generator.get_state(),
-             "torch_rng": torch.get_rng_state(), "state": state, "config": config}
+             "torch_rng": torch.get_rng_state(), "state": state}
+    if config is not None:  # a run that records nothing writes the checkpoint it wrote before
+        saved["config"] = config
     if scheduler is not None:
         saved["sched"] = scheduler.state_dict()
     atomic_torch_save(saved, checkpoint)
