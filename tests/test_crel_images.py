@@ -150,3 +150,18 @@ def test_label_to_image_asks_the_budgets_in_increasing_order(monkeypatch):
     out = im.label_to_image(s)
     assert [spec.fraction for spec in asked] == [0.25, 0.5, 1.0, 1.0]
     assert list(out) == ["class c8 100% w1", "class c8 50% w1", "class c8 100% w2", "class c8 25% w1"]
+
+
+def test_only_a_fractional_sets_entry_is_rekeyed_for_the_snapshot_fix(monkeypatch):
+    """A CReL entry of a set before the full budget may have been measured on the full budget's samples (issue 47
+    item 3): its key carries the fix; a full-budget set's key, and so the stored layer's entry, is unchanged."""
+    from types import SimpleNamespace
+
+    keys = {}
+    monkeypatch.setattr(im, "cache_entry", lambda namespace, label, key, suffix: keys.setdefault(label, key))
+    run = SimpleNamespace(torch=lambda entry, compute, stored: entry, device="cpu", progress=False)
+    s = replace(SMALL, family=im.fam.FAMILIES["smoke"], generators=((8, 1.0, 1.0), (8, 0.5, 1.0)))
+    for spec in s.specs():
+        im.generator_crel(s, spec, run)
+    assert keys["l2i-class-c8-50pct-w1"]["snapshot"] == 2 and set(keys["l2i-class-c8-100pct-w1"]) == {"v", "settings",
+                                                                                                         "set"}

@@ -115,3 +115,21 @@ def test_a_budget_is_a_whole_number_of_epochs_and_a_set_is_labelled_with_it(tmp_
     assert fam.GeneratedSet("class", 32, 101 / 200).label == "class c32 50.5% w1"  # not rounded to "50%" or "51%"
     assert [fam.GeneratedSet("diadm", 32, f).label for f in (1.0, 0.5, 0.25)] == [
         "diadm c32 100%", "diadm c32 50%", "diadm c32 25%"]  # the labels (and file names) of exact budgets stay
+
+
+def test_a_snapshot_entry_that_holds_later_weights_is_trained_again(monkeypatch, tmp_path):
+    """The entries the bug wrote (…-e2 byte-identical to …-e4, issue 47 item 3) keep their path, so they are told by
+    their history (4 epochs, not 2) and trained again; the sets sampled from them are re-keyed (fractional sets
+    only: a full-budget set's key is unchanged)."""
+    family = fam.Family(resolution=8, train_per_class=2, epochs=4, batch=4, steps=2, n=6)
+    low = _random_database(family)
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "damaged"))
+    fam.trained_weights(family, low, "unconditional", 8, 1.0)
+    fam.weights_path(family, low, "unconditional", 8, 2).write_bytes(
+        fam.weights_path(family, low, "unconditional", 8, 4).read_bytes())
+    healed = fam.trained_weights(family, low, "unconditional", 8, 0.5)
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "fresh"))
+    assert len(healed["history"]) == 2
+    assert _equal(healed["ema"], fam.trained_weights(family, low, "unconditional", 8, 0.5)["ema"])
+    keys = {f: fam.set_key(family, low, fam.GeneratedSet("class", 8, f), None) for f in (0.5, 1.0)}
+    assert keys[0.5]["snapshot"] == 2 and "snapshot" not in keys[1.0]

@@ -233,6 +233,8 @@ def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run | N
     run = run or Run()
     label = REAL if spec is None else spec.label
     key = {"v": VERSION, "settings": asdict(s), "set": label}
+    if spec is not None and spec.fraction < 1:  # its set may have been the full budget's: family.set_key
+        key["snapshot"] = 2
     slug = "real" if spec is None else spec.slug
     entry = cache_entry(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
     samples = lambda: set_samples(s, spec, device=run.device, progress=run.progress)  # noqa: E731

@@ -16,6 +16,7 @@ training rows drawn once (`source_rows`); `set_labels` gives the class of each s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,8 @@ GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,8 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
     weights are written). That costs e epochs again, but gives the single run's weights at e in any order, where
     refusing would stop notebook 02's default order on an empty cache; its callers ask the budgets in increasing
     order (`lib.crel.images.label_to_image`, `lib.irs.generators.generated_sets_of`), so that this happens only
-    when a later run asks a smaller budget."""
+    when a later run asks a smaller budget. An entry that holds more epochs than its own (the code before this fix
+    wrote the later weights under the snapshot's path) is trained again."""
     epochs = epochs_at(family, fraction)
     path = weights_path(family, low, arm, channels, epochs, conditioning_key)
 
@@ -222,7 +226,12 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
             checkpoint.unlink(missing_ok=True)
         return out
 
-    return Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
+    weights = Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
+    if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights (issue 47)
+        log.warning("%s holds %d epochs of training, not %d; training it again", path, len(weights["history"]), epochs)
+        path.unlink()
+        weights = Run().torch(path, compute)
+    return weights
 
 
 def weights_path(family: Family, low: dict, arm: str, channels: int, epochs: int,
@@ -245,10 +254,14 @@ def set_labels(family: Family, low: dict, spec: GeneratedSet) -> np.ndarray:
 
 
 def set_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None) -> dict:
+    """What a generated set depends on. A set before the full budget also carries "snapshot": 2: until issue 47
+    item 3 was fixed, such a set could have been sampled from the full budget's weights, and those entries must
+    not be served (key policy (lib.store), rule 1; a full-budget set's key is unchanged)."""
+    epochs = epochs_at(family, spec.fraction)
     return {**training_key(family, low, spec.arm, spec.channels, conditioning_key),
-            "epochs": epochs_at(family, spec.fraction), "guidance": spec.guidance,
+            "epochs": epochs, "guidance": spec.guidance,
             "heldout": spec.heldout, "steps": family.steps, "n": family.n,
-            "heldout_pool": low["syn"] if spec.heldout else None}
+            "heldout_pool": low["syn"] if spec.heldout else None, **({"snapshot": 2} if epochs < family.epochs else {})}
 
 
 def set_path(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None = None):
