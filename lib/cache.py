@@ -99,6 +99,12 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot hash a value of type {type(value).__name__} into a cache key")
 
 
+def canonical(config: Any) -> Any:
+    """`config` in the canonical JSON types a cache key is hashed from (dataclasses as dicts, arrays by SHA-256 and
+    shape): what a training checkpoint records of its run (`lib.train.train_epochs`)."""
+    return _jsonable(config)
+
+
 def key_digest(config: Any) -> bytes:
     """SHA-256 (32 bytes) of the canonical JSON of `config` (dicts, dataclasses, lists, arrays by content)."""
     text = json.dumps(_jsonable(config), sort_keys=True, separators=(",", ":"))

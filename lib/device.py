@@ -4,27 +4,36 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
+SUPPORTED = "choose 'auto', 'cpu', 'cuda' or 'cuda:N'"
+_DEVICE = re.compile(r"(cpu|cuda)(:\d+)?\Z")
 
-def pick_device(prefer: str | None = None) -> torch.device:
-    """Return `prefer` if given ("cpu", "cuda", "cuda:1", ...), else CUDA when available, else CPU.
 
-    Notebooks expose this as a `DEVICE: str = "auto"` parameter; "auto" maps to `prefer=None`.
+def pick_device(prefer: str | None = None, name: str = "DEVICE") -> torch.device:
+    """Return `prefer` if given ("cpu", "cuda", "cuda:1"), else CUDA when available, else CPU.
+
+    Notebooks expose this as a `DEVICE: str = "auto"` parameter; "auto" maps to `prefer=None`. Only the devices
+    the workbook runs on are taken: torch also knows "mps", "xla", "meta" and others, which passed here and then
+    failed at the first tensor operation without naming the parameter; they, and a CUDA device that is not
+    present, are refused here, naming `name` (the parameter or option that gave it).
     """
-    if prefer is not None and prefer != "auto":
-        try:
-            device = torch.device(prefer)
-        except RuntimeError:
-            raise ValueError(f"DEVICE={prefer!r} is not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'.") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"DEVICE={prefer!r} was requested but CUDA is not available here; use 'auto' or 'cpu'.")
-        return device
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if prefer is None or prefer == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not isinstance(prefer, str) or not _DEVICE.match(prefer):
+        raise ValueError(f"{name}={prefer!r} is not a device the workbook supports; {SUPPORTED}.")
+    device = torch.device(prefer)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={prefer!r} was requested but CUDA is not available here; use 'auto' or 'cpu'.")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"{name}={prefer!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                         f"cuda:0 to cuda:{torch.cuda.device_count() - 1}.")
+    return device
 
 
 def cpu_model() -> str:

@@ -17,17 +17,19 @@ Notebook 01's DDPM ensemble trains M members as one flat (M, P) tensor on step-i
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from lib.cache import DamagedCacheEntry, atomic_torch_save, discard_damaged, load_torch
+from lib.cache import DamagedCacheEntry, atomic_torch_save, canonical, discard_damaged, load_torch
 from lib.params import check_choice, check_int
 from lib.progress import progress as progress_bar
 
@@ -94,6 +96,11 @@ class Epochs:
     def steps_per_epoch(self, num_items: int) -> int:
         return max(1, num_items // self.batch_size) if self.drop_last else math.ceil(num_items / self.batch_size)
 
+    def items_per_epoch(self, num_items: int) -> int:
+        """The items an epoch's batches hold: all of them, less what drop_last drops (a batch larger than the data
+        holds the data, so steps x batch_size overcounts)."""
+        return min(num_items, self.steps_per_epoch(num_items) * self.batch_size)
+
 
 def _scheduler(optimiser: torch.optim.Optimizer, plan: Epochs, total_steps: int):
     if callable(plan.schedule) or plan.schedule == "constant":
@@ -114,15 +121,72 @@ def load_checkpoint(path: Path | None) -> dict | None:
         return None
 
 
+def checkpoint_epoch(path: Path | None) -> int:
+    """The complete epochs a checkpoint holds (0 when there is none, or it is damaged)."""
+    saved = load_checkpoint(path)
+    return 0 if saved is None else _progress(path, saved)["epoch"]
+
+
+def recorded(config: Mapping[str, Any] | None) -> dict | None:
+    """A run's configuration as its checkpoint records it: canonical JSON values (arrays by SHA-256 and shape,
+    `lib.cache.canonical`), so that it loads back as written and compares field by field."""
+    return None if config is None else json.loads(json.dumps(canonical(dict(config))))
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested dict as {"outer.inner": value}."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}.{key}" if prefix else key).items()}
+
+
+def _differences(saved: dict, asked: dict) -> list[str]:
+    """"field: its value in the file, here" for every field of two recorded configurations that differs."""
+    old, new = _flat(saved), _flat(asked)
+    short = lambda v: repr(v[:12] + "...") if isinstance(v, str) and len(v) > 16 else repr(v)  # noqa: E731 (digests)
+    return [f"{k}: {short(old.get(k, '(none)'))} in the file, {short(new.get(k, '(none)'))} here"
+            for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+
+def _progress(checkpoint: Path, saved: Any) -> dict:
+    """The checkpoint's progress ({"epoch", "history", "epoch_seconds"}); a file that is not a checkpoint of
+    `train_epochs` (a foreign file at the path) is refused, naming it."""
+    if not isinstance(saved, dict) or not {"net", "opt", "generator", "torch_rng", "state"} <= saved.keys():
+        keys = sorted(saved)[:5] if isinstance(saved, dict) else type(saved).__name__
+        raise ValueError(f"{checkpoint}: not a training checkpoint of lib.train (it holds {keys}); delete it, or "
+                         "give another checkpoint path.")
+    return saved["state"]
+
+
+def _check_resumable(checkpoint: Path, saved: dict, config: dict | None, epochs: int) -> None:
+    """Refuse a checkpoint of another run (its recorded configuration differs; one without a record, written
+    before runs recorded theirs, resumes) or one past the epochs asked (a run resumes forward only)."""
+    progress = _progress(checkpoint, saved)
+    if config is not None and saved.get("config") is not None and saved["config"] != config:
+        differences = "; ".join(_differences(saved["config"], config))
+        raise ValueError(f"{checkpoint}: the checkpoint of another run ({differences}); delete it to train this run "
+                         "from the start, or give another checkpoint path.")
+    if progress["epoch"] > epochs:
+        raise ValueError(f"{checkpoint}: the checkpoint holds epoch {progress['epoch']}, past the {epochs} "
+                         "epochs asked; a run resumes forward only, so train those epochs from the start (without "
+                         "this checkpoint).")
+
+
 def _resume(checkpoint: Path | None, model: nn.Module, optimiser: torch.optim.Optimizer, scheduler,
-            generator: torch.Generator) -> dict:
+            generator: torch.Generator, config: dict | None, epochs: int) -> dict:
     """The progress so far ({"epoch", "history", "epoch_seconds"}), with the model, optimiser, schedule and both
-    generators put back to where the checkpoint left them; a fresh start without one."""
+    generators put back to where the checkpoint left them; a fresh start without one. A checkpoint that is not
+    this run's (`_check_resumable`) or does not fit the model is refused, naming the file."""
     saved = load_checkpoint(checkpoint)
     if saved is None:
         return {"epoch": 0, "history": [], "epoch_seconds": []}
-    model.load_state_dict(saved["net"])
-    optimiser.load_state_dict(saved["opt"])
+    _check_resumable(checkpoint, saved, config, epochs)
+    try:
+        model.load_state_dict(saved["net"])
+        optimiser.load_state_dict(saved["opt"])
+    except (RuntimeError, ValueError, KeyError) as err:
+        raise ValueError(f"{checkpoint}: the checkpoint does not fit the model or its optimiser "
+                         f"({str(err).strip().splitlines()[0]}); delete it, or give another checkpoint path.") from None
     if scheduler is not None:
         scheduler.load_state_dict(saved["sched"])
     generator.set_state(saved["generator"])
@@ -131,9 +195,11 @@ def _resume(checkpoint: Path | None, model: nn.Module, optimiser: torch.optim.Op
 
 
 def _save(checkpoint: Path, model: nn.Module, optimiser: torch.optim.Optimizer, scheduler,
-          generator: torch.Generator, state: dict) -> None:
+          generator: torch.Generator, state: dict, config: dict | None) -> None:
     saved = {"net": model.state_dict(), "opt": optimiser.state_dict(), "generator": generator.get_state(),
              "torch_rng": torch.get_rng_state(), "state": state}
+    if config is not None:  # a run that records nothing writes the checkpoint it wrote before
+        saved["config"] = config
     if scheduler is not None:
         saved["sched"] = scheduler.state_dict()
     atomic_torch_save(saved, checkpoint)
@@ -161,15 +227,19 @@ def _batch_step(batch_loss: BatchLoss, idx: torch.Tensor, epoch: int, optimiser:
 def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim.Optimizer, *, num_items: int,
                  plan: Epochs, generator: torch.Generator, index_device: torch.device | str | None = None,
                  checkpoint: Path | None = None, progress: bool = False, desc: str = "epochs",
-                 after_step: Callable[[int], None] | None = None) -> dict:
+                 after_step: Callable[[int], None] | None = None, config: Mapping[str, Any] | None = None) -> dict:
     """Train `model` (in train mode; left in eval mode) for plan.epochs epochs of `shuffled_batches(num_items, ...)`
     drawn from `generator` (indices on `index_device`), one optimiser step per batch on `batch_loss(idx, epoch)`.
 
     With `checkpoint`, the model, optimiser, schedule, both generators and the history are written there
     (atomically) after every complete epoch, and a run finds it and resumes from it: the result is that of an
-    uninterrupted run. `after_step(step)` runs after every optimiser step (an EMA of weights the model holds as
-    buffers or frozen parameters, so that the checkpoint carries it). Returns {"history": the mean loss of every
-    epoch, "epoch_seconds": wall time of each}.
+    uninterrupted run. `config` (what the run depends on: its settings, seed, data fingerprint) is recorded in
+    the checkpoint, and a checkpoint that records another is refused, naming the file and the fields that differ;
+    so is a checkpoint past plan.epochs (a run resumes forward only) and a file that is not a checkpoint of this
+    model. `after_step(step)` runs after every optimiser step (an EMA of weights the model holds as buffers or
+    frozen parameters, so that the checkpoint carries it). Returns {"history": the mean loss of every epoch,
+    "epoch_seconds": wall time of each, "steps": the optimiser steps taken, "items_seen": the items of their
+    batches}, each counting the epochs a checkpoint held.
     """
     check_int("epochs", plan.epochs, minimum=0)
     check_int("batch_size", plan.batch_size, minimum=1)
@@ -177,8 +247,9 @@ def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim
     total = plan.epochs * per_epoch
     scheduler = _scheduler(optimiser, plan, total)
     model.train()
-    state = _resume(checkpoint, model, optimiser, scheduler, generator)
-    step = state["epoch"] * per_epoch
+    config = recorded(config)
+    state = _resume(checkpoint, model, optimiser, scheduler, generator, config, plan.epochs)
+    step, items = state["epoch"] * per_epoch, state["epoch"] * plan.items_per_epoch(num_items)
     for epoch in progress_bar(range(state["epoch"], plan.epochs), desc=desc, enabled=progress):
         start, total_loss, seen, complete = time.perf_counter(), 0.0, 0, True
         for idx in shuffled_batches(num_items, plan.batch_size, generator, index_device, plan.drop_last):
@@ -187,16 +258,17 @@ def train_epochs(model: nn.Module, batch_loss: BatchLoss, optimiser: torch.optim
                 break
             total_loss += _batch_step(batch_loss, idx, epoch, optimiser, scheduler, plan, step, total, after_step)
             step, seen = step + 1, seen + len(idx)
+        items += seen
         if plan.schedule == "cosine_epochs":
             scheduler.step()
         state = {"epoch": epoch + 1, "history": [*state["history"], total_loss / max(seen, 1)],
                  "epoch_seconds": [*state["epoch_seconds"], time.perf_counter() - start]}
         if checkpoint is not None and complete:  # a cut-short epoch (max_steps) is not a resumable state
-            _save(checkpoint, model, optimiser, scheduler, generator, state)
+            _save(checkpoint, model, optimiser, scheduler, generator, state, config)
         if plan.max_steps is not None and step >= plan.max_steps:
             break
     model.eval()
-    return {"history": state["history"], "epoch_seconds": state["epoch_seconds"]}
+    return {"history": state["history"], "epoch_seconds": state["epoch_seconds"], "steps": step, "items_seen": items}
 
 
 def ema_update(average: torch.Tensor, current: torch.Tensor, decay: float, step: int) -> None:

@@ -107,3 +107,61 @@ def test_bad_settings_are_refused_by_name():
         ex.resolve_config("smoke", images={"rho_depth": 18})
     with pytest.raises(ValueError, match="IMAGE_GENERATORS|images.generators"):
         ex.resolve_config("smoke", images={"generators": [[4, 1.0, 1.0]]})
+
+
+def _resolved(**images):
+    """The smoke preset with these image settings, resolved as notebook 02's configuration cell resolves it (errors
+    name the notebook's parameters)."""
+    from lib.params import parameter_names, setting_parameters
+
+    with parameter_names(setting_parameters(ex.PRESETS["smoke"])):
+        return ex.resolve_config("smoke", images=images)
+
+
+def test_generators_that_train_one_budget_are_refused_and_a_rounded_budget_is_labelled_as_trained():
+    """Issue 47 item 4: at smoke (4 epochs) fractions 0.5 and 0.52 both train 2 epochs (two rows, one set), and
+    0.01 was labelled "1 %" and trained 1 epoch (25 %)."""
+    with pytest.raises(ValueError, match=r"IMAGE_GENERATORS: \[8, 0\.5, 1\] and \[8, 0\.52, 1\] are one set, "
+                                         r"'class c8 50% w1'"):
+        _resolved(generators=[[8, 0.5, 1], [8, 0.52, 1]])
+    with pytest.raises(ValueError, match=r"IMAGE_GENERATORS fraction=0\.01 is 0\.04 of the 4 training epochs"):
+        _resolved(generators=[[8, 0.01, 1.0]])
+    config = _resolved(generators=[[8, 0.3, 1.0], [8, 1.0, 1.0]])
+    assert [spec.label for spec in config.images.specs()] == ["class c8 25% w1", "class c8 100% w1"]
+
+
+def test_generators_must_be_a_nonempty_list_of_triples():
+    """Issue 47 item 12: [] ran every earlier section, then died in section 5 ("argmax of an empty sequence");
+    [[32, 1.0]] died with "not enough values to unpack"."""
+    with pytest.raises(ValueError, match=r"IMAGE_GENERATORS=(\[\]|\(\)) must hold at least 1"):
+        _resolved(generators=[])
+    with pytest.raises(ValueError, match=r"IMAGE_GENERATORS entry \[32, 1\.0\] must be \[width, budget fraction, "
+                                         r"guidance\]"):
+        _resolved(generators=[[32, 1.0]])
+
+
+def test_label_to_image_asks_the_budgets_in_increasing_order(monkeypatch):
+    """So that each budget continues the run's checkpoint (lib.diffusion.family.trained_weights) instead of training
+    again from the start; the table keeps the parameter's order."""
+    asked = []
+    monkeypatch.setattr(im, "generator_crel", lambda s, spec, run=None: asked.append(spec) or {"spec": spec})
+    s = replace(SMALL, family=im.fam.FAMILIES["smoke"], include_real=False,
+                generators=((8, 1.0, 1.0), (8, 0.5, 1.0), (8, 1.0, 2.0), (8, 0.25, 1.0)))
+    out = im.label_to_image(s)
+    assert [spec.fraction for spec in asked] == [0.25, 0.5, 1.0, 1.0]
+    assert list(out) == ["class c8 100% w1", "class c8 50% w1", "class c8 100% w2", "class c8 25% w1"]
+
+
+def test_only_a_fractional_sets_entry_is_rekeyed_for_the_snapshot_fix(monkeypatch):
+    """A CReL entry of a set before the full budget may have been measured on the full budget's samples (issue 47
+    item 3): its key carries the fix; a full-budget set's key, and so the stored layer's entry, is unchanged."""
+    from types import SimpleNamespace
+
+    keys = {}
+    monkeypatch.setattr(im, "cache_entry", lambda namespace, label, key, suffix: keys.setdefault(label, key))
+    run = SimpleNamespace(torch=lambda entry, compute, stored: entry, device="cpu", progress=False)
+    s = replace(SMALL, family=im.fam.FAMILIES["smoke"], generators=((8, 1.0, 1.0), (8, 0.5, 1.0)))
+    for spec in s.specs():
+        im.generator_crel(s, spec, run)
+    assert keys["l2i-class-c8-50pct-w1"]["snapshot"] == 2 and set(keys["l2i-class-c8-100pct-w1"]) == {"v", "settings",
+                                                                                                         "set"}

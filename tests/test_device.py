@@ -77,3 +77,25 @@ def test_the_device_line_counts_threads_in_english(thread_count):
     assert describe(torch.device("cpu")).endswith(", 1 thread)")
     thread_count(2)
     assert describe(torch.device("cpu")).endswith(", 2 threads)")
+
+
+@pytest.mark.parametrize("bad", ["mps", "xla", "meta", "gpu", "cuda:x", "cpu:0:1", 0, ""])
+def test_pick_device_accepts_only_the_devices_the_workbook_supports(bad):
+    """Issue 47 item 12: "mps", "xla" and "meta" are torch devices, so they passed, and the first tensor op
+    failed with a backend error that did not name DEVICE."""
+    from lib.device import pick_device
+
+    with pytest.raises(ValueError, match=r"DEVICE=.* choose 'auto', 'cpu', 'cuda' or 'cuda:N'"):
+        pick_device(bad)
+
+
+def test_pick_device_takes_auto_cpu_and_the_cuda_devices_present():
+    from lib.device import pick_device
+
+    assert pick_device("cpu") == torch.device("cpu") and pick_device("cpu:0") == torch.device("cpu:0")
+    assert pick_device("auto") == pick_device(None) == pick_device()
+    count = torch.cuda.device_count()
+    with pytest.raises(ValueError, match=rf"DEVICE='cuda:{count}'.*(not available|{count} CUDA device)"):
+        pick_device(f"cuda:{count}")  # one past the last
+    with pytest.raises(ValueError, match=r"--device='mps'"):
+        pick_device("mps", name="--device")

@@ -147,3 +147,89 @@ def test_training_refuses_conditions_that_do_not_fit_the_arm():
         train_denoiser(_images(8), None, TINY, condition="class", epochs=1, seed=0)
     with pytest.raises(ValueError, match="needs conds of shape"):
         train_denoiser(_images(8), np.zeros((7, 10), np.float32), TINY, condition="class", epochs=1, seed=0)
+
+
+def test_training_refuses_images_that_are_not_uint8_and_conditions_that_are_not_finite():
+    """Float images in [0, 1] were read as uint8 (all near -1 in model space); NaN conditions trained NaN weights."""
+    floats = _images(8).astype(np.float32) / 255
+    with pytest.raises(ValueError, match=r"images of dtype float32.*uint8"):
+        train_denoiser(floats, None, TINY, condition="none", epochs=1, seed=0)
+    with pytest.raises(ValueError, match=r"images.*\(n, H, W, 3\)"):
+        train_denoiser(_images(8)[..., 0], None, TINY, condition="none", epochs=1, seed=0)
+    conds = np.eye(10, dtype=np.float32)[np.arange(8)]
+    conds[3, 2] = np.nan
+    with pytest.raises(ValueError, match=r"conds holds 1 non-finite value"):
+        train_denoiser(_images(8), conds, TINY, condition="class", epochs=1, seed=0)
+    with pytest.raises(ValueError, match=r"seed=-1"):
+        train_denoiser(_images(8), None, TINY, condition="none", epochs=1, seed=-1)
+
+
+def test_images_seen_counts_the_images_of_the_batches():
+    """12 images at batch 128: each epoch's one batch holds 12 (it said 128)."""
+    out = train_denoiser(_images(12), None, TINY_BIG_BATCH, condition="none", epochs=2, seed=0)
+    assert out["images_seen"] == 24
+    assert train_denoiser(_images(40), None, TINY, condition="none", epochs=1, seed=0)["images_seen"] == 32  # 2 x 16
+
+
+TINY_BIG_BATCH = Recipe(channels=8, batch_size=128, warmup_steps=5)
+
+
+def test_a_checkpoint_of_another_run_is_refused_naming_the_file_and_fields(tmp_path):
+    """The run's recipe, seed, condition and data are recorded in its checkpoint: resuming one of another seed,
+    learning rate or database is refused; a checkpoint recorded before (no configuration) resumes as before."""
+    from dataclasses import replace
+
+    from lib.cache import atomic_torch_save
+    from lib.train import load_checkpoint
+
+    images = _images(32)
+    checkpoint = tmp_path / "ckpt.pt"
+    train_denoiser(images, None, TINY, condition="none", epochs=1, seed=3, checkpoint=checkpoint)
+    with pytest.raises(ValueError, match=r"ckpt\.pt.*another run.*seed: 3 in the file, 4 here"):
+        train_denoiser(images, None, TINY, condition="none", epochs=2, seed=4, checkpoint=checkpoint)
+    with pytest.raises(ValueError, match=r"ckpt\.pt.*recipe\.lr: 0\.001 in the file, 0\.002 here"):
+        train_denoiser(images, None, replace(TINY, lr=2e-3), condition="none", epochs=2, seed=3, checkpoint=checkpoint)
+    with pytest.raises(ValueError, match=r"ckpt\.pt.*images\.sha256"):
+        train_denoiser(_images(32, seed=1), None, TINY, condition="none", epochs=2, seed=3, checkpoint=checkpoint)
+    saved = load_checkpoint(checkpoint)
+    del saved["config"]  # as lib.train wrote checkpoints before they recorded their run
+    atomic_torch_save(saved, checkpoint)
+    resumed = train_denoiser(images, None, TINY, condition="none", epochs=2, seed=3, checkpoint=checkpoint)
+    whole = train_denoiser(images, None, TINY, condition="none", epochs=2, seed=3)
+    assert all(torch.equal(v, resumed["ema"][k]) for k, v in whole["ema"].items())
+
+
+def test_sampling_refuses_bad_arguments_by_name():
+    torch.manual_seed(0)
+    d = build_denoiser(TINY, resolution=16, condition="class", cond_dim=10)
+    cond = np.eye(10, dtype=np.float32)[[1, 2]]
+    for bad, match in (({"batch_size": 0}, "batch_size=0"), ({"steps": 2.5}, "steps=2.5"),
+                       ({"steps": True}, "steps=True"), ({"seed": 2**64}, "seed=18446744073709551616"),
+                       ({"seed": -1}, "seed=-1")):
+        with pytest.raises(ValueError, match=match):
+            sample(d, 2, cond=cond, **{"steps": 2, "seed": 0, **bad})
+    nan = cond.copy()
+    nan[1, 0] = np.nan  # sampled all-zero images
+    with pytest.raises(ValueError, match=r"cond holds 1 non-finite value"):
+        sample(d, 2, cond=nan, steps=2, seed=0)
+    with pytest.raises(ValueError, match=r"cond.*\(2, 10\)"):
+        sample(d, 2, cond=cond[:, :5], steps=2, seed=0)
+
+
+def test_a_foreign_file_given_to_load_denoiser_is_refused_naming_it(tmp_path):
+    from lib.cache import atomic_torch_save
+    from lib.diffusion import load_denoiser
+
+    torch.manual_seed(0)
+    wide = build_denoiser(Recipe(channels=16), resolution=16)
+    path = tmp_path / "weights.pt"
+    atomic_torch_save({"ema": wide.state_dict()}, path)
+    with pytest.raises(ValueError, match=r"weights\.pt.*do not fit"):
+        load_denoiser(path, TINY, resolution=16, condition="none", cond_dim=0)
+    atomic_torch_save({"net": {}, "opt": {}}, path)  # a training checkpoint, not weights
+    with pytest.raises(ValueError, match=r"weights\.pt.*no denoiser weights"):
+        load_denoiser(path, TINY, resolution=16, condition="none", cond_dim=0)
+    atomic_torch_save({"ema": build_denoiser(TINY, resolution=16).state_dict()}, path)
+    assert isinstance(load_denoiser(path, TINY, resolution=16, condition="none", cond_dim=0), torch.nn.Module)
+    with pytest.raises(ValueError, match="do not fit"):
+        load_denoiser(wide.state_dict(), TINY, resolution=16, condition="none", cond_dim=0)

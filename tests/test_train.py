@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -146,3 +147,85 @@ def test_bad_optimiser_and_plan_are_named():
     with pytest.raises(ValueError, match="batch_size"):
         train.train_epochs(model, lambda idx, e: idx.sum(), train.make_optimiser(model), num_items=4,
                            plan=train.Epochs(1, 0), generator=train.seeded(0))
+
+
+def _run_to(epochs: int, checkpoint, config=None, seed: int = 5, max_steps=None):
+    x, y = _data()
+    model = _model(2)
+    out = train.train_epochs(model, _mse(model, x, y), train.make_optimiser(model, "sgd", lr=0.05), num_items=len(x),
+                             plan=train.Epochs(epochs, 16, max_steps=max_steps), generator=train.seeded(seed),
+                             checkpoint=checkpoint, **({} if config is None else {"config": config}))
+    return model, out
+
+
+def test_a_checkpoint_past_the_epochs_asked_is_refused_naming_it(tmp_path):
+    """A run resumes forward only: the state at epoch 3 is not the state at epoch 2 (it returned the epoch-3 model
+    as the epoch-2 one, issue 47 item 3)."""
+    checkpoint = tmp_path / "ck.pt"
+    _run_to(3, checkpoint)
+    with pytest.raises(ValueError, match=r"ck\.pt.*epoch 3.*2 epochs"):
+        _run_to(2, checkpoint)
+    assert train.checkpoint_epoch(checkpoint) == 3 and train.checkpoint_epoch(tmp_path / "none.pt") == 0
+    _run_to(3, checkpoint)  # the epochs it holds: nothing left to train
+
+
+def test_a_checkpoint_of_another_configuration_is_refused_and_one_without_resumes(tmp_path):
+    config = {"seed": 5, "lr": 0.05, "data": np.arange(4)}
+    straight, straight_run = _run_to(4, None)
+    checkpoint = tmp_path / "ck.pt"
+    _run_to(4, checkpoint, config, max_steps=9)  # two whole epochs, then cut
+    with pytest.raises(ValueError, match=r"ck\.pt.*another run.*seed: 5 in the file, 6 here") as err:
+        _run_to(4, checkpoint, {**config, "seed": 6})
+    assert "lr" not in str(err.value)
+    with pytest.raises(ValueError, match=r"ck\.pt.*data\.sha256"):
+        _run_to(4, checkpoint, {**config, "data": np.arange(5)})
+    # a checkpoint written before configurations were recorded resumes as before
+    saved = train.load_checkpoint(checkpoint)
+    del saved["config"]
+    atomic_torch_save(saved, checkpoint)
+    resumed, resumed_run = _run_to(4, checkpoint, config)
+    assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), resumed.state_dict().values()))
+    assert resumed_run["history"] == straight_run["history"]
+    assert train.load_checkpoint(checkpoint)["config"]["seed"] == 5  # and records it from then on
+
+
+def test_a_foreign_file_at_the_checkpoint_path_is_refused_naming_it(tmp_path):
+    checkpoint = tmp_path / "ck.pt"
+    atomic_torch_save({"weights": torch.zeros(3)}, checkpoint)  # KeyError: 'net'
+    with pytest.raises(ValueError, match=r"ck\.pt.*not a training checkpoint"):
+        _run_to(2, checkpoint)
+    other = nn.Linear(3, 1)
+    saved = {"net": other.state_dict(), "opt": train.make_optimiser(other).state_dict(),
+             "generator": torch.Generator().get_state(), "torch_rng": torch.get_rng_state(),
+             "state": {"epoch": 1, "history": [0.0], "epoch_seconds": [0.0]}}
+    atomic_torch_save(saved, checkpoint)  # a checkpoint of another model: a size mismatch
+    with pytest.raises(ValueError, match=r"ck\.pt.*does not fit the model"):
+        _run_to(2, checkpoint)
+
+
+@pytest.mark.parametrize("n, batch, drop_last", [(12, 128, True), (10, 4, True), (10, 4, False), (50, 16, True)])
+def test_items_seen_counts_the_items_of_every_batch(tmp_path, n, batch, drop_last):
+    """Not steps x batch_size: a batch larger than the data holds the data, drop_last drops the rest; a run cut
+    short and resumed counts what the uninterrupted one does."""
+    x, y = _data(n)
+    counted = []
+
+    def run(max_steps=None, checkpoint=None):
+        model = _model(0)
+
+        def loss(idx, _epoch):
+            counted.append(len(idx))
+            return (model(x[idx]) - y[idx]).pow(2).mean()
+
+        return train.train_epochs(model, loss, train.make_optimiser(model), num_items=n, generator=train.seeded(0),
+                                  plan=train.Epochs(3, batch, drop_last=drop_last, max_steps=max_steps),
+                                  checkpoint=checkpoint)
+
+    whole = run()
+    assert whole["items_seen"] == sum(counted) == 3 * train.Epochs(3, batch, drop_last=drop_last).items_per_epoch(n)
+    counted.clear()
+    cut = run(max_steps=whole["steps"] - 1)
+    assert cut["items_seen"] == sum(counted) and cut["steps"] == whole["steps"] - 1
+    checkpoint = tmp_path / "ck.pt"
+    run(max_steps=whole["steps"] // 3 + 1, checkpoint=checkpoint)  # one epoch and a step
+    assert run(checkpoint=checkpoint)["items_seen"] == whole["items_seen"]

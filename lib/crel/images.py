@@ -34,7 +34,7 @@ from lib.device import one_thread
 from lib.diffusion import family as fam
 from lib.linalg import PCA
 from lib.models import cifar_resnet
-from lib.params import PARAMETER, check_choice, check_int, check_list, check_probability, check_real
+from lib.params import PARAMETER, check_choice, check_int, check_list, check_probability, check_real, shown
 from lib.run import Run
 
 CACHE_NAMESPACE = "02"
@@ -83,15 +83,39 @@ class ImageSettings:
                                       pgd_lr=self.pgd_lr, seed=self.seed)
 
     def specs(self) -> list[fam.GeneratedSet]:
-        return [fam.GeneratedSet("class", w, f, g) for w, f, g in self.generators]
+        """The generated sets, each at the fraction of whole epochs its requested fraction trains
+        (`lib.diffusion.family.budget_fraction`), and labelled with it."""
+        return [fam.GeneratedSet("class", w, fam.budget_fraction(self.family, f, "images.generators fraction"), g)
+                for w, f, g in self.generators]
+
+
+def _check_generator(entry) -> None:
+    """One entry of images.generators: [width, budget fraction, guidance]."""
+    if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) or len(entry) != 3:
+        raise ValueError(f"{shown('images.generators')} entry {entry!r} must be [width, budget fraction, guidance].")
+    w, f, g = entry
+    check_int("images.generators width", w, minimum=8, maximum=512)
+    check_real("images.generators fraction", f, low=0.0, high=1.0, open_low=True)
+    check_real("images.generators guidance", g, low=0.0, high=100.0)
+
+
+def _check_distinct_sets(s: ImageSettings) -> None:
+    """Two entries that make one set (fractions that round to the same whole epochs, say) would be two rows of one
+    generator: refused, naming both."""
+    seen: dict[str, object] = {}
+    for entry, spec in zip(s.generators, s.specs()):
+        if spec.label in seen:
+            raise ValueError(f"{shown('images.generators')}: {seen[spec.label]!r} and {entry!r} are one set, "
+                             f"{spec.label!r} (a budget trains whole epochs: {round(spec.fraction * s.family.epochs)} "
+                             f"of the {s.family.epochs}); list it once.")
+        seen[spec.label] = entry
 
 
 def validate(s: ImageSettings) -> None:
     """Raise ValueError naming the setting (as `images.<field>`) for any bad value."""
-    for w, f, g in check_list("images.generators", s.generators, min_len=0):
-        check_int("images.generators width", w, minimum=8, maximum=512)
-        check_real("images.generators fraction", f, low=0.0, high=1.0, open_low=True)
-        check_real("images.generators guidance", g, low=0.0, high=100.0)
+    for entry in check_list("images.generators", s.generators):
+        _check_generator(entry)
+    _check_distinct_sets(s)
     if len(s.folds) != 4 or any(not isinstance(k, int) or k < 1 for k in s.folds) or sum(s.folds) > s.family.n:
         raise ValueError(f"images.folds={s.folds!r} must be four positive sample counts summing to at most the "
                          f"{s.family.n} samples of a set.")
@@ -209,6 +233,8 @@ def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run | N
     run = run or Run()
     label = REAL if spec is None else spec.label
     key = {"v": VERSION, "settings": asdict(s), "set": label}
+    if spec is not None and spec.fraction < 1:  # its set may have been the full budget's: family.set_key
+        key["snapshot"] = 2
     slug = "real" if spec is None else spec.slug
     entry = cache_entry(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
     samples = lambda: set_samples(s, spec, device=run.device, progress=run.progress)  # noqa: E731
@@ -265,9 +291,13 @@ def _explained(pca: PCA, y: np.ndarray) -> float:
 
 
 def label_to_image(s: ImageSettings, run: Run | None = None) -> dict:
-    """{label: `generator_crel`} for every generator of the settings, then the real reference."""
+    """{label: `generator_crel`} for every generator of the settings, in their order, then the real reference.
+    The sets are computed in increasing budget, so that each continues its run's checkpoint
+    (`lib.diffusion.family.trained_weights`)."""
     run = run or Run()
-    out = {spec.label: generator_crel(s, spec, run) for spec in s.specs()}
+    specs = s.specs()
+    done = {spec.label: generator_crel(s, spec, run) for spec in sorted(specs, key=lambda spec: spec.fraction)}
+    out = {spec.label: done[spec.label] for spec in specs}
     if s.include_real:
         out[REAL] = generator_crel(s, None, run)
     return out

@@ -16,6 +16,7 @@ training rows drawn once (`source_rows`); `set_labels` gives the class of each s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +25,10 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path
 from lib.diffusion.training import Recipe, load_denoiser, one_hot, sample, train_denoiser
+from lib.params import shown
 from lib.run import Run
 from lib.seeds import derive_seed
+from lib.train import checkpoint_epoch
 
 NAMESPACE = "04"  # the cache namespace of the family's entries (first trained for notebook 04)
 ARMS = ("unconditional", "diadm", "class")
@@ -35,6 +38,8 @@ GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,9 @@ class GeneratedSet:
 
     @property
     def label(self) -> str:
-        text = f"{self.arm} c{self.channels} {self.fraction:.0%}"
+        """"class c32 48% w2": the fraction as the percentage it is (to 4 digits; `budget_fraction` makes a request
+        the fraction of whole epochs a run trains, so the label states the budget used)."""
+        text = f"{self.arm} c{self.channels} {100 * self.fraction:.4g}%"
         text += f" w{self.guidance:g}" if self.arm == "class" else ""
         return text + (" held-out cond." if self.heldout else "")
 
@@ -158,26 +165,73 @@ def training_key(family: Family, low: dict, arm: str, channels: int, conditionin
             "conditioning": conditioning_key if arm == "diadm" else None}
 
 
+def budget_fraction(family: Family, fraction: float, name: str = "fraction") -> float:
+    """The fraction of the budget that a request for `fraction` trains: round(fraction x epochs) whole epochs (a
+    snapshot is taken at the end of an epoch) over the epochs, e.g. 12 / 25 for 0.5 of 25 epochs. A set is made and
+    labelled with this value, never with the request; a request that rounds to no epoch is refused, naming `name`."""
+    epochs = round(fraction * family.epochs)
+    if epochs < 1:
+        raise ValueError(f"{shown(name)}={fraction!r} is {fraction * family.epochs:.3g} of the {family.epochs} "
+                         f"training epochs, which rounds to none; the smallest budget is {1 / family.epochs:g} "
+                         "(one epoch).")
+    return epochs / family.epochs
+
+
 def epochs_at(family: Family, fraction: float) -> int:
-    return max(1, round(fraction * family.epochs))
+    """The epochs of a snapshot at `fraction` of the budget, a whole number >= 1 (`budget_fraction` makes one of a
+    request); a fraction the run would round is refused, so that no set trains another budget than it says."""
+    epochs = fraction * family.epochs
+    if round(epochs) < 1 or abs(epochs - round(epochs)) > 1e-6:
+        raise ValueError(f"fraction={fraction!r} is {epochs:.3g} of the {family.epochs} training epochs; a snapshot "
+                         "is a whole number of epochs (lib.diffusion.family.budget_fraction rounds a request to "
+                         "one, and the set's label says which).")
+    return round(epochs)
+
+
+def checkpoint_path(family: Family, low: dict, arm: str, channels: int, conditioning_key: dict | None = None,
+                    epochs: int | None = None):
+    """The arm's run checkpoint, which every snapshot at or after its epoch continues; with `epochs`, that of a run
+    of its own to `epochs` (`trained_weights`: a snapshot asked after the run's checkpoint passed its epoch)."""
+    key = training_key(family, low, arm, channels, conditioning_key)
+    if epochs is None:
+        return cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-ckpt", key, ".pt")
+    return cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-e{epochs}-ckpt", {**key, "epochs": epochs}, ".pt")
 
 
 def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction: float, conditioning=None,
                     conditioning_key: dict | None = None, *, device="cpu", progress: bool = False) -> dict:
-    """The EMA weights after round(fraction * epochs) epochs (cached); every fraction continues one run through
-    its checkpoint, so the 100 % weights are those of a single uninterrupted run."""
-    key = training_key(family, low, arm, channels, conditioning_key)
+    """The EMA weights after `epochs_at(family, fraction)` epochs of the arm's single seeded run (cached).
+
+    The run's state at epoch e does not depend on how many epochs it is asked for (its schedule is a function of
+    the step alone), so a snapshot continues the run's checkpoint where that is not past e (50 % then 100 % trains
+    once). A checkpoint only goes forward: a snapshot asked after the checkpoint passed its epoch (100 % first,
+    then 50 %) is trained from the start as a run of its own to e, with its own checkpoint (removed once the
+    weights are written). That costs e epochs again, but gives the single run's weights at e in any order, where
+    refusing would stop notebook 02's default order on an empty cache; its callers ask the budgets in increasing
+    order (`lib.crel.images.label_to_image`, `lib.irs.generators.generated_sets_of`), so that this happens only
+    when a later run asks a smaller budget. An entry that holds more epochs than its own (the code before this fix
+    wrote the later weights under the snapshot's path) is trained again."""
     epochs = epochs_at(family, fraction)
-    checkpoint = cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-ckpt", key, ".pt")
     path = weights_path(family, low, arm, channels, epochs, conditioning_key)
 
     def compute() -> dict:
+        run = checkpoint_path(family, low, arm, channels, conditioning_key)
+        own = checkpoint_epoch(run) > epochs
+        checkpoint = checkpoint_path(family, low, arm, channels, conditioning_key, epochs) if own else run
         cond = condition_rows(family, low, arm, conditioning)
-        return train_denoiser(low["train"], cond, recipe_of(family, channels, arm), condition=CONDITION_OF[arm],
-                              epochs=epochs, seed=derive_seed(family.seed, TRAIN_STREAM), checkpoint=checkpoint,
-                              device=device, progress=progress)
+        out = train_denoiser(low["train"], cond, recipe_of(family, channels, arm), condition=CONDITION_OF[arm],
+                             epochs=epochs, seed=derive_seed(family.seed, TRAIN_STREAM), checkpoint=checkpoint,
+                             device=device, progress=progress)
+        if own:
+            checkpoint.unlink(missing_ok=True)
+        return out
 
-    return Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
+    weights = Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
+    if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights (issue 47)
+        log.warning("%s holds %d epochs of training, not %d; training it again", path, len(weights["history"]), epochs)
+        path.unlink()
+        weights = Run().torch(path, compute)
+    return weights
 
 
 def weights_path(family: Family, low: dict, arm: str, channels: int, epochs: int,
@@ -200,10 +254,14 @@ def set_labels(family: Family, low: dict, spec: GeneratedSet) -> np.ndarray:
 
 
 def set_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None) -> dict:
+    """What a generated set depends on. A set before the full budget also carries "snapshot": 2: until issue 47
+    item 3 was fixed, such a set could have been sampled from the full budget's weights, and those entries must
+    not be served (key policy (lib.store), rule 1; a full-budget set's key is unchanged)."""
+    epochs = epochs_at(family, spec.fraction)
     return {**training_key(family, low, spec.arm, spec.channels, conditioning_key),
-            "epochs": epochs_at(family, spec.fraction), "guidance": spec.guidance,
+            "epochs": epochs, "guidance": spec.guidance,
             "heldout": spec.heldout, "steps": family.steps, "n": family.n,
-            "heldout_pool": low["syn"] if spec.heldout else None}
+            "heldout_pool": low["syn"] if spec.heldout else None, **({"snapshot": 2} if epochs < family.epochs else {})}
 
 
 def set_path(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None = None):

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help='"auto" (CUDA when present), "cpu", "cuda", ...')
     a = parser.parse_args(argv)
     s = FolderSettings(a.train, a.real, a.fake, a.extractor, a.weights, a.image_size, a.n, a.alpha_e)
-    device = pick_device() if a.device == "auto" else torch.device(a.device)
+    device = pick_device(a.device, name="--device")
     print(json.dumps({"settings": asdict(s), "device": str(device), **summary(folder_score(s, device))}, indent=1,
                      default=float))
     return 0

@@ -32,6 +32,7 @@ from lib.diffusion.family import (
     NUM_CLASSES,
     Family,
     GeneratedSet,
+    budget_fraction,
     downsample,
     first_per_class,
     for_extractor,
@@ -42,6 +43,7 @@ from lib.irs import method as irs
 from lib.irs.features import cached_features, reusing_cache
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
+from lib.params import shown
 from lib.reading import sig
 from lib.run import Run
 from lib.seeds import derive_seed
@@ -53,12 +55,27 @@ MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws an
 REFERENCE_STREAM = 9  # `reference_rows`: the real reference rows of the generated sets (notebook 04's streams)
 
 
+def budget_fractions(config: Any) -> list[float]:
+    """gen_fractions as the fractions of whole epochs they train (`lib.diffusion.family.budget_fraction`: 0.5 of 25
+    epochs is 0.48), in increasing order; two that train one budget are refused, naming both."""
+    family, used = family_of(config), {}
+    for f in config.gen_fractions:
+        budget = budget_fraction(family, f, "gen_fractions entry")
+        if budget in used:
+            raise ValueError(f"{shown('gen_fractions')}: {used[budget]!r} and {f!r} are one budget, "
+                             f"{round(budget * family.epochs)} of the {family.epochs} epochs (a budget trains whole "
+                             "epochs); list it once.")
+        used[budget] = f
+    return sorted(used)
+
+
 def generated_sets_of(config: Any) -> list[GeneratedSet]:
     """The sets a run measures: every arm at the main width at each checkpoint fraction (the class arm at
-    guidance 1), the class arm at each guidance scale at the full budget, every arm at the other widths at the
-    full budget, and the DiADM held-out control."""
+    guidance 1; in increasing budget, so that each continues its run's checkpoint, and at the fraction of whole
+    epochs it trains: `budget_fractions`), the class arm at each guidance scale at the full budget, every arm at
+    the other widths at the full budget, and the DiADM held-out control."""
     main, out = config.gen_channels[0], []
-    for f in config.gen_fractions:
+    for f in budget_fractions(config):
         out += [GeneratedSet(arm, main, f) for arm in ARMS]
     out += [GeneratedSet("class", main, 1.0, w) for w in config.gen_guidance if w != 1.0]
     out += [GeneratedSet(arm, ch, 1.0) for ch in config.gen_channels[1:] for arm in ARMS]
@@ -68,7 +85,7 @@ def generated_sets_of(config: Any) -> list[GeneratedSet]:
 def validate_generators(config: Any) -> None:
     """The generator study's settings (errors name the notebook's parameters through lib.params.shown)."""
     from lib.irs.features import OFFLINE
-    from lib.params import check_choice, check_int, check_list, check_real, shown
+    from lib.params import check_choice, check_int, check_list, check_real
 
     check_choice("gen_resolution", config.gen_resolution, (8, 16, 32))
     check_int("gen_train_per_class", config.gen_train_per_class, minimum=2, maximum=config.train_per_class)
@@ -83,6 +100,7 @@ def validate_generators(config: Any) -> None:
     if 1.0 not in config.gen_fractions or 1.0 not in config.gen_guidance:
         raise ValueError(f"{shown('gen_fractions')} and {shown('gen_guidance')} must each hold 1.0 (the full budget, "
                          f"no guidance), got {config.gen_fractions!r} and {config.gen_guidance!r}.")
+    budget_fractions(config)  # each a whole number of epochs, none twice
     check_int("gen_batch", config.gen_batch, minimum=1, maximum=10 * config.gen_train_per_class)
     check_real("gen_lr", config.gen_lr, low=0.0, high=1.0, open_low=True)
     check_real("gen_label_dropout", config.gen_label_dropout, low=0.0, high=1.0, open_high=True)

@@ -16,13 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import re
 import time
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from lib.cache import DamagedCacheEntry, load_npz, load_torch
+from lib.device import pick_device
 from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
@@ -47,7 +51,7 @@ def _low_sets(config, inputs: str | None) -> dict:
 
 def run_on(device: str) -> Run:
     """The run of this command: the cache and compute (no stored layer), on `device`, no progress bars."""
-    return Run(device=torch.device(device))
+    return Run(device=pick_device(device, name="--device"))
 
 
 def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str) -> dict:
@@ -120,24 +124,52 @@ def pack(paths: list[Path], out: Path) -> list[Path]:
     return written
 
 
+ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\.(npz|pt)\Z")  # a cache entry's file name, nothing more
+
+
+def bundles_in(folder: Path) -> list[Path]:
+    """The packed files in `folder`; a missing folder, or one without any, is refused, naming it."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder (give the folder that `train --pack` wrote).")
+    bundles = sorted(folder.glob("entries-*.npz"))
+    if not bundles:
+        raise ValueError(f"{folder} holds no entries-*.npz (the files `train --pack` writes): nothing to unpack.")
+    return bundles
+
+
+def _entries(bundle: Path) -> dict[str, bytes]:
+    """{file name: bytes} of the entries of a packed file; one that is not a complete bundle is refused, naming it
+    (cut short, it fails to open, or opens as the last entry it holds: a cache entry is itself a zip archive)."""
+    try:
+        with np.load(bundle) as arrays:
+            entries = {name: arrays[name].tobytes() for name in arrays.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as err:
+        raise ValueError(f"{bundle}: not a complete bundle ({type(err).__name__}: {err}); copy it again.") from None
+    foreign = [name for name in entries if not ENTRY_NAME.match(name)]
+    if foreign:
+        raise ValueError(f"{bundle}: not a complete bundle (it holds {foreign[:3]}, not cache entries: a copy cut "
+                         "short, or another file); copy it again.")
+    return entries
+
+
 def unpack(folder: Path) -> list[Path]:
     """Write every entry of the packed files in `folder` into the cache (namespace 04), each read back first with
-    the cache's own checksum-verifying loader (`lib.cache.load_npz` / `load_torch`) and refused when it fails."""
+    the cache's own checksum-verifying loader (`lib.cache.load_npz` / `load_torch`) and refused when it fails. A
+    missing or empty folder and a file that is not a complete bundle are refused, naming them."""
     written = []
-    for bundle in sorted(folder.glob("entries-*.npz")):
-        with np.load(bundle) as arrays:
-            for name in arrays.files:
-                target = cache_dir() / "04" / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                staged = target.with_name(f".{name}.unpacking")
-                staged.write_bytes(arrays[name].tobytes())
-                try:
-                    (load_npz if name.endswith(".npz") else load_torch)(staged)
-                except DamagedCacheEntry as err:
-                    staged.unlink()
-                    raise ValueError(f"{bundle}: entry {name} fails its checksum ({err.reason}); "
-                                     "not unpacked.") from err
-                written.append(staged.replace(target))
+    for bundle in bundles_in(folder):
+        for name, data in _entries(bundle).items():
+            target = cache_dir() / "04" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staged = target.with_name(f".{name}.unpacking")
+            staged.write_bytes(data)
+            try:
+                (load_npz if name.endswith(".npz") else load_torch)(staged)
+            except DamagedCacheEntry as err:
+                staged.unlink()
+                raise ValueError(f"{bundle}: entry {name} fails its checksum ({err.reason}); "
+                                 "not unpacked.") from err
+            written.append(staged.replace(target))
     return written
 
 
@@ -204,6 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     un = sub.add_parser("unpack")
     un.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
+    try:  # the errors of the arguments themselves, before any work: a message naming them, exit status 2
+        if "device" in args:
+            args.device = str(pick_device(args.device, name="--device"))  # "auto" made concrete
+        if args.command == "unpack":
+            for path in unpack(args.folder):
+                print(f"unpacked {path.name}")
+            return 0
+    except ValueError as err:
+        parser.error(str(err))
     if args.command == "export":
         config = ie.resolve_config(args.preset)
         low = _low_sets(config, None)
@@ -231,11 +272,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.log:
                 with args.log.open("a") as log:
                     log.write(json.dumps({**record, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
-    elif args.command == "probe":
-        print(json.dumps(probe(args.preset, args.device), indent=1))
     else:
-        for path in unpack(args.folder):
-            print(f"unpacked {path.name}")
+        print(json.dumps(probe(args.preset, args.device), indent=1))
     return 0
 
 

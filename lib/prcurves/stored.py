@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     small = () if args.no_small else None
     config = ex.resolve_config(args.preset, complexities=args.complexities, num_members=args.members,
                                compare=compare, small_complexities=small)
-    device = pick_device(args.device)
+    device = pick_device(args.device, name="--device")
     run = Run(device=device, progress=True)  # the cache alone (WORKBOOK_CACHE), progress bars as before
     start = time.perf_counter()
     data = ex.ring_data(config)

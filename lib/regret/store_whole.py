@@ -94,7 +94,7 @@ def _train(args: argparse.Namespace, command: str) -> None:
                                methods=args.methods, seed=args.seed, whole_source="train")
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
-    run = Run(device=pick_device(args.device), progress=True)  # compute: the cache, else train
+    run = Run(device=pick_device(args.device, name="--device"), progress=True)  # compute: the cache, else train
     preds = ex.whole_predictions(config, cifar, run, variant=args.variant)
     for method, p in preds.items():
         print(f"{method}: test accuracy {p['meta']['test_accuracy']:.4f}, {len(p['meta']['train_seconds'])} "
