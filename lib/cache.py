@@ -310,6 +310,18 @@ def file_key(path: Path) -> bytes | None:
     return head[HEADER_SIZE:] if head[: len(MAGIC)] == KEYED_MAGIC and len(head) == HEADER_SIZE + KEY_SIZE else None
 
 
+def rekeyed_copy(src: Path, dst: Path, old: bytes, new: bytes) -> Path:
+    """Copy the keyed entry `src`, which must carry the key digest `old` (checksum verified), atomically to `dst`
+    with the key digest `new`; the payload is copied byte for byte (`lib.store.rekey_entry`)."""
+    if len(new) != KEY_SIZE:
+        raise ValueError(f"a key digest has {KEY_SIZE} bytes, not {len(new)}")
+    fh, carried, info = _open_verified(src)
+    with fh:
+        if carried != old:
+            raise DamagedCacheEntry(src, "it does not carry the key of the configuration recorded for it", info)
+        return atomic_write(dst, _checked_writer(lambda out: shutil.copyfileobj(fh, out), new))
+
+
 def keyed_copy(src: Path, dst: Path, key: bytes) -> Path:
     """Copy the entry `src` (checksum verified) atomically to `dst` with `key` (the `key_digest` of its
     configuration) in its header; the payload is copied byte for byte. A `src` that carries another key raises

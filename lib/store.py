@@ -336,6 +336,37 @@ def key_layer(layer: Path) -> list[str]:
     return rewritten
 
 
+def rekey_entry(layer: Path, old_name: str, new_name: str, new_config: Any, why: str) -> Path:
+    """Move the stored entry `old_name` of `layer` to `new_name` under `new_config`, for a code change that renamed
+    or re-keyed an entry without changing its value (a label that now states the budget a set trained, a salt that
+    keeps entries of a fixed bug from being served): the payload byte for byte under a header with the new key, the
+    manifest entry moved with its provenance and a "migrated" record (old name, old configuration, why). The old
+    file must match its manifest entry and carry its key; `new_config` must hash to `new_name`. Returns the new
+    file; the old one is removed."""
+    from lib.cache import canonical, rekeyed_copy
+
+    manifest = read_manifest(layer)
+    entries = {} if manifest is None else manifest["entries"]
+    if old_name not in entries or new_name in entries:
+        raise ValueError(f"{shown(Path(layer))}: {old_name!r} must be an entry of the layer and {new_name!r} not one")
+    old, new = Path(layer) / old_name, Path(layer) / new_name
+    entry = entries.pop(old_name)
+    match = NAME.match(new_name)
+    if match is None or config_hash(new_config) != match["key"]:
+        raise ValueError(f"{new_name!r}: its configuration does not hash to its name")
+    if sha256_file(old) != entry["sha256"]:
+        raise ValueError(f"{shown(old)} does not match its manifest entry: restore it before moving it")
+    rekeyed_copy(old, new, key_digest(entry["config"]), key_digest(new_config))
+    entries[new_name] = {**entry, "config": canonical(new_config), "bytes": new.stat().st_size,
+                         "sha256": sha256_file(new),
+                         "migrated": {"from": old_name, "config": entry["config"], "why": why}}
+    manifest["entries"] = dict(sorted(entries.items()))
+    manifest["total_bytes"] = sum(e["bytes"] for e in manifest["entries"].values())
+    atomic_write(Path(layer) / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+    old.unlink()
+    return new
+
+
 def scratch_run_info(executed: Path) -> dict:
     """Wall time, date and parameters papermill recorded in the executed notebook of a from-scratch run."""
     from lib.glue import run_problem

@@ -459,3 +459,30 @@ def test_a_from_scratch_run_that_was_interrupted_is_refused_as_the_layers_cost(t
     half_run(tmp_path / "03.ipynb")
     with pytest.raises(ValueError, match=r"^--scratch-run: .*03.ipynb is a run that was interrupted"):
         store.scratch_run_info(tmp_path / "03.ipynb")
+
+
+def test_an_entry_moved_to_a_new_key_is_served_there_with_its_provenance_and_never_under_the_old(roots, monkeypatch):
+    """`rekey_entry`: a label or salt that changed without changing the value moves the entry to its new name and key
+    (payload byte for byte, the manifest's provenance kept, the move recorded); the old key is no longer served, and
+    a configuration that does not hash to the new name, or a file that no longer matches its row, is refused."""
+    fill(roots)
+    layer = roots / "results" / "xx" / "test"
+    old = cache_path("xx", "samples", {"seed": 0}, ".npz").name
+    new_config = {"seed": 0, "salt": 2}
+    new = cache_path("xx", "samples-moved", new_config, ".npz").name
+    with pytest.raises(ValueError, match="does not hash to its name"):
+        store.rekey_entry(layer, old, new, {"seed": 0, "salt": 3}, "test")
+    payload = (layer / old).read_bytes()[72:]  # after the keyed header (40 + 32 bytes)
+    store.rekey_entry(layer, old, new, new_config, "a label that changed")
+    assert not (layer / old).exists() and (layer / new).read_bytes()[72:] == payload
+    entry = json.loads((layer / "manifest.json").read_text())["entries"][new]
+    assert entry["config"] == new_config and entry["migrated"] == {"from": old, "config": {"seed": 0},
+                                                                   "why": "a label that changed"}
+    empty_cache(roots, monkeypatch)
+    x = run_of("stored").npz(cache_entry("xx", "samples-moved", new_config, ".npz"), fail, stored=True)["x"]
+    assert np.array_equal(x, np.arange(5.0))
+    assert run_of("stored").npz(cache_entry("xx", "samples", {"seed": 0}, ".npz"), lambda: {"x": np.zeros(1)},
+                                stored=True)["x"].tolist() == [0.0]
+    (layer / new).write_bytes(payload)
+    with pytest.raises(ValueError, match="does not match its manifest entry"):
+        store.rekey_entry(layer, new, old, {"seed": 0}, "back")
