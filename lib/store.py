@@ -26,9 +26,10 @@ Writing (`lib.make.store_writer`, `make store`; `write_layer` here): runs the no
 (`SOURCE="compute"`, an empty temporary cache unless `--reuse-cache`), records every `stored=True` entry the run
 computed or read, and replaces the layer `results/<namespace>/<preset>/` with copies of exactly those entries and
 the manifest. The layer is small by construction (model weights are not stored; 01's samples are, not its
-networks), and every refresh stays in git's history, so keep it so (`results/` under 55 MiB; 40.3 MiB with notebook
-02's label-to-image entries, 2026-12-04, raised from 45 when notebook 01 stored the paper's M = 30 members, about
-12 MiB more; notebook 03's whole networks are 30 MB of it).
+networks), and every refresh stays in git's history, so keep it so (`results/` under 65 MiB: raised from 55 for the
+trained generators' weights at other seeds, `results/04/seeds/`, about 1 MB an arm and seed in float16, nine at
+width 16; 40.3 MiB with notebook 02's label-to-image entries, 2026-12-04, raised from 45 when notebook 01 stored the
+paper's M = 30 members, about 12 MiB more; notebook 03's whole networks are 30 MB of it).
 
 Keys: the policy for changing one
 ---------------------------------

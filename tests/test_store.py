@@ -443,14 +443,14 @@ def test_a_directory_or_fifo_in_place_of_a_stored_file_is_refused_without_blocki
         sha256_file(path)
 
 
-def test_the_committed_layers_stay_under_55_mb():
-    """Every refresh of a layer stays in git's history: results/ is kept under 55 MiB (as `du -sh` counts; 40 until
+def test_the_committed_layers_stay_under_65_mb():
+    """Every refresh of a layer stays in git's history: results/ is kept under 65 MiB (as `du -sh` counts; 40 until
     notebook 02's label-to-image section added its seven entries, 45 until notebook 01 stored the paper's M = 30
-    members; lib/store.py)."""
+    members, 55 until the generators' weights at other seeds; lib/store.py)."""
     from lib.paths import PROJECT_ROOT
 
     total = sum(p.stat().st_size for p in (PROJECT_ROOT / "results").rglob("*") if p.is_file())
-    assert total < 55 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"
+    assert total < 65 * 2**20, f"results/ holds {total / 2**20:.1f} MiB"
 
 
 def test_a_from_scratch_run_that_was_interrupted_is_refused_as_the_layers_cost(tmp_path):

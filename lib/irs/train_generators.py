@@ -83,6 +83,42 @@ def _seed_task(preset: str, inputs: str | None, arm: str, channels: int, seed: i
     return {"arm": arm, "channels": channels, "seed": seed, "seconds": time.perf_counter() - start, "sets": done}
 
 
+def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[int], out: Path) -> list[Path]:
+    """The full-budget EMA weights of every arm trained at `channels` and each of `seeds` (those in the cache), as
+    float16 .npz files (one array per parameter) beside a JSON of their recipe, cache key and training record
+    (loss per epoch, seconds per epoch, images seen, the processor): what a reader needs to re-sample the arm."""
+    import platform
+
+    from lib.cache import config_hash
+    from lib.device import cpu_model
+
+    config = ie.resolve_config(preset)
+    low = _low_sets(config, inputs)
+    _, key = gen.conditioning_for(config, ie.extractor_for, run_on("cpu"))
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for seed in seeds:
+        family = seed_study.seeded_family(config, seed)
+        for arm in gen.ARMS:
+            path = family_mod.weights_path(family, low, arm, channels, family.epochs, key)
+            if not path.exists():
+                continue
+            trained = load_torch(path)
+            name = f"weights-{arm}-c{channels}-s{seed}"
+            np.savez(out / f"{name}.npz", **{k: v.numpy().astype(np.float16) for k, v in trained["ema"].items()})
+            record = {"arm": arm, "channels": channels, "seed": seed, "preset": preset,
+                      "recipe": family_mod.recipe_of(family, channels, arm).key(), "family": family.__dict__,
+                      "cache_entry": path.name, "training_key_hash": config_hash(
+                          family_mod.training_key(family, low, arm, channels, key)),
+                      "loss_per_epoch": [float(v) for v in trained["history"]],
+                      "epoch_seconds": [float(v) for v in trained["epoch_seconds"]],
+                      "images_seen": int(trained["images_seen"]), "parameters": int(trained["parameters"]),
+                      "processor": cpu_model(), "machine": platform.machine(), "threads": 1}
+            (out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+            written.append(out / f"{name}.npz")
+    return written
+
+
 def train(preset: str, inputs: str | None, workers: int, device: str) -> list[dict]:
     """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
     config = ie.resolve_config(preset)
@@ -230,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     se.add_argument("--device", default="cpu")
     se.add_argument("--log", type=Path, help="append one JSON line per finished (arm, seed)")
     se.add_argument("tasks", nargs="+", help="ARM:SEED, e.g. diadm:1 unconditional:1")
+    xw = sub.add_parser("export-weights", help="the trained arms' EMA weights as float16 files with their record")
+    xw.add_argument("--preset", default="cpu")
+    xw.add_argument("--inputs")
+    xw.add_argument("--channels", type=int, default=16)
+    xw.add_argument("--seeds", type=int, nargs="+", required=True)
+    xw.add_argument("--out", type=Path, required=True)
     pr = sub.add_parser("probe")
     pr.add_argument("--preset", default="paper")
     pr.add_argument("--device", default="cpu")
@@ -272,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.log:
                 with args.log.open("a") as log:
                     log.write(json.dumps({**record, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
+    elif args.command == "export-weights":
+        for path in export_weights(args.preset, args.inputs, args.channels, args.seeds, args.out):
+            print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
     else:
         print(json.dumps(probe(args.preset, args.device), indent=1))
     return 0
