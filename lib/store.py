@@ -19,7 +19,7 @@ the code (each key carries a version) changed since the layer was written: the n
 computes the entry and names the command that refreshes the layer. A stored file whose own key is not the one
 asked for (another entry's bytes put in its place, whatever its manifest row says), whose SHA-256 differs from its
 manifest's, or that does not load, is refused with a message naming it, and the entry is computed. Layers written
-before the files carried their key are keyed by `key_layer` (the committed ones were, for issue 47).
+before the files carried their key are keyed by `key_layer` (the committed ones were).
 `SOURCE="compute"` ignores the layer. The module holds no state: a layer is read from its manifest each time.
 
 Writing (`lib.make.store_writer`, `make store`; `write_layer` here): runs the notebook from scratch with papermill
@@ -316,7 +316,7 @@ def _replace_layer(target: Path, staging: Path, manifest: dict) -> None:
 
 
 def key_layer(layer: Path) -> list[str]:
-    """Give the files of a layer written before stored files carried their key (issue 47) the key its manifest
+    """Give the files of a layer written before stored files carried their key the key its manifest
     records for each (`keyed_copy`: the payload byte for byte), and the manifest their new sha256 and bytes;
     returns the names rewritten. A file that does not match its manifest entry (SHA-256, a configuration that
     hashes to its name) raises ValueError, naming it, before that file is touched."""

@@ -6,7 +6,7 @@ assignments/course.py, the solutions, the blank student notebook, the solutions 
 the hidden tests of a kernel-side comparison, by reading the expected value from the caller's frame or by
 replacing the lib function it is compared with) or a looping one (04, graded with a time limit of a few
 seconds). For one assignment (ATTACKED) it first grades, on the command line and in the sandbox, two attacks on
-the grader itself (issue 47: a submission that kills the grader, one that plants an IPython startup file in
+the grader itself (a submission that kills the grader, one that plants an IPython startup file in
 HOME), so that its solutions' grading is the next one. Two workers share the four assignments; otter is imported
 before they fork, so each pays for its notebooks' kernels only. Grading a notebook that is not a submission of
 the assignment is refused before otter starts.
@@ -190,7 +190,7 @@ def _add_lingering_cell(notebook: Path, mark: Path) -> Path:
     return mark
 
 
-# Attacks on the grader itself (issue 47), graded on the command line of course.py, in the sandbox, for ATTACKED only
+# Attacks on the grader itself, graded on the command line of course.py, in the sandbox, for ATTACKED only
 # (each grading costs 10-30 s). 1: a cell starts a writer in a session of its own, which keeps overwriting every
 # hidden test's record it finds, then kills its parent, the grader; the writer outlived the grading, left the
 # course-* folders behind, and the next grading of the solutions scored 0 ("recorded 0 outputs for 300 inputs").
@@ -321,7 +321,7 @@ def _build_and_grade(name: str, out: str) -> dict:
     planted = _plant(solution, out / f"{name}-planted.ipynb", *PLANTED[name][1:])
     blank = dest / "student" / f"{name}.ipynb"
     results = {}
-    if name == ATTACKED:  # the solutions' grading is the next one after the attacks, as in issue 47
+    if name == ATTACKED:  # the solutions' grading is the next one after the attacks, as an attacker wants
         results["attacks"], results["solution"] = _attack_the_grader(name, solution, out)
     else:
         results["solution"] = course.grade(name, solution, out)
@@ -609,8 +609,8 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     """Checked before otter is imported: the command line answers at once, with exit status 2."""
     (tmp_path / "notes.ipynb").write_text("not json")
     (tmp_path / "answers.txt").write_text("42")
-    (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)  # issue 47: a bare RecursionError, rc 1
-    (tmp_path / "listed.ipynb").write_text('{"cells": [], "metadata": []}')  # issue 47: AttributeError, rc 1
+    (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)  # before: a bare RecursionError, rc 1
+    (tmp_path / "listed.ipynb").write_text('{"cells": [], "metadata": []}')  # before: AttributeError, rc 1
     cases = [(["grade", "02_crel", str(tmp_path / "missing.ipynb")], "does not exist"),
              (["grade", "02_crel", str(tmp_path / "notes.ipynb")], "is not a Jupyter notebook"),
              (["grade", "02_crel", str(tmp_path / "deep.ipynb")], "is not a Jupyter notebook (nested too deep"),

@@ -15,7 +15,7 @@ from lib.cli import command_line
 LIB = Path(lib.__file__).resolve().parent
 PAPERS = ("prcurves", "crel", "regret", "irs")
 COMMANDS = ("lib.prcurves.budget", "lib.prcurves.stored", "lib.regret.store_whole", "lib.irs.folders",
-            "lib.crel.hf_captioners", "lib.irs.train_generators")
+            "lib.crel.hf_captioners", "lib.irs.train_generators", "lib.irs.seed_study")
 
 
 def test_the_commands_are_every_paper_module_that_runs_as_main():

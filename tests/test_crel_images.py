@@ -119,7 +119,7 @@ def _resolved(**images):
 
 
 def test_generators_that_train_one_budget_are_refused_and_a_rounded_budget_is_labelled_as_trained():
-    """Issue 47 item 4: at smoke (4 epochs) fractions 0.5 and 0.52 both train 2 epochs (two rows, one set), and
+    """At smoke (4 epochs) fractions 0.5 and 0.52 both train 2 epochs (two rows, one set), and
     0.01 was labelled "1 %" and trained 1 epoch (25 %)."""
     with pytest.raises(ValueError, match=r"IMAGE_GENERATORS: \[8, 0\.5, 1\] and \[8, 0\.52, 1\] are one set, "
                                          r"'class c8 50% w1'"):
@@ -131,7 +131,7 @@ def test_generators_that_train_one_budget_are_refused_and_a_rounded_budget_is_la
 
 
 def test_generators_must_be_a_nonempty_list_of_triples():
-    """Issue 47 item 12: [] ran every earlier section, then died in section 5 ("argmax of an empty sequence");
+    """[] ran every earlier section, then died in section 5 ("argmax of an empty sequence");
     [[32, 1.0]] died with "not enough values to unpack"."""
     with pytest.raises(ValueError, match=r"IMAGE_GENERATORS=(\[\]|\(\)) must hold at least 1"):
         _resolved(generators=[])
@@ -153,8 +153,8 @@ def test_label_to_image_asks_the_budgets_in_increasing_order(monkeypatch):
 
 
 def test_only_a_fractional_sets_entry_is_rekeyed_for_the_snapshot_fix(monkeypatch):
-    """A CReL entry of a set before the full budget may have been measured on the full budget's samples (issue 47
-    item 3): its key carries the fix; a full-budget set's key, and so the stored layer's entry, is unchanged."""
+    """A CReL entry of a set before the full budget may have been measured on the full budget's samples (the
+    snapshot bug): its key carries the fix; a full-budget set's key, and so the stored layer's entry, is unchanged."""
     from types import SimpleNamespace
 
     keys = {}

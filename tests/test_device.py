@@ -81,7 +81,7 @@ def test_the_device_line_counts_threads_in_english(thread_count):
 
 @pytest.mark.parametrize("bad", ["mps", "xla", "meta", "gpu", "cuda:x", "cpu:0:1", 0, ""])
 def test_pick_device_accepts_only_the_devices_the_workbook_supports(bad):
-    """Issue 47 item 12: "mps", "xla" and "meta" are torch devices, so they passed, and the first tensor op
+    """"mps", "xla" and "meta" are torch devices, so they passed, and the first tensor op
     failed with a backend error that did not name DEVICE."""
     from lib.device import pick_device
 

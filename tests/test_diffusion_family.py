@@ -78,7 +78,7 @@ def _equal(a: dict, b: dict) -> bool:
 
 
 def test_a_snapshot_asked_after_the_full_budget_is_the_run_at_its_epoch(monkeypatch, tmp_path):
-    """Issue 47 item 3: with an empty cache, 100 % first, then 50 % resumed the checkpoint at its last epoch and
+    """With an empty cache, 100 % first, then 50 % resumed the checkpoint at its last epoch and
     returned the 100 % weights as the 50 % ones. In either order the 50 % weights are the single run's EMA at
     its epoch 2 of 4 (smoke sizes, random images)."""
     family = fam.FAMILIES["smoke"]
@@ -98,7 +98,7 @@ def test_a_snapshot_asked_after_the_full_budget_is_the_run_at_its_epoch(monkeypa
 
 
 def test_a_budget_is_a_whole_number_of_epochs_and_a_set_is_labelled_with_it(tmp_path, monkeypatch):
-    """Issue 47 item 4: a requested fraction is rounded to whole epochs, and the set is labelled with the fraction
+    """A requested fraction is rounded to whole epochs, and the set is labelled with the fraction
     it trains (0.5 of 25 epochs trains 12: "48%"), never with the request; under one epoch is refused."""
     family, smoke = fam.Family(epochs=25), fam.FAMILIES["smoke"]
     assert fam.budget_fraction(family, 0.5) == 12 / 25 and fam.budget_fraction(family, 0.52) == 13 / 25
@@ -118,7 +118,7 @@ def test_a_budget_is_a_whole_number_of_epochs_and_a_set_is_labelled_with_it(tmp_
 
 
 def test_a_snapshot_entry_that_holds_later_weights_is_trained_again(monkeypatch, tmp_path):
-    """The entries the bug wrote (…-e2 byte-identical to …-e4, issue 47 item 3) keep their path, so they are told by
+    """The entries the bug wrote (…-e2 byte-identical to …-e4) keep their path, so they are told by
     their history (4 epochs, not 2) and trained again; the sets sampled from them are re-keyed (fractional sets
     only: a full-budget set's key is unchanged)."""
     family = fam.Family(resolution=8, train_per_class=2, epochs=4, batch=4, steps=2, n=6)

@@ -24,7 +24,7 @@ def test_the_sets_a_run_measures():
 
 
 def test_gen_fractions_are_whole_epochs_labelled_as_trained_and_asked_in_increasing_order():
-    """Issue 47 item 4, notebook 04's side: at smoke (4 epochs) 0.5 and 0.52 both trained 2 epochs (two rows, one
+    """Notebook 04's side: at smoke (4 epochs) 0.5 and 0.52 both trained 2 epochs (two rows, one
     set), 0.01 trained one epoch labelled "1%", and the cpu preset's 0.25 and 0.5 of 25 epochs train 6 and 12
     (24 %, 48 %) under the labels "25%" and "50%"."""
     with pytest.raises(ValueError, match=r"gen_fractions: 0\.5 and 0\.52 are one budget, 2 of the 4 epochs"):
@@ -88,7 +88,7 @@ def test_packed_entries_come_back_byte_for_byte_and_a_damaged_one_is_refused(tmp
 
 
 def test_unpack_refuses_a_truncated_bundle_and_a_missing_or_empty_folder_by_name(tmp_path, monkeypatch, capsys):
-    """Issue 47 item 12: a truncated bundle raised a bare BadZipFile; a missing or empty folder unpacked nothing
+    """A truncated bundle raised a bare BadZipFile; a missing or empty folder unpacked nothing
     and exited 0."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     path = cache_dir() / "04" / "gen-x-n2-0123456789.npz"

@@ -214,7 +214,7 @@ def written_page(run: Path, pages: Path) -> Path:
 
 @pytest.mark.parametrize("change", ["values", "commit"])
 def test_results_pages_from_another_run_of_the_same_preset_and_day_are_noted(tmp_path, change):
-    """Issue 47 item 8: the pages were matched to the notebook's run by preset and date only, so two runs of one
+    """The pages were matched to the notebook's run by preset and date only, so two runs of one
     day that differ in their values (or their commit) got no warning; the page records the run's fingerprint."""
     run = glued_run(tmp_path / NOTEBOOKS[0].name, {"auc": 0.9, "preset": "cpu"})
     page = written_page(run, tmp_path / "pages")
@@ -228,7 +228,7 @@ def test_results_pages_from_another_run_of_the_same_preset_and_day_are_noted(tmp
 
 
 def test_make_book_warns_on_stderr_when_the_results_pages_are_not_from_its_runs(tmp_path, monkeypatch, capsys):
-    """Issue 47 item 8: `make run` then `make book` showed the committed run's results pages and README table
+    """`make run` then `make book` showed the committed run's results pages and README table
     beside the new run's notebook pages, with at most a note after the build; now a warning on stderr names the
     pages and the front page's table, and says to run `make results` first."""
     runs = tmp_path / "runs"
@@ -248,7 +248,7 @@ def test_make_book_warns_on_stderr_when_the_results_pages_are_not_from_its_runs(
 
 def test_an_interrupted_or_failed_build_leaves_the_previous_site_whole_and_a_good_one_replaces_it(tmp_path,
                                                                                                   monkeypatch):
-    """Issue 47 item 13: Sphinx built into --out in place, so an interrupted `make book` left a site of old and new
+    """Sphinx built into --out in place, so an interrupted `make book` left a site of old and new
     pages. It builds into a folder beside --out and swaps it in when the build succeeded."""
     import sphinx.cmd.build
 

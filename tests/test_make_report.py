@@ -168,7 +168,7 @@ def test_a_report_with_math_typesets_it_offline_with_mathjax_inline(tmp_path):
     (["notebooks/04_image_retrieval_score.ipynb", "README.md"], r"out_dir README\.md is not a folder"),
 ])
 def test_the_report_command_checks_its_arguments_before_running(tmp_path, monkeypatch, capsys, argv, message):
-    """Issue 47 item 11, for `python -m lib.make.report`: papermill ran a notebook given an unknown -p NAME (with a
+    """For `python -m lib.make.report`: papermill ran a notebook given an unknown -p NAME (with a
     warning) and an unknown PRESET until the configuration cell refused it."""
     def no_run(*args, **kwargs):
         raise AssertionError("the notebook ran before the command's arguments were checked")

@@ -30,7 +30,7 @@ def test_a_value_the_run_did_not_record_is_an_error_naming_the_placeholder():
 
 @pytest.mark.parametrize("glued", ["-inf", "inf", None])  # lib.glue.to_jsonable's -inf, inf and nan
 def test_a_non_finite_value_under_a_number_format_names_the_template_and_the_placeholder(tmp_path, glued):
-    """Issue 47 item 12: a glued -inf under `:.3f` raised "Unknown format code 'f' for object of type 'str'",
+    """A glued -inf under `:.3f` raised "Unknown format code 'f' for object of type 'str'",
     naming neither the template nor the placeholder."""
     template = tmp_path / "templates" / "01-x.md"
     template.parent.mkdir()
@@ -183,7 +183,7 @@ def test_an_interrupted_run_is_refused_before_any_page_is_written(tmp_path):
     ("--readme", r"--readme .*MISSING does not exist"),
 ])
 def test_the_results_command_checks_its_arguments_before_writing(tmp_path, capsys, broken, message):
-    """Issue 47 item 11, for `python -m lib.make.results`: a missing --runs folder or an --out without templates
+    """For `python -m lib.make.results`: a missing --runs folder or an --out without templates
     wrote nothing and said so only as "not regenerated" lines (exit 0); a missing --readme failed after the pages
     were written."""
     import shutil

@@ -166,8 +166,8 @@ BAD_PARAMETERS = [
     ({"COMPLEXITIES": 4}, "COMPLEXITIES=4 must be a list"),
     ({"NUM_THREADS": 0}, "NUM_THREADS=0 must be >= 1"),
     ({"CURVES_FILE": "missing.npz"}, "CURVES_FILE='missing.npz': no such file"),
-    ({"CURVES_FILE": "/etc/passwd"}, r"CURVES_FILE='/etc/passwd' is not a \.npz file"),  # issue 47: read, then refused
-    ({"NUM_THREADS": 10**6}, r"NUM_THREADS=1000000 must be <= \d+"),  # issue 47: passed, to set_threads
+    ({"CURVES_FILE": "/etc/passwd"}, r"CURVES_FILE='/etc/passwd' is not a \.npz file"),  # before: read, then refused
+    ({"NUM_THREADS": 10**6}, r"NUM_THREADS=1000000 must be <= \d+"),  # before: passed, to set_threads
     ({"T_SAMPLING": "uniform"}, "T_SAMPLING='uniform' is not allowed"),
     ({"EMA_DECAY": 1.0}, "EMA_DECAY=1.0 must lie in"),
     ({"NUM_GENERATED": 5_000}, "NUM_GENERATED=5000 must be <= 2000"),

@@ -134,7 +134,7 @@ def test_notebook_parameters_checks_types_and_passes_good_values():
 
 
 def test_notebook_parameters_refuse_a_thread_count_beyond_the_machine():
-    """Issue 47 item 13: NUM_THREADS=10**6 passed the configuration cell, whose next line hands it to torch,
+    """NUM_THREADS=10**6 passed the configuration cell, whose next line hands it to torch,
     BLAS and OpenMP (lib.device.set_threads)."""
     import os
 

@@ -100,7 +100,7 @@ def test_precision_out_of_range_and_unreadable_files(good_file, tmp_path):
 
 def test_a_curves_file_outside_the_results_or_data_root_or_not_an_npz_is_refused_unread(good_file, tmp_path,
                                                                                         monkeypatch):
-    """Issue 47 item 13: CURVES_FILE=/etc/passwd was opened (and only then found unreadable); a FIFO would block
+    """CURVES_FILE=/etc/passwd was opened (and only then found unreadable); a FIFO would block
     the notebook. A CURVES_FILE must be a regular .npz file inside results/ or the data root, links resolved."""
     import os
 

@@ -82,7 +82,7 @@ def test_the_run_line_names_preset_date_commit_processor_and_source(tmp_path):
 
 
 def test_the_run_line_of_a_forced_run_says_recomputed_not_none_matched(tmp_path):
-    """Issue 47 item 9: FORCE_RECOMPUTE with SOURCE="stored" never reads the layer; the line said "none matched"."""
+    """FORCE_RECOMPUTE with SOURCE="stored" never reads the layer; the line said "none matched"."""
     forced = _executed(tmp_path / "01_x.ipynb", parameters={"PRESET": "cpu", "FORCE_RECOMPUTE": True},
                        stream="stored layer results/01/cpu: 0 results read, 30 computed.\n")
     line = provenance.run_line(forced)

@@ -330,7 +330,7 @@ def test_aurec_does_not_depend_on_the_scale_of_the_scores(factor, ties):
 @pytest.mark.parametrize("offset, factor", [(1e9, 1.0), (-1e9, 1.0), (1e6, 3.0), (0.0, 1e13), (5.0, 2.0**-60)])
 @pytest.mark.parametrize("ties", ["stable", "average"])
 def test_aurec_does_not_depend_on_an_offset_or_positive_scale_of_the_scores(offset, factor, ties):
-    """Issue 47 item 6: ties were rounded relative to the largest |score|, so an offset of 1e9 made scores 1e-3
+    """Ties were rounded relative to the largest |score|, so an offset of 1e9 made scores 1e-3
     apart tie (AuReC 0.53658 against 0.53677). Scores on a 2**-20 grid stay exact under these offsets, so any
     change in the AuReC is the tie rule's, not float addition's."""
     rng = np.random.default_rng(5)

@@ -82,13 +82,13 @@ def test_a_bad_run_parameter_is_refused_naming_it(roots, changes, message):
     ({"device": "cuda"}, r"^device='cuda' is not a torch\.device"),
 ])
 def test_a_changed_run_checks_what_it_was_given(roots, changes, message):
-    """Issue 47 item 9: `run.but(source="bogus")` made a run that read no layer and said nothing."""
+    """`run.but(source="bogus")` made a run that read no layer and said nothing."""
     with pytest.raises(ValueError, match=message):
         notebook_run().but(**changes)
 
 
 def test_a_forced_run_says_it_recomputed_and_did_not_read_the_layer(roots):
-    """Issue 47 item 9: under FORCE_RECOMPUTE the layer is never read, yet the page said "none matched in
+    """Under FORCE_RECOMPUTE the layer is never read, yet the page said "none matched in
     `results/...`"; the run's own lines and the page's provenance say that everything was recomputed."""
     from lib import provenance
 

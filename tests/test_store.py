@@ -241,7 +241,7 @@ def no_run(*args, **kwargs):
     (["--out", "README.md"], r"--out README\.md is not a folder"),
 ])
 def test_the_store_command_checks_every_argument_before_running(roots, monkeypatch, capsys, argv, message):
-    """Issue 47 item 11: `--scratch-run missing.ipynb` ran the notebook for 70 s, then raised FileNotFoundError
+    """`--scratch-run missing.ipynb` ran the notebook for 70 s, then raised FileNotFoundError
     and deleted the cache it had computed."""
     monkeypatch.setattr(store_writer, "_execute_timed", no_run)
     with pytest.raises(SystemExit) as stop:
@@ -313,7 +313,7 @@ def test_a_stored_file_recorded_for_another_configuration_is_refused_by_name(roo
 
 
 def test_a_stored_file_swapped_for_another_entrys_bytes_is_refused_by_name(roots, monkeypatch, capsys):
-    """Issue 47 item 7: seed 0's file replaced by seed 1's bytes with only its sha256 and bytes updated in the
+    """Seed 0's file replaced by seed 1's bytes with only its sha256 and bytes updated in the
     manifest (its recorded configuration still seed 0's) was read as seed 0's value. The file carries the key
     it was computed for, and seed 1's key is not the one asked for."""
     fill(roots)
@@ -381,7 +381,7 @@ def test_a_malformed_manifest_is_an_error_naming_the_file(roots, text, reason):
 
 
 def test_a_deeply_nested_manifest_is_an_error_naming_the_file(roots):
-    """Issue 47 item 12: a 100,000-deep manifest.json raised a bare RecursionError."""
+    """A 100,000-deep manifest.json raised a bare RecursionError."""
     layer = roots / "results" / "xx" / "test"
     layer.mkdir(parents=True)
     (layer / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
@@ -401,7 +401,7 @@ def under_file_size_limit(code: str, limit: int = 4096) -> subprocess.CompletedP
 
 
 def test_a_layer_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(roots):
-    """Issue 47 item 12: `ulimit -f` during write_layer gave a bare `OSError: File too large`; the error names the
+    """`ulimit -f` during write_layer gave a bare `OSError: File too large`; the error names the
     layer and the file, the layer stays as it was and no partial file or staging folder remains."""
     fill(roots)
     layer = roots / "results" / "xx" / "test"
@@ -418,7 +418,7 @@ def test_a_layer_write_past_the_file_size_limit_names_the_file_and_leaves_nothin
 
 
 def test_a_stamp_past_the_file_size_limit_names_the_notebook_and_leaves_no_partial_file(tmp_path):
-    """Issue 47 item 12: the stamp of an executed notebook (`make run`, `make store`) left `.NAME.stamp-PID`."""
+    """The stamp of an executed notebook (`make run`, `make store`) left `.NAME.stamp-PID`."""
     import nbformat
 
     executed = tmp_path / "01_x.ipynb"

@@ -160,7 +160,7 @@ def _run_to(epochs: int, checkpoint, config=None, seed: int = 5, max_steps=None)
 
 def test_a_checkpoint_past_the_epochs_asked_is_refused_naming_it(tmp_path):
     """A run resumes forward only: the state at epoch 3 is not the state at epoch 2 (it returned the epoch-3 model
-    as the epoch-2 one, issue 47 item 3)."""
+    as the epoch-2 one)."""
     checkpoint = tmp_path / "ck.pt"
     _run_to(3, checkpoint)
     with pytest.raises(ValueError, match=r"ck\.pt.*epoch 3.*2 epochs"):

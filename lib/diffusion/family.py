@@ -227,7 +227,7 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
         return out
 
     weights = Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
-    if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights (issue 47)
+    if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights
         log.warning("%s holds %d epochs of training, not %d; training it again", path, len(weights["history"]), epochs)
         path.unlink()
         weights = Run().torch(path, compute)
@@ -254,8 +254,8 @@ def set_labels(family: Family, low: dict, spec: GeneratedSet) -> np.ndarray:
 
 
 def set_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None) -> dict:
-    """What a generated set depends on. A set before the full budget also carries "snapshot": 2: until issue 47
-    item 3 was fixed, such a set could have been sampled from the full budget's weights, and those entries must
+    """What a generated set depends on. A set before the full budget also carries "snapshot": 2: before the snapshot
+    fix (`trained_weights`), such a set could have been sampled from the full budget's weights, and those entries must
     not be served (key policy (lib.store), rule 1; a full-budget set's key is unchanged)."""
     epochs = epochs_at(family, spec.fraction)
     return {**training_key(family, low, spec.arm, spec.channels, conditioning_key),

@@ -139,12 +139,12 @@ def comparisons(rows: pd.DataFrame, config: Any, *, level: float = 0.95) -> pd.D
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     import json
 
+    from lib.cli import command_parser
     from lib.irs import experiment as ie
 
-    parser = argparse.ArgumentParser(prog="python -m lib.irs.seed_study", description=__doc__.split("\n")[0])
+    parser = command_parser("lib.irs.seed_study", __doc__)
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--channels", type=int, default=16)

@@ -295,8 +295,8 @@ def tie_keys(scores: np.ndarray) -> np.ndarray:
     """The `scores` placed on [0, 1] by their range and rounded to SCORE_DECIMALS (spec B3: float noise must not
     break a tie): scores within about 1e-12 of the range (max - min) tie. The keys, so the order and the ties, do
     not change under an offset or a positive scale of the scores; an all-equal input is one tie. Scaling by the
-    largest |score| instead made an offset of 1e9 tie scores 1e-3 apart (issue 47), and rounding to 1e-12 in
-    absolute terms made every score tie once the scores were scaled by 1e-13 (issue 36)."""
+    largest |score| instead made an offset of 1e9 tie scores 1e-3 apart, and rounding to 1e-12 in
+    absolute terms made every score tie once the scores were scaled by 1e-13."""
     if len(scores) == 0:
         return scores
     low = float(np.min(scores))
