@@ -54,33 +54,25 @@ def run_on(device: str) -> Run:
     return Run(device=pick_device(device, name="--device"))
 
 
-def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str) -> dict:
+def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device: str,
+                seed: int | None = None) -> dict:
+    """Train one arm at one width (checkpointed each epoch, so a killed process resumes) and sample its sets into the
+    cache: the notebook's sets, or with `seed` the seed study's at that training seed (`lib.irs.seed_study`)."""
     torch.set_num_threads(1)
     config, run = ie.resolve_config(preset), run_on(device)
     low = _low_sets(config, inputs)
     conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
+    if seed is None:
+        family, specs = gen.family_of(config), gen.generated_sets_of(config)
+    else:
+        family, specs = seed_study.seeded_family(config, seed), seed_study.seed_sets(config, channels)
     start, done = time.perf_counter(), []
-    for spec in gen.generated_sets_of(config):
+    for spec in specs:
         if spec.arm == arm and spec.channels == channels:
-            gen.generated_images(gen.family_of(config), low, spec, conditioning, key, device=run.device,
-                                 progress=run.progress)
-            done.append(spec.label)
-    return {"arm": arm, "channels": channels, "seconds": time.perf_counter() - start, "sets": done}
-
-
-def _seed_task(preset: str, inputs: str | None, arm: str, channels: int, seed: int, device: str) -> dict:
-    """Train one arm at one width and seed (checkpointed each epoch, so a killed process resumes) and sample its
-    sets into the cache."""
-    torch.set_num_threads(1)
-    config, run = ie.resolve_config(preset), run_on(device)
-    low = _low_sets(config, inputs)
-    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
-    family, start, done = seed_study.seeded_family(config, seed), time.perf_counter(), []
-    for spec in seed_study.seed_sets(config, channels):
-        if spec.arm == arm:
             gen.generated_images(family, low, spec, conditioning, key, device=run.device, progress=run.progress)
             done.append(spec.label)
-    return {"arm": arm, "channels": channels, "seed": seed, "seconds": time.perf_counter() - start, "sets": done}
+    return {"arm": arm, "channels": channels, **({} if seed is None else {"seed": seed}),
+            "seconds": time.perf_counter() - start, "sets": done}
 
 
 def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[int], out: Path) -> list[Path]:
@@ -88,6 +80,7 @@ def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[i
     float16 .npz files (one array per parameter) beside a JSON of their recipe, cache key and training record
     (loss per epoch, seconds per epoch, images seen, the processor): what a reader needs to re-sample the arm."""
     import platform
+    from dataclasses import asdict
 
     from lib.cache import config_hash
     from lib.device import cpu_model
@@ -107,7 +100,7 @@ def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[i
             name = f"weights-{arm}-c{channels}-s{seed}"
             np.savez(out / f"{name}.npz", **{k: v.numpy().astype(np.float16) for k, v in trained["ema"].items()})
             record = {"arm": arm, "channels": channels, "seed": seed, "preset": preset,
-                      "recipe": family_mod.recipe_of(family, channels, arm).key(), "family": family.__dict__,
+                      "recipe": family_mod.recipe_of(family, channels, arm).key(), "family": asdict(family),
                       "cache_entry": path.name, "training_key_hash": config_hash(
                           family_mod.training_key(family, low, arm, channels, key)),
                       "loss_per_epoch": [float(v) for v in trained["history"]],
@@ -309,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             if len(t) != 2 or t[0] not in gen.ARMS or not t[1].isdigit():
                 parser.error(f"task {':'.join(t)!r}: expected ARM:SEED with ARM one of {', '.join(gen.ARMS)}")
         for arm, seed in tasks:
-            record = _seed_task(args.preset, args.inputs, arm, args.channels, int(seed), args.device)
+            record = _train_task(args.preset, args.inputs, arm, args.channels, args.device, int(seed))
             print(json.dumps(record), flush=True)
             if args.log:
                 with args.log.open("a") as log:
