@@ -21,7 +21,8 @@ LAB_ARGS ?=
 # jupyter refuses to start as root without --allow-root (containers, cloud notebooks)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-.PHONY: install git-filter test test-browser lint run lab results book bench strip clean-cache help assignments sweep store
+.PHONY: install git-filter test test-browser lint run lab results book bench strip clean-cache help assignments sweep store \
+	status
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
@@ -31,6 +32,7 @@ help:
 	@echo "make run    run every notebook with PRESET=$(PRESET) into runs/ (+ HTML, figures in docs/figures/);"
 	@echo "           long stages come from results/NN/PRESET/ where stored (SOURCE=compute recomputes them)"
 	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
+	@echo "make status  which stored and cached results were computed with code that has changed since (lib/lineage.py)"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
 	@echo "           (after make results, so that the results pages are from the same runs)"
@@ -113,6 +115,11 @@ store: $(STAMP)
 	@test -n "$(NB)" || { echo "make store needs NB, e.g. make store NB=01 [PRESET=cpu]"; exit 2; }
 	$(BIN)/python -m lib.make.store_writer $(firstword $(wildcard notebooks/$(NB)_*.ipynb) notebooks/$(NB)_missing.ipynb) \
 		--preset $(PRESET) $(if $(REUSE_CACHE),--reuse-cache)
+
+# Which stored and cached results were computed with code that has changed since (lib.make.status; `record` and
+# `accept` there).
+status: $(STAMP)
+	$(BIN)/python -m lib.make.status
 
 results: $(STAMP)
 	$(BIN)/python -m lib.make.results --runs runs --out docs/results --readme README.md

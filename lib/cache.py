@@ -333,3 +333,31 @@ def keyed_copy(src: Path, dst: Path, key: bytes) -> Path:
         if carried is not None and carried != key:
             raise DamagedCacheEntry(src, "it carries the key of another configuration than the one recorded", info)
         return atomic_write(dst, _checked_writer(lambda out: shutil.copyfileobj(fh, out), key))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The code an entry was computed with (`lib.lineage`), beside it
+# ------------------------------------------------------------------------------------------------------------
+LINEAGE_DIR = ".lineage"  # <namespace>/.lineage/<entry file name>.json: a dot folder, never taken for an entry
+
+
+def lineage_path(path: Path) -> Path:
+    """Where the record of the code a cache entry was computed with is kept (`lib.lineage.record`)."""
+    return Path(path).parent / LINEAGE_DIR / (Path(path).name + ".json")
+
+
+def write_lineage(path: Path, record: Mapping) -> None:
+    """Keep `record` (`lib.lineage.record` of the computation) beside the cache entry `path`, atomically."""
+    text = json.dumps(record, sort_keys=True)
+    atomic_write(lineage_path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_lineage(path: Path) -> dict | None:
+    """The record of the code the cache entry `path` was computed with, or None: an entry written before entries
+    kept one, or whose record is unreadable (then it is as old as the first: unknown)."""
+    try:
+        found = json.loads(lineage_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    ok = isinstance(found, dict) and isinstance(found.get("roots"), list) and isinstance(found.get("parts"), dict)
+    return found if ok else None

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib import cache, store
+from lib import cache, lineage, store
 from lib.cache import DamagedCacheEntry, Entry
 from lib.params import check_bool
 from lib.paths import cache_dir
@@ -48,7 +48,8 @@ class Run:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     progress: bool = False  # text progress bars in the long loops
     record_to: Path | None = field(default_factory=lambda: os.environ.get(store.RECORD_ENV) or None)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("loaded", "computed", "stale", "refused"), 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("loaded", "computed", "stale", "refused", "code_changed"), 0))
     told: set[str] = field(default_factory=set)  # the layers already named stale (once per run)
 
     def __post_init__(self) -> None:
@@ -79,51 +80,72 @@ class Run:
             stored: bool = False) -> dict:
         """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order)."""
         return self._fetch(entry, lambda: {k: np.asarray(v) for k, v in compute().items()}, cache.load_npz,
-                           lambda arrays, p: cache.atomic_savez(p, arrays), stored)
+                           lambda arrays, p: cache.atomic_savez(p, arrays), stored, compute)
 
     def torch(self, entry: Entry | Path, compute: Callable[[], Any], *, allow: Sequence[type | Callable] = (),
               stored: bool = False) -> Any:
         """The object of the cache entry (torch.save format, loaded by `lib.cache.load_torch` with `allow`), or
         computed, saved and returned."""
         return self._fetch(entry, compute, lambda p: cache.load_torch(p, allow=allow),
-                           lambda obj, p: cache.atomic_torch_save(obj, p), stored)
+                           lambda obj, p: cache.atomic_torch_save(obj, p), stored, compute)
 
     def _fetch(self, entry: Entry | Path, compute: Callable[[], Any], load: Callable[[Path], Any],
-               save: Callable[[Any, Path], Any], stored: bool) -> Any:
+               save: Callable[[Any, Path], Any], stored: bool, origin: Callable) -> Any:
         if stored and not isinstance(entry, Entry):
             raise TypeError(f"a stored entry needs its configuration: pass lib.cache.cache_entry(...), not {entry}")
         path, config = (entry.path, entry.config) if isinstance(entry, Entry) else (Path(entry), None)
+        code = lineage.record(origin)  # the code this run would compute the entry with (`origin`: the stage's)
         if path.exists() and not self.force:
-            try:
-                value = load(path)
-                if stored:
-                    self._record(path, config)
-                return value
-            except DamagedCacheEntry as err:
-                cache.discard_damaged(err)
+            kept = cache.read_lineage(path)
+            moved = lineage.compare(kept["parts"], code["parts"]) if kept else {}
+            if moved:
+                self._tell_code_changed(store.shown(path), moved)
+            else:
+                try:
+                    value = load(path)
+                    if stored:
+                        self._record(path, config, code=kept)
+                    return value
+                except DamagedCacheEntry as err:
+                    cache.discard_damaged(err)
         if stored and not self.force and self.source == "stored":
-            found, value = self._from_layer(path, config, load)
+            found, value = self._from_layer(path, config, load, code)
             if found:
                 return value
         start = time.perf_counter()
         value = compute()
         save(value, path)
+        cache.write_lineage(path, code)
         if stored:
             self.counts["computed"] += 1
-            self._record(path, config, time.perf_counter() - start)
+            self._record(path, config, time.perf_counter() - start, code=code)
         return value
 
-    def _from_layer(self, path: Path, config: Any, load: Callable[[Path], Any]) -> tuple[bool, Any]:
-        """(True, value) when this run's stored layer holds the entry intact; else (False, None), after one line
-        to the reader when the layer's entry is stale (once per layer) or refused."""
+    def _tell_code_changed(self, what: str, moved: Mapping[str, str]) -> None:
+        """One line to the reader (once per run) that a result was computed with code that has changed since."""
+        self.counts["code_changed"] += 1
+        if "code" not in self.told:
+            self.told.add("code")
+            print(f"{what} (and any later such result) was computed with code that has changed since "
+                  f"({lineage.describe(moved)}): it is computed again. `make status` lists every such result.")
+
+    def _from_layer(self, path: Path, config: Any, load: Callable[[Path], Any],
+                    code: Mapping) -> tuple[bool, Any]:
+        """(True, value) when this run's stored layer holds the entry intact and computed with the code `code`
+        records; else (False, None), after one line to the reader when the layer's entry is stale (once per
+        layer), computed with other code (once per run) or refused."""
         located = store.namespace_of(path)
         if located is None or located[0] != self.namespace:
             return False, None
-        found = store.lookup(store.layer_dir(self.namespace, self.preset), located[1], config, load)
+        layer = store.layer_dir(self.namespace, self.preset)
+        found = store.lookup(layer, located[1], config, load, code=code)
         if found.status == "loaded":
             self.counts["loaded"] += 1
+            self._record(path, config, code=code, from_layer=True)  # read by `python -m lib.make.status record`
             return True, found.value
-        if found.status == "stale":
+        if found.status == "code changed":
+            self._tell_code_changed(store.shown(layer / located[1]), found.moved)
+        elif found.status == "stale":
             self.counts["stale"] += 1
             if self.namespace not in self.told:
                 self.told.add(self.namespace)
@@ -136,11 +158,15 @@ class Run:
                   f"instead ({self.refresh_command()} rewrites the layer).")
         return False, None
 
-    def _record(self, path: Path, config: Any, seconds: float | None = None) -> None:
-        """Under `make store` (`record_to` set), append the entry to the list of entries the layer keeps."""
+    def _record(self, path: Path, config: Any, seconds: float | None = None, *, code: Mapping | None,
+                from_layer: bool = False) -> None:
+        """Under `make store` (`record_to` set), append the entry to the list of entries the layer keeps, with the
+        record of the code it was computed with (None: an entry of the cache from before entries kept one), or,
+        `from_layer`, of the code that would compute the layer's entry it read."""
         if not self.record_to:
             return
-        line = {"path": str(path), "config": config, "compute_seconds": seconds}
+        line = {"path": str(path), "config": config, "compute_seconds": seconds, "code": code,
+                **({"from_layer": True} if from_layer else {})}
         with open(self.record_to, "a") as fh:
             fh.write(json.dumps(line, default=str) + "\n")
 
@@ -182,6 +208,7 @@ class Run:
         return (f"stored layer {store.shown(store.layer_dir(self.namespace, self.preset))}: {c['loaded']} results "
                 f"read, {c['computed']} computed" + (f", {c['stale']} stale" if c["stale"] else "")
                 + (f", {c['refused']} refused" if c["refused"] else "")
+                + (f", {c['code_changed']} computed with code changed since" if c["code_changed"] else "")
                 + (" (recomputed: FORCE_RECOMPUTE; the layer was not read)" if self.force else "") + ".")
 
 

@@ -71,6 +71,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from lib import lineage
 from lib.cache import DamagedCacheEntry, atomic_write, config_hash, file_key, key_digest, keyed_copy
 from lib.params import check_name, path_inside
 from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
@@ -164,21 +165,24 @@ def namespace_of(path: Path) -> tuple[str, str] | None:
 
 class Found(NamedTuple):
     """What a layer holds for one cache entry: `status` "loaded" (with its `value`), "absent" (no such entry, nor
-    its label under another key), "stale" (its label under another key: the configuration or the code changed
-    since the layer was written) or "refused" (listed, but missing, damaged or recorded for another configuration:
-    `reason`)."""
+    its label under another key), "stale" (its label under another key: the configuration or a hand version of
+    the code changed since the layer was written), "code changed" (the entry, computed with code that has changed
+    since: `moved`, as `lib.lineage.compare` gives it) or "refused" (listed, but missing, damaged or recorded for
+    another configuration: `reason`)."""
 
     status: str
     layer: Path
     label: str = ""
     value: Any = None
     reason: str | None = None
+    moved: dict | None = None
 
 
-def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> Found:
-    """The layer's entry `name` (a cache file name), loaded with `load` when it is intact and recorded for the
-    configuration `asked` (the key the run hashed into the name). The manifest is read each time: the layer may
-    change under a run."""
+def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any], *, code: Any = None) -> Found:
+    """The layer's entry `name` (a cache file name), loaded with `load` when it is intact, recorded for the
+    configuration `asked` (the key the run hashed into the name) and, given `code` (the `lib.lineage.record` the
+    run would compute it with), computed with that code (a layer entry without a record of its code is taken as
+    it is: `make status` names those). The manifest is read each time: the layer may change under a run."""
     manifest = read_manifest(layer)
     entries = {} if manifest is None else manifest["entries"]
     match = NAME.match(name)
@@ -187,6 +191,11 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> F
         stale = match is not None and any((m := NAME.match(n)) and (m["label"], m["suffix"]) == (label, match["suffix"])
                                           for n in entries)
         return Found("stale" if stale else "absent", layer, label)
+    kept = entries[name].get("code")
+    if code is not None and lineage.valid(kept):
+        moved = lineage.compare(kept["parts"], code["parts"])
+        if moved:
+            return Found("code changed", layer, label, moved=moved)
     reason, value = _stored_value(layer / name, entries[name], load, asked)
     if reason is not None:
         return Found("refused", layer, label, reason=reason)
@@ -287,6 +296,8 @@ def _layer_entries(namespace: str, records: list[dict]) -> tuple[dict[str, dict]
     entries: dict[str, dict] = {}
     sources: dict[str, Path] = {}
     for rec in records:
+        if rec.get("from_layer"):  # read from the layer by a stored run: not an entry this run provides
+            continue
         path = Path(rec["path"])
         located = namespace_of(path)
         if located is None or located[0] != namespace:
@@ -299,7 +310,8 @@ def _layer_entries(namespace: str, records: list[dict]) -> tuple[dict[str, dict]
         previous = entries.get(name, {})
         config = rec.get("config")
         entries[name] = {"config": previous.get("config") if config is None else config,
-                         "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds")}
+                         "compute_seconds": rec.get("compute_seconds") or previous.get("compute_seconds"),
+                         "code": rec.get("code") or previous.get("code")}
     return entries, sources
 
 
