@@ -4,6 +4,7 @@ Shared core (any notebook may use it): `paths` (where files live: the checkout, 
 regular-file check and SHA-256 of a file; imports nothing from `lib`), `params` (parameter checks, presets),
 `cache` (the entry format of the configuration-keyed, atomic cache), `store` (its committed, read-only layer of
 stored results in results/NN/<preset>/), `run` (a run's lookup order: cache, stored layer, compute; its counts),
+`lineage` (the code a result was computed with: a result whose code changed since is computed again),
 `glue` (results recorded in and read back from notebooks), `device` (CPU/GPU, threads),
 `seeds` (derived seeds, named streams), `plotting` (the house style, saving and showing figures), `progress` (text
 progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/recall/density/coverage), `metrics`
@@ -13,11 +14,11 @@ progress bars), `knn` (exact nearest neighbours), `manifold` (k-NN precision/rec
 EMA), `provenance` (the git commit a stored result records; the run a page shows), `reading` (the notebooks'
 sentences about their run, written by the run), `cli` (the one style of the `python -m lib...` commands), `make`
 (what only `make` runs: the runner of `make run` and its HTML reports, the results pages, the book, sweeps on Dask,
-the stored layers' writer), `tables` (tables rounded to what their numbers mean, headed by the papers' names),
-`templates` (the template language of the generated text; the Findings box each notebook shows at its top), `data`
-(data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained CIFAR ResNets, the
-image normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and training, and the trained
-CIFAR-10 family; notebooks 04 and 02).
+the stored layers' writer, `make status`), `tables` (tables rounded to what their numbers mean, headed by the
+papers' names), `templates` (the template language of the generated text; the Findings box each notebook shows at
+its top), `data` (data root, checked files, CIFAR-10/10H, the synthetic ring and banana), `models` (pretrained
+CIFAR ResNets, the image normaliser), `diffusion` (a small image-diffusion family: EDM's UNet, sampler and
+training, and the trained CIFAR-10 family; notebooks 04 and 02).
 
 One package per paper, each with the same anatomy: `<paper>/method.py` is the paper's mathematics,
 `<paper>/experiment.py` the notebook's pipeline (presets, validation, cached stages), `<paper>/plots.py` the

@@ -94,10 +94,9 @@ class Run:
         if stored and not isinstance(entry, Entry):
             raise TypeError(f"a stored entry needs its configuration: pass lib.cache.cache_entry(...), not {entry}")
         path, config = (entry.path, entry.config) if isinstance(entry, Entry) else (Path(entry), None)
-        code = lineage.record(origin)  # the code this run would compute the entry with (`origin`: the stage's)
         if path.exists() and not self.force:
-            kept = cache.read_lineage(path)
-            moved = lineage.compare(kept["parts"], code["parts"]) if kept else {}
+            kept = cache.read_lineage(path)  # the code it was computed with: changed since? (from its own roots)
+            moved = lineage.changes(kept) if kept else {}
             if moved:
                 self._tell_code_changed(store.shown(path), moved)
             else:
@@ -109,12 +108,13 @@ class Run:
                 except DamagedCacheEntry as err:
                     cache.discard_damaged(err)
         if stored and not self.force and self.source == "stored":
-            found, value = self._from_layer(path, config, load, code)
+            found, value = self._from_layer(path, config, load, origin)
             if found:
                 return value
         start = time.perf_counter()
         value = compute()
         save(value, path)
+        code = lineage.record(origin)  # the code it was computed with (`origin`: the stage's compute)
         cache.write_lineage(path, code)
         if stored:
             self.counts["computed"] += 1
@@ -130,18 +130,20 @@ class Run:
                   f"({lineage.describe(moved)}): it is computed again. `make status` lists every such result.")
 
     def _from_layer(self, path: Path, config: Any, load: Callable[[Path], Any],
-                    code: Mapping) -> tuple[bool, Any]:
-        """(True, value) when this run's stored layer holds the entry intact and computed with the code `code`
-        records; else (False, None), after one line to the reader when the layer's entry is stale (once per
-        layer), computed with other code (once per run) or refused."""
+                    origin: Callable) -> tuple[bool, Any]:
+        """(True, value) when this run's stored layer holds the entry intact and computed with code unchanged
+        since; else (False, None), after one line to the reader when the layer's entry is stale (once per
+        layer), computed with code that changed since (once per run) or refused. `origin`: the stage's compute,
+        whose code a layer read is recorded with under `python -m lib.make.status record`."""
         located = store.namespace_of(path)
         if located is None or located[0] != self.namespace:
             return False, None
         layer = store.layer_dir(self.namespace, self.preset)
-        found = store.lookup(layer, located[1], config, load, code=code)
+        found = store.lookup(layer, located[1], config, load)
         if found.status == "loaded":
             self.counts["loaded"] += 1
-            self._record(path, config, code=code, from_layer=True)  # read by `python -m lib.make.status record`
+            if self.record_to:  # read by `python -m lib.make.status record`
+                self._record(path, config, code=lineage.record(origin), from_layer=True)
             return True, found.value
         if found.status == "code changed":
             self._tell_code_changed(store.shown(layer / located[1]), found.moved)

@@ -178,11 +178,11 @@ class Found(NamedTuple):
     moved: dict | None = None
 
 
-def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any], *, code: Any = None) -> Found:
+def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> Found:
     """The layer's entry `name` (a cache file name), loaded with `load` when it is intact, recorded for the
-    configuration `asked` (the key the run hashed into the name) and, given `code` (the `lib.lineage.record` the
-    run would compute it with), computed with that code (a layer entry without a record of its code is taken as
-    it is: `make status` names those). The manifest is read each time: the layer may change under a run."""
+    configuration `asked` (the key the run hashed into the name) and computed with code unchanged since (its
+    manifest entry's "code", `lib.lineage.changes`; an entry without one is taken as it is: `make status` and a
+    test name those). The manifest is read each time: the layer may change under a run."""
     manifest = read_manifest(layer)
     entries = {} if manifest is None else manifest["entries"]
     match = NAME.match(name)
@@ -192,8 +192,8 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any], *, c
                                           for n in entries)
         return Found("stale" if stale else "absent", layer, label)
     kept = entries[name].get("code")
-    if code is not None and lineage.valid(kept):
-        moved = lineage.compare(kept["parts"], code["parts"])
+    if lineage.valid(kept):
+        moved = lineage.changes(kept)
         if moved:
             return Found("code changed", layer, label, moved=moved)
     reason, value = _stored_value(layer / name, entries[name], load, asked)
