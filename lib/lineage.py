@@ -241,9 +241,10 @@ def _referenced(code: types.CodeType, namespace: Mapping[str, Any]) -> list[Any]
             value = namespace[name]
             (modules if isinstance(value, types.ModuleType) else found).append(value)
         if name == PACKAGE or name.startswith(PACKAGE + "."):  # `import lib.x` / `from lib.x import y` inside
-            module = sys.modules.get(name)
-            if module is not None:
-                modules.append(module)
+            try:  # imported here too: a fresh process (`make status`) reaches what the run's kernel had imported
+                modules.append(importlib.import_module(name))
+            except ImportError:
+                pass
     seen: set[str] = set()
     while modules:
         module = modules.pop()
@@ -372,6 +373,43 @@ def changes(recorded: Mapping) -> dict[str, str]:
     """What changed in the code a record depends on since it was made (`compare`, its roots' parts recomputed
     today); empty when nothing did."""
     return compare(recorded["parts"], parts_of(recorded["roots"]))
+
+
+def pack(records: Mapping[str, Mapping]) -> tuple[dict[str, dict], dict[str, Any]]:
+    """Records of several entries (name -> record) packed for a manifest: ({name: {"roots", "parts": group}},
+    {"digests": {part: digest}, "groups": {group: [part names]}}): one digest per part, one list per set of parts
+    that several entries share (most of a layer's entries share a stage). An entry whose digest of a part differs
+    from the table's (computed with other code than the others) keeps its own {part: digest}. `unpack` reverses."""
+    digests: dict[str, str] = {}
+    for rec in records.values():
+        for part, digest in rec["parts"].items():
+            digests.setdefault(part, digest)
+    groups: dict[tuple[str, ...], str] = {}
+    packed = {}
+    for name, rec in records.items():
+        if all(digests[p] == d for p, d in rec["parts"].items()):
+            group = groups.setdefault(tuple(sorted(rec["parts"])), f"g{len(groups)}")
+            packed[name] = {"roots": list(rec["roots"]), "parts": group}
+        else:
+            packed[name] = {"roots": list(rec["roots"]), "parts": dict(rec["parts"])}
+    return packed, {"digests": dict(sorted(digests.items())),
+                    "groups": {group: list(parts) for parts, group in groups.items()}}
+
+
+def unpack(code: Any, table: Mapping) -> dict | None:
+    """The record of one entry from its packed form and the table (`pack`); None when it is not of that form or
+    names a group or part the table lacks."""
+    if not isinstance(code, Mapping) or not isinstance(code.get("roots"), list) or not isinstance(table, Mapping):
+        return None
+    parts = code.get("parts")
+    if isinstance(parts, str):
+        names = (table.get("groups") or {}).get(parts)
+        digests = table.get("digests") or {}
+        if not isinstance(names, list) or not all(isinstance(p, str) and p in digests for p in names):
+            return None
+        parts = {p: digests[p] for p in names}
+    record = {"roots": code["roots"], "parts": parts}
+    return record if valid(record) else None
 
 
 def valid(recorded: Any) -> bool:

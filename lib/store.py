@@ -191,8 +191,8 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> F
         stale = match is not None and any((m := NAME.match(n)) and (m["label"], m["suffix"]) == (label, match["suffix"])
                                           for n in entries)
         return Found("stale" if stale else "absent", layer, label)
-    kept = entries[name].get("code")
-    if lineage.valid(kept):
+    kept = entry_code(manifest, name)
+    if kept is not None:
         moved = lineage.changes(kept)
         if moved:
             return Found("code changed", layer, label, moved=moved)
@@ -230,6 +230,27 @@ def _canonical(config: Any) -> str:
     return json.dumps(config, default=str, sort_keys=True)
 
 
+CODE_TABLE = "code_parts"  # the manifest's table of part digests and sets of parts its entries' "code" name
+
+
+def entry_code(manifest: dict, name: str) -> dict | None:
+    """The record of the code the layer's entry `name` was computed with (`lib.lineage.record`), or None when its
+    manifest holds none (a layer written before entries recorded their code)."""
+    return lineage.unpack(manifest["entries"].get(name, {}).get("code"), manifest.get(CODE_TABLE, {}))
+
+
+def set_codes(manifest: dict, codes: dict[str, dict | None]) -> None:
+    """Give the manifest's entries the records `codes` (name -> `lib.lineage.record` or None), packed: one table
+    of part digests and sets of parts (CODE_TABLE) and, per entry, its roots and its set (`lib.lineage.pack`)."""
+    kept = {name: rec for name, rec in codes.items() if rec is not None and lineage.valid(rec)}
+    packed, table = lineage.pack(kept)
+    for name, entry in manifest["entries"].items():
+        entry.pop("code", None)
+        if name in packed:
+            entry["code"] = packed[name]
+    manifest[CODE_TABLE] = table
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Writing a layer
 # ------------------------------------------------------------------------------------------------------------
@@ -244,14 +265,20 @@ def write_layer(namespace: str, preset: str, records: list[dict], provenance: di
         raise ValueError(f"the run recorded no stored entry of notebook {namespace}, so {shown(target)} is left as "
                          "it is: a layer is written from a run that computes (or reads from the cache) its long "
                          "stages with SOURCE='compute'.")
-    previous = (read_manifest(target) or {}).get("entries", {})
+    before = read_manifest(target) or {"entries": {}}
+    previous = before["entries"]
+    codes = {name: entry.pop("code", None) for name, entry in entries.items()}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
         for name, entry in entries.items():
             _store_entry(sources[name], staging / name, entry, previous.get(name, {}))
+            if codes[name] is None and previous.get(name, {}).get("sha256") == entry["sha256"]:
+                codes[name] = entry_code(before, name)  # stored again unchanged: the code it was computed with
+            entry.pop("code", None)
         manifest = {**provenance, "namespace": namespace, "preset": preset,
                     "total_bytes": sum(e["bytes"] for e in entries.values()), "entries": dict(sorted(entries.items()))}
+        set_codes(manifest, codes)
         _replace_layer(target, staging, manifest)
     except OSError as err:
         raise LayerNotWritten(target, err) from err

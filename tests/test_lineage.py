@@ -130,7 +130,7 @@ def test_a_stored_entry_whose_code_changed_is_not_served_and_make_status_names_i
     store.write_layer("pp", "test", store.read_records(tmp_path / "records.jsonl"),
                       {"command": "test", "commit": "abc", "date": "today"})
     layer = store.layer_dir("pp", "test")
-    assert lineage.valid(store.read_manifest(layer)["entries"][_name(stage, 2.0)]["code"])
+    assert store.entry_code(store.read_manifest(layer), _name(stage, 2.0))["roots"] == ["probe.stage:stage"]
     monkeypatch.setitem(store.PRESET_MODULES, "pp", "probe.stage")
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "empty"))
     reader = Run(namespace="pp", preset="test", source="stored")
@@ -204,3 +204,14 @@ def test_a_lambda_at_a_modules_top_level_is_followed_through_what_it_names(tmp_p
     namespace: dict = {"__name__": "notebook_cell"}
     exec(compile(code, "<cell>", "exec"), namespace)
     assert lineage.roots_of(namespace["compute"]) == ["lib.manifold:knn_radii"]
+
+
+def test_a_layers_records_are_packed_into_one_table_and_read_back_whole():
+    a = {"roots": ["m:f"], "parts": {"m:f": "1", "m:g": "2"}}
+    b = {"roots": ["m:h"], "parts": {"m:f": "1", "m:g": "2"}}
+    odd = {"roots": ["m:f"], "parts": {"m:f": "9"}}  # computed with other code than the rest: kept whole
+    packed, table = lineage.pack({"a": a, "b": b, "odd": odd})
+    assert table["digests"] == {"m:f": "1", "m:g": "2"} and len(table["groups"]) == 1
+    assert packed["a"]["parts"] == packed["b"]["parts"] and packed["odd"]["parts"] == {"m:f": "9"}
+    assert {n: lineage.unpack(c, table) for n, c in packed.items()} == {"a": a, "b": b, "odd": odd}
+    assert lineage.unpack({"roots": ["m:f"], "parts": "g7"}, table) is None  # a group the table lacks

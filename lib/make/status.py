@@ -34,7 +34,17 @@ from lib import lineage
 from lib.cache import LINEAGE_DIR, atomic_write
 from lib.cli import command_line, command_parser
 from lib.paths import PROJECT_ROOT, cache_dir, results_root
-from lib.store import MANIFEST, PRESET_MODULES, RECORD_ENV, layer_dir, read_manifest, read_records, shown
+from lib.store import (
+    MANIFEST,
+    PRESET_MODULES,
+    RECORD_ENV,
+    entry_code,
+    layer_dir,
+    read_manifest,
+    read_records,
+    set_codes,
+    shown,
+)
 
 
 def committed_layers() -> list[Path]:
@@ -45,8 +55,8 @@ def committed_layers() -> list[Path]:
 def layer_status(layer: Path) -> dict[str, dict | None]:
     """{entry name: its changes (`lib.lineage.changes`; empty: current), or None when it records no code}."""
     manifest = read_manifest(layer) or {"entries": {}}
-    return {name: (lineage.changes(entry["code"]) if lineage.valid(entry.get("code")) else None)
-            for name, entry in manifest["entries"].items()}
+    codes = {name: entry_code(manifest, name) for name in manifest["entries"]}
+    return {name: (None if code is None else lineage.changes(code)) for name, code in codes.items()}
 
 
 def cache_status(root: Path | None = None) -> dict[str, dict[str, dict]]:
@@ -142,16 +152,16 @@ def _accept(layer: Path, why: str, command: str) -> int:
     from lib.provenance import git_commit
 
     manifest = read_manifest(layer)
+    codes = {name: entry_code(manifest, name) for name in manifest["entries"]}
     changed: dict[str, str] = {}
     names = []
-    for name, entry in manifest["entries"].items():
-        if not lineage.valid(entry.get("code")):
-            continue
-        moved = lineage.changes(entry["code"])
+    for name, code in codes.items():
+        moved = lineage.changes(code) if code is not None else {}
         if moved:
             changed.update(moved)
             names.append(name)
-            entry["code"] = {"roots": entry["code"]["roots"], "parts": lineage.parts_of(entry["code"]["roots"])}
+            codes[name] = {"roots": code["roots"], "parts": lineage.parts_of(code["roots"])}
+    set_codes(manifest, codes)
     if not names:
         print(f"{shown(layer)}: no entry was computed with code that has changed since; nothing to accept")
         return 0
@@ -182,9 +192,7 @@ def _record_layer(layer: Path, args: argparse.Namespace, command: str) -> int:
                 if r.get("from_layer") and lineage.valid(r.get("code"))}
     manifest = read_manifest(layer)
     missing = [name for name in manifest["entries"] if name not in read]
-    for name, entry in manifest["entries"].items():
-        if name in read:
-            entry["code"] = read[name]
+    set_codes(manifest, {name: read.get(name) or entry_code(manifest, name) for name in manifest["entries"]})
     _log(manifest, {"event": "recorded", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "commit": commit, "command": command, "entries": len(manifest["entries"]) - len(missing),
                     "executed_notebook": shown(executed),
