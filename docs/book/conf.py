@@ -31,7 +31,8 @@ extensions = [
 # The book's pages; everything else in the checkout is not a page (a link to such a file becomes a download).
 NOTEBOOK_PAGES = "notebooks/[0-9][0-9]_*.ipynb"
 GUIDES = ["docs/glossary.md", "docs/measurements.md", "docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
-include_patterns = ["README.md", NOTEBOOK_PAGES, "docs/results/[0-9][0-9]-*.md", "docs/specs/*.md",
+include_patterns = ["README.md", NOTEBOOK_PAGES, "docs/results/claims.md", "docs/results/[0-9][0-9]-*.md",
+                    "docs/specs/*.md",
                     "results/*/*/README.md", *GUIDES]
 exclude_patterns = [".venv", ".git", "runs", "data/cache", "build", "**/.ipynb_checkpoints"]
 
@@ -99,8 +100,8 @@ def book_toc(app, docname: str, source: list[str]) -> None:
     sections = {
         "Notebooks (executed)": sorted(str(p.relative_to(ROOT).with_suffix(""))
                                        for p in ROOT.glob(NOTEBOOK_PAGES)),
-        "Results in numbers": sorted(p.relative_to(ROOT).with_suffix("").as_posix()
-                                     for p in ROOT.glob("docs/results/[0-9][0-9]-*.md")),
+        "Results in numbers": ["docs/results/claims"] + sorted(p.relative_to(ROOT).with_suffix("").as_posix()
+                                                              for p in ROOT.glob("docs/results/[0-9][0-9]-*.md")),
         "Specifications": sorted(p.relative_to(ROOT).with_suffix("").as_posix() for p in ROOT.glob("docs/specs/*.md")),
         "Guides": [g.removesuffix(".md") for g in GUIDES],
         "Stored results": sorted(p.relative_to(ROOT).with_suffix("").as_posix()

@@ -16,7 +16,9 @@ and prints the comparisons.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -138,9 +140,37 @@ def comparisons(rows: pd.DataFrame, config: Any, *, level: float = 0.95) -> pd.D
     return pd.DataFrame(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import json
+SEEDS_DIR = Path("04") / "seeds"  # under results/: the committed weights and measurements of the other seeds
+MEASUREMENTS = re.compile(r"measurements-c(?P<channels>\d+)-seeds-(?P<seeds>\d+(?:-\d+)*)\.json")
 
+
+def stored_rows(channels: int, root: Path | None = None) -> tuple[pd.DataFrame, str]:
+    """(rows, file name) of the committed measurements at width `channels` (results/04/seeds/
+    measurements-c<channels>-seeds-<s>-<s>....json, written by this module's command with --out) that cover the
+    most seeds; FileNotFoundError naming the folder when there is none."""
+    from lib.paths import results_root
+
+    folder = Path(root or results_root()) / SEEDS_DIR
+    found = [(len(m["seeds"].split("-")), p) for p in sorted(folder.glob("measurements-*.json"))
+             if (m := MEASUREMENTS.fullmatch(p.name)) and int(m["channels"]) == channels]
+    if not found:
+        raise FileNotFoundError(f"no measurements-c{channels}-seeds-*.json in {folder}: `python -m "
+                                f"lib.irs.seed_study --channels {channels} --out ...` writes one")
+    path = max(found)[1]
+    return pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["rows"]), path.name
+
+
+def comparison_record(table: pd.DataFrame) -> dict[str, dict]:
+    """`comparisons`' table as the notebook records it: {"extractor / comparison / metric": {"per seed" (the
+    effects, "; "-joined), "mean", "lower", "upper", "seeds", "training sd", "verdict"}}."""
+    return {f"{r['extractor']} / {r['comparison']} / {r['metric']}": {
+        "per seed": "; ".join(f"{e:.3f}" for e in r["per seed"]), "mean": float(r["mean"]),
+        "lower": float(r["lower"]), "upper": float(r["upper"]), "seeds": int(r["seeds"]),
+        "training sd": None if math.isnan(r["training sd"]) else float(r["training sd"]), "verdict": r["verdict"]}
+        for r in table.to_dict("records")}
+
+
+def main(argv: list[str] | None = None) -> int:
     from lib.cli import command_parser
     from lib.irs import experiment as ie
 

@@ -1,0 +1,144 @@
+"""The claims ledger: each paper's claims, what we measure for each, and the verdict the run computes.
+
+Each paper's package declares its claims once (`lib.<paper>.claims.CLAIMS`): an id, the paper's words and where they
+are, the paper's number, the quantity we measure, and a `decide` function that reads the run's recorded results (the
+glued values of the executed notebook, `lib.glue.read_results`) and returns a `Verdict`: our value with its
+interval, the verdict, and why. The verdicts are four, and a sentence anywhere states no more than its claim's:
+
+- **holds**: the rule the claim names decides for it at our scale (an interval on the claimed side, ...);
+- **fails**: the rule decides against it; `why` gives the measured cause where one is known;
+- **undecided**: neither, at our scale; `why` says what would decide it (more seeds, a larger sample, ...);
+- **not testable offline**: what the claim needs is not on this machine (a model, a dataset, a GPU); `why` names it.
+
+A claim whose stage the run skipped (a preset that does not compute it) is *undecided* with "not measured by this
+run", never a guess. `ledger_table` renders the ledger as the cross-paper page's table (`lib.make.results` writes
+docs/results/claims.md from the executed notebooks).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+HOLDS, FAILS, UNDECIDED, OFFLINE = "holds", "fails", "undecided", "not testable offline"
+VERDICTS = (HOLDS, FAILS, UNDECIDED, OFFLINE)
+# words a sentence about a claim may use only when the ledger's verdict is the one they state
+STRONGER_THAN = {UNDECIDED: ("holds", "confirms", "confirmed", "reproduces", "reproduced", "fails", "refutes",
+                             "contradicts", "shows that"),
+                 OFFLINE: ("holds", "confirms", "reproduces", "fails", "refutes")}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the run decides about one claim: `verdict` (one of VERDICTS), `ours` (our value with its interval, as
+    a reader sees it) and `why` (the rule that decided; for fails and undecided, the measured cause or what would
+    decide it; for not testable offline, what is missing)."""
+
+    verdict: str
+    ours: str
+    why: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if not self.why:
+            raise ValueError("a verdict says why")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper (module docstring). `decide` is None for a claim not testable offline: `missing` then
+    says what it would need."""
+
+    id: str
+    where: str
+    words: str
+    paper: str
+    measure: str
+    decide: Callable[[Mapping[str, Any]], Verdict] | None = None
+    missing: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.decide is None) == (not self.missing):
+            raise ValueError(f"claim {self.id}: give either `decide` or, for a claim not testable offline, `missing`")
+
+
+class NotMeasured(KeyError):
+    """A result the claim reads is absent from the run (its preset skipped the stage)."""
+
+
+def need(results: Mapping[str, Any], *keys: str) -> Any:
+    """results[k1][k2]...; NotMeasured naming the path when the run did not record it."""
+    value: Any = results
+    for i, key in enumerate(keys):
+        if not isinstance(value, Mapping) or key not in value or value[key] is None:
+            raise NotMeasured("/".join(keys[:i + 1]))
+        value = value[key]
+    return value
+
+
+def judge(claims: Iterable[Claim], results: Mapping[str, Any]) -> list[tuple[Claim, Verdict]]:
+    """Each claim with its verdict on the run's `results` (module docstring)."""
+    out = []
+    for claim in claims:
+        if claim.decide is None:
+            out.append((claim, Verdict(OFFLINE, "—", claim.missing)))
+            continue
+        try:
+            verdict = claim.decide(results)
+        except NotMeasured as err:
+            verdict = Verdict(UNDECIDED, "not measured by this run", f"this run did not record {err.args[0]} "
+                                                                    "(its preset skips the stage)")
+        out.append((claim, verdict))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Rules shared by the papers' ledgers
+# ------------------------------------------------------------------------------------------------------------
+def side_of(lower: float, upper: float, *, above: float = 0.0) -> str:
+    """HOLDS when the interval [lower, upper] lies above `above`, FAILS when it lies below, else UNDECIDED."""
+    if lower > above:
+        return HOLDS
+    if upper < above:
+        return FAILS
+    return UNDECIDED
+
+
+def interval(value: float, lower: float, upper: float, digits: int = 3) -> str:
+    """'0.347 [0.274, 0.419]'."""
+    return f"{value:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"
+
+
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95 % at z = 1.96)."""
+    if trials <= 0:
+        raise ValueError("trials must be positive")
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The ledger as a reader sees it
+# ------------------------------------------------------------------------------------------------------------
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def ledger_table(judged: Iterable[tuple[Claim, Verdict]]) -> str:
+    """The ledger as a Markdown table: claim · paper · ours [interval] · verdict · why."""
+    lines = ["| claim | where | paper | ours | verdict | why |", "|---|---|---|---|---|---|"]
+    for claim, v in judged:
+        lines.append(f"| {_cell(claim.words)} | {_cell(claim.where)} | {_cell(claim.paper)} | {_cell(v.ours)} | "
+                     f"**{v.verdict}** | {_cell(v.why)} |")
+    return "\n".join(lines)
+
+
+def counts(judged: Iterable[tuple[Claim, Verdict]]) -> dict[str, int]:
+    """{verdict: how many claims have it}, in VERDICTS' order."""
+    found = [v.verdict for _, v in judged]
+    return {verdict: found.count(verdict) for verdict in VERDICTS}
