@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import io
 import os
@@ -253,6 +254,8 @@ def _referenced(code: types.CodeType, namespace: Mapping[str, Any]) -> list[Any]
         seen.add(module.__name__)
         for name in names:
             value = getattr(module, name, None)
+            if value is None and hasattr(module, "__path__"):  # a subpackage not imported yet in this process
+                value = _submodule(module.__name__, name)
             if isinstance(value, types.ModuleType):
                 modules.append(value)
             elif value is not None:
@@ -264,6 +267,20 @@ def _referenced(code: types.CodeType, namespace: Mapping[str, Any]) -> list[Any]
         if not name.startswith("__") and _is_constant(value) and followed(namespace.get("__name__")):
             found.append(_Constant(namespace["__name__"], name, value))
     return found
+
+
+@functools.cache
+def _submodule(package: str, name: str) -> types.ModuleType | None:
+    """`package.name` imported when it is a module of the package, else None: what `package.name` resolves to in
+    a process that imported it, whether or not this one had (the walk must not depend on what was imported)."""
+    if not name.isidentifier():
+        return None
+    try:
+        if importlib.util.find_spec(f"{package}.{name}") is None:
+            return None
+        return importlib.import_module(f"{package}.{name}")
+    except (ImportError, ValueError):
+        return None
 
 
 class _Constant:
