@@ -18,6 +18,7 @@ docs/results/claims.md from the executed notebooks).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,11 +132,33 @@ def _cell(text: str) -> str:
 
 def ledger_table(judged: Iterable[tuple[Claim, Verdict]]) -> str:
     """The ledger as a Markdown table: claim · paper · ours [interval] · verdict · why."""
-    lines = ["| claim | where | paper | ours | verdict | why |", "|---|---|---|---|---|---|"]
+    lines = ["| id | claim | where | paper | ours | verdict | why |", "|---|---|---|---|---|---|---|"]
     for claim, v in judged:
-        lines.append(f"| {_cell(claim.words)} | {_cell(claim.where)} | {_cell(claim.paper)} | {_cell(v.ours)} | "
-                     f"**{v.verdict}** | {_cell(v.why)} |")
+        lines.append(f"| {claim.id} | {_cell(claim.words)} | {_cell(claim.where)} | {_cell(claim.paper)} | "
+                     f"{_cell(v.ours)} | **{v.verdict}** | {_cell(v.why)} |")
     return "\n".join(lines)
+
+
+VERDICT_MARK = re.compile(r"\[(?P<id>\d\d\.[a-z0-9-]+)\] \*{0,2}"
+                          r"(?P<verdict>holds|fails|undecided|not testable offline)")
+ROW = re.compile(r"^\| (?P<id>\d\d\.[a-z0-9-]+) \|.*\| \*\*(?P<verdict>[a-z ]+)\*\* \|", re.M)
+
+
+def bullet(judged: Iterable[tuple[Claim, Verdict]], ids: Iterable[str]) -> str:
+    """The claims `ids` of a ledger as a reader's sentences: "[id] verdict: the claim (ours; why)", joined."""
+    by_id = {c.id: (c, v) for c, v in judged}
+    return " ".join(f"[{i}] **{by_id[i][1].verdict}**: {by_id[i][0].words.rstrip('.')} ({by_id[i][1].ours})."
+                    for i in ids)
+
+
+def stated_verdicts(text: str) -> list[tuple[str, str]]:
+    """(claim id, verdict) of each "[04.diadm-irs] holds" a text states (README, a page)."""
+    return [(m["id"], m["verdict"]) for m in VERDICT_MARK.finditer(text)]
+
+
+def page_verdicts(page: str) -> dict[str, str]:
+    """{claim id: verdict} of the ledger page's tables (docs/results/claims.md)."""
+    return {m["id"]: m["verdict"] for m in ROW.finditer(page)}
 
 
 def counts(judged: Iterable[tuple[Claim, Verdict]]) -> dict[str, int]:

@@ -226,6 +226,9 @@ def summary_table(results: dict[str, Any], digits: int = 3, *, columns: Mapping[
     return Summary(([main] if main.rows else []) + tables, [n for n in results if n not in show_names])
 
 
+COLUMNS_KEY = "record_columns"  # the glued {entry: column names} of `record`'s `columns`
+
+
 def record(results: dict[str, Any], digits: int = 3, *, columns: Mapping[str, Sequence[str]] | None = None,
            shown: Sequence[str] | None = None, paper: Mapping[str, Any] | None = None) -> Summary:
     """Glue every entry of `results` silently and return the rounded summary table to display.
@@ -237,6 +240,8 @@ def record(results: dict[str, Any], digits: int = 3, *, columns: Mapping[str, Se
     summary = summary_table(results, digits, columns=columns, shown=shown, paper=paper)
     for name, value in results.items():
         glue(name, value, display=False)
+    if columns:  # what each entry's lists hold, so that a results page labels them (lib.make.results)
+        glue(COLUMNS_KEY, {name: list(names) for name, names in columns.items()}, display=False)
     return summary
 
 

@@ -40,8 +40,14 @@ FINDINGS_CLASS = "workbook-findings"
 def wall_time(run: Mapping[str, Any]) -> str:
     """The recorded run's wall time and preset, and, when it read a stored layer, what computing it took."""
     text = f"{minutes(run['duration_s'])} (`{run['preset']}`"
-    if run.get("stored"):
-        text += f", stored results; from scratch {minutes(run['stored']['from_scratch_s'])}"
+    stored = run.get("stored")
+    if stored:
+        scratch = stored["from_scratch_s"]
+        text += (f", stored results; from scratch {minutes(scratch)}" if scratch is not None else
+                 f", stored results; from scratch not timed as one run (results/{run['notebook'][:2]}/"
+                 f"{run['preset']}/README.md)")
+        if stored.get("from_scratch_also"):
+            text += f" + {stored['from_scratch_also']}"
     return text + ")"
 
 

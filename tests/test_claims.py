@@ -4,6 +4,8 @@ hand-made results whose answers are known."""
 from __future__ import annotations
 
 import copy
+import importlib
+from pathlib import Path
 
 import pytest
 
@@ -47,7 +49,8 @@ def _results(seeds: int = 3) -> dict:
                 "training sd": 0.01, "verdict": verdict}
     key = "resnet56 / {} − unconditional / {}"
     return {
-        "extractors": ["pixels", "resnet56"], "n_train": 20000, "gap_n": 10000, "sim_reps": 1000, "alpha_e": 0.05,
+        "extractors": ["pixels", "resnet56"], "gen_headline": {"extractor": "resnet56"}, "n_train": 20000,
+        "gap_n": 10000, "sim_reps": 1000, "alpha_e": 0.05,
         "sim_coverage": {"s0.3/n0.05": 0.905, "s0.9/n1": 0.895},
         "sim_bias": {"s0.3/n0.05": 0.02, "s0.3/n1": 0.001},
         "imagenet_scale": [0.699, 0.731, 0.764, 0.1],
@@ -107,3 +110,71 @@ def test_the_ledger_table_shows_each_claim_with_its_verdict_and_the_counts_add_u
     assert "| **holds** |" in table and "| **not testable offline** |" in table
     assert sum(claims.counts(judged).values()) == len(irs_claims.CLAIMS)
     assert len({c.id for c in irs_claims.CLAIMS}) == len(irs_claims.CLAIMS)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_verdict_the_readme_and_the_docs_state_is_the_ledgers():
+    """A sentence that names a claim ("[04.diadm-irs] holds") states the verdict of the ledger page that `make
+    results` wrote with it, never a stronger one; the page lists every claim of every ledger."""
+    from lib.make.results import CLAIMS_MODULES, CLAIMS_PAGE, README_CLAIMS
+
+    page = (ROOT / "docs" / "results" / CLAIMS_PAGE).read_text(encoding="utf-8")
+    verdicts = claims.page_verdicts(page)
+    declared = {c.id for n in CLAIMS_MODULES for c in importlib.import_module(CLAIMS_MODULES[n]).CLAIMS}
+    assert set(verdicts) == declared
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    stated = [(p.name, i, v) for p in texts if p.name != CLAIMS_PAGE
+              for i, v in claims.stated_verdicts(p.read_text(encoding="utf-8"))]
+    assert {i for _, i, _ in stated} >= {i for _, ids in README_CLAIMS.values() for i in ids}
+    assert [(name, i, v) for name, i, v in stated if verdicts.get(i) != v] == []
+
+
+def test_a_stated_verdict_is_read_back_and_a_stronger_one_is_caught():
+    judged = claims.judge(irs_claims.CLAIMS, _results())
+    verdicts = claims.page_verdicts(claims.ledger_table(judged))
+    assert verdicts["04.diadm-irs"] == HOLDS and verdicts["04.swav"] == OFFLINE
+    sentence = claims.bullet(judged, ["04.conditional"])
+    assert claims.stated_verdicts(sentence) == [("04.conditional", UNDECIDED)]
+    assert claims.stated_verdicts("[04.conditional] holds: conditional beats unconditional") != \
+        [("04.conditional", verdicts["04.conditional"])]
+
+
+def _results_01() -> dict:
+    """Notebook 01's recorded results, as much as its ledger reads, with known answers."""
+    def d(diff, lo, hi):
+        return {"difference": diff, "lower": lo, "upper": hi}
+    return {
+        "num_members": 30, "band_width": {"1": 0.023, "2": 0.013, "4": 0.006, "8": 0.005},
+        "below_0.9": {"1": 0, "2": 0, "4": 0, "8": 0},
+        "width_diff": {"1-2": d(0.010, 0.006, 0.014), "8-4": d(-0.001, -0.002, 0.0004)},
+        "authors_recipe": {"C1": {"final_below": 6, "members": 8, "steps": [1000, 60000]},
+                           "C8": {"final_below": 3, "members": 8, "steps": [1000, 10000]}},
+        "fraction_ci": {"fraction": 0.358, "lower": 0.30, "upper": 0.41},
+        "fraction_significant": {"paired_t/none": 0.358, "paired_t/bh": 0.344, "permutation_maxT/none": 0.34},
+        "fig4_diff": {"steps": {"auc": d(-0.003, -0.004, -0.002), "width": d(0.004, 0.003, 0.006)},
+                      "epochs": {"auc": d(-0.030, -0.040, -0.020), "width": d(0.019, 0.015, 0.023)}},
+        "sampling_share": {"C1/bootstrap": 0.64, "C1/resplit": 0.497, "C4/bootstrap": 0.78, "C4/resplit": 0.72},
+        "feature_spaces": {"plane": {"same_best": True, "same_order": True, "fraction": 0.358},
+                           "mlp": {"same_best": True, "same_order": True, "fraction": 0.409}},
+    }
+
+
+def test_notebook_01s_claims_are_decided_by_their_rules():
+    from lib.prcurves import claims as pr_claims
+
+    v = {c.id: x for c, x in claims.judge(pr_claims.CLAIMS, _results_01())}
+    assert v["01.band-order"].verdict == UNDECIDED  # C = 1 wider than C = 2, C = 8 against C = 4 not decided
+    assert v["01.failures"].verdict == HOLDS and "6 of 8" in v["01.failures"].ours
+    assert v["01.significance"].verdict == HOLDS and "outside our interval" in v["01.significance"].why
+    assert v["01.data-size"].verdict == HOLDS
+    assert v["01.model-uncertainty"].verdict == UNDECIDED and "C4" in v["01.model-uncertainty"].why
+    assert v["01.feature-space"].verdict == FAILS and v["01.correction"].verdict == HOLDS
+    r = _results_01()
+    r["width_diff"]["8-4"] = {"difference": -0.001, "lower": -0.0015, "upper": -0.0005}  # C = 8 narrower, decided
+    r["sampling_share"] = {"C1/bootstrap": 0.64, "C1/resplit": 0.62, "C4/bootstrap": 0.78, "C4/resplit": 0.72}
+    r["fig4_diff"]["steps"]["width"] = {"difference": -0.004, "lower": -0.006, "upper": -0.003}
+    v = {c.id: x for c, x in claims.judge(pr_claims.CLAIMS, r)}
+    assert (v["01.band-order"].verdict, v["01.model-uncertainty"].verdict, v["01.data-size"].verdict) == (
+        FAILS, FAILS, FAILS)

@@ -38,7 +38,8 @@ def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
     table = glue.record({"delta": -0.0014000000000000123, "auc": {"C4": [0.97123456, 0.01]}, "name": "x"},
                         columns={"auc": ("mean", "sd")})
     assert shown == [{glue.MIME_TYPE: {"delta": -0.0014000000000000123}},
-                     {glue.MIME_TYPE: {"auc": {"C4": [0.97123456, 0.01]}}}, {glue.MIME_TYPE: {"name": "x"}}]
+                     {glue.MIME_TYPE: {"auc": {"C4": [0.97123456, 0.01]}}}, {glue.MIME_TYPE: {"name": "x"}},
+                     {glue.MIME_TYPE: {glue.COLUMNS_KEY: {"auc": ["mean", "sd"]}}}]  # a results page labels them
     assert table.tables[0].rows == [["delta", "-0.0014"], ["name", "x"]]
     assert (table.tables[1].title, table.tables[1].columns, table.tables[1].rows) == (
         "auc", ["", "mean", "sd"], [["C4", "0.971", "0.01"]])  # the glued list, its entries named

@@ -216,3 +216,13 @@ def test_findings_render_each_sentence_from_the_run_and_leave_out_what_it_did_no
     assert box.startswith(f'<div class="{FINDINGS_CLASS}">') and "- AUC 0.988 · paper 0.5." in box
     assert "width" not in box  # the run recorded no width: the sentence is left out, not filled with a stale number
     assert findings(tmp_path / "08_y.ipynb", templates) == ""  # no template
+
+
+def test_a_list_the_notebook_named_the_columns_of_is_a_labelled_table_and_a_missing_value_a_dash():
+    from lib.glue import COLUMNS_KEY
+
+    text = results.value_tables({"toy": {"resnet56/real": [1.01, 0.06, None], "pixels/real": [0.99, 1.6, 0.7]},
+                                 COLUMNS_KEY: {"toy": ["irs_adj", "fid", "source_hit"]}})
+    assert "| `toy` | irs_adj | fid | source_hit |" in text
+    assert "| resnet56/real | 1.01 | 0.06 | — |" in text
+    assert "None" not in text and "[1.01" not in text and COLUMNS_KEY not in text

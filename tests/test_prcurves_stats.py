@@ -175,3 +175,31 @@ def test_the_building_blocks_refuse_nan_too(fn):
     b[0, 0] = np.nan
     with pytest.raises(ValueError, match="^b holds 1 non-finite value"):
         fn(a, b)
+
+
+def test_the_width_difference_interval_holds_the_truth_and_excludes_zero_when_the_spreads_differ():
+    rng = np.random.default_rng(3)
+    wide, narrow = rng.normal(0.9, 0.05, (30, 200)), rng.normal(0.9, 0.01, (30, 200))
+    d = stats.bootstrap_width_difference(wide, narrow, reps=300, seed=1)
+    assert d["difference"] == pytest.approx(stats.band_width(wide) - stats.band_width(narrow))
+    assert 0 < d["lower"] < d["difference"] < d["upper"]
+    same = stats.bootstrap_width_difference(narrow, narrow, reps=300, seed=1)
+    assert same["difference"] == 0 and same["lower"] < 0 < same["upper"]
+    assert stats.band_width(np.tile(np.linspace(0, 1, 5), (3, 1))) == 0.0  # identical members: no band
+
+
+def test_the_significant_share_interval_resamples_pairs_and_brackets_the_share():
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.9, 0.02, (20, 100))
+    better = base + np.r_[np.full(50, 0.02), np.zeros(50)]  # better on the first half of the grid only
+    ci = stats.bootstrap_fraction(better, base + rng.normal(0, 0.001, base.shape), reps=200, seed=2)
+    assert ci["fraction"] == pytest.approx(0.5, abs=0.05) and ci["lower"] <= ci["fraction"] <= ci["upper"]
+    with pytest.raises(ValueError, match="max-T"):
+        stats.bootstrap_fraction(better, base, "permutation_maxT")
+
+
+def test_the_mean_difference_is_welchs_interval():
+    a, b = np.array([0.9, 0.92, 0.95, 0.91]), np.array([0.8, 0.85, 0.83])
+    d = stats.mean_difference(a, b, level=0.95)
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (d["lower"], d["upper"]) == pytest.approx((ci.low, ci.high))

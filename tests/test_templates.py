@@ -62,3 +62,16 @@ def test_the_box_opens_with_the_line_of_the_run_going_on(tmp_path, monkeypatch):
     assert "· commit `" in line and "· on cpu (AMD EPYC, 1 thread) ·" in line
     assert "2 long stages computed, none matched in `results/07/smoke`" in line
     assert box.startswith(f'<div class="{FINDINGS_CLASS}">') and "- AUC 0.988" in box
+
+
+def test_a_from_scratch_cost_never_shows_a_placeholder_and_names_what_its_wall_time_leaves_out():
+    from lib.templates import wall_time
+
+    untimed = {"duration_s": 167, "preset": "cpu", "notebook": "01_ensemble_pr_curves.ipynb",
+               "stored": {"from_scratch_s": None}}
+    assert wall_time(untimed) == ("2 min 47 s (`cpu`, stored results; from scratch not timed as one run "
+                                  "(results/01/cpu/README.md))")
+    more = {"duration_s": 145, "preset": "cpu", "notebook": "04_image_retrieval_score.ipynb",
+            "stored": {"from_scratch_s": 2862, "from_scratch_also": "the generators' training"}}
+    assert wall_time(more).endswith("from scratch 47 min 42 s + the generators' training)")
+    assert "?" not in wall_time(untimed) + wall_time(more)

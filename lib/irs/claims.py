@@ -20,7 +20,6 @@ IMAGENET_TRUTH, IMAGENET_HALF_WIDTH = 0.77, 0.035  # spec §5: the simulated tru
 HALF_WIDTH_TOLERANCE = 0.005  # "about ±3.5 points": ours within half a point of it
 COVERAGE_TOLERANCE = 0.02  # an interval covers "as stated" when the pooled coverage's lower bound is this close
 LINEAR_SLOPE_TOLERANCE, LINEAR_MIN_R2 = 0.2, 0.9  # as lib.irs.findings: |slope - 1| and R² of IRS_∞,a on f, regime b
-MAIN_EXTRACTOR = "resnet56"  # the generators' main evaluation extractor (the preset's first)
 
 
 def _coverage(r: Mapping[str, Any]) -> Verdict:
@@ -79,7 +78,7 @@ def _linear(r: Mapping[str, Any]) -> Verdict:
 def _over_seeds(r: Mapping[str, Any], arm: str, metric: str) -> Verdict:
     """The arm against the unconditional one over training seeds (width 16), on the main extractor, beside the
     main width's one seed."""
-    key = f"{MAIN_EXTRACTOR} / {arm} − unconditional / {metric}"
+    key = f"{need(r, 'gen_headline', 'extractor')} / {arm} − unconditional / {metric}"  # the main extractor
     seeds = need(r, "seed_compare", key)
     one = need(r, "gen_compare", key)
     ratio = metric.startswith("log")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.cache import atomic_write
-from lib.glue import IncompleteRun, read_complete_results, read_results, run_problem
+from lib.glue import COLUMNS_KEY, IncompleteRun, read_complete_results, read_results, run_problem
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
@@ -46,10 +46,14 @@ VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that descri
 
 
 def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
     if isinstance(value, float):
         return f"{value:.4g}"
-    if isinstance(value, list) and all(isinstance(v, (int, float)) for v in value):
+    if isinstance(value, list) and all(v is None or isinstance(v, (int, float)) for v in value):
         return " / ".join(_cell(v) for v in value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
     return str(value).replace("|", "\\|")
 
 
@@ -89,12 +93,18 @@ def _rows_tables(name: str, rows: list[tuple[str, dict]]) -> list[str]:
 
 def value_tables(results: Mapping[str, Any]) -> str:
     """Every glued value as Markdown: scalars in one table, each dict of rows or of scalars in its own (a wide
-    dict of rows cut into tables of at most TABLE_CHARS characters a row)."""
+    dict of rows cut into tables of at most TABLE_CHARS characters a row). A dict of lists that `lib.glue.record`
+    named the columns of (`COLUMNS_KEY`) is a table of rows under those names; a missing value shows as "—"."""
+    columns = results.get(COLUMNS_KEY) or {}
+    results = {k: v for k, v in results.items() if k != COLUMNS_KEY}
     scalars = {k: v for k, v in results.items() if not isinstance(v, dict)}
     parts = ["| result | value |\n|---|---|\n" + "\n".join(f"| `{k}` | {_cell(v)} |" for k, v in scalars.items())]
     for name, value in results.items():
         if not isinstance(value, dict) or not value:
             continue
+        names = columns.get(name)
+        if names and all(isinstance(v, list) and len(v) == len(names) for v in value.values()):
+            value = {k: dict(zip(names, v)) for k, v in value.items()}
         rows = list(value.items())
         if all(isinstance(v, dict) for _, v in rows):
             parts += _rows_tables(name, rows)
@@ -186,12 +196,37 @@ def headline_rows(template: str, namespace: Mapping[str, Any], current: str, sou
 
 
 # The claims ledgers (`lib.claims`): each paper's module of CLAIMS, and the page of all of them
-CLAIMS_MODULES = {"04": "lib.irs.claims"}
+CLAIMS_MODULES = {"01": "lib.prcurves.claims", "04": "lib.irs.claims"}
 PAPERS = {"01": "Ensemble precision-recall curves (Morales, Jurie & Fadili 2025)",
           "02": "CReL, conformal reliability (ICML 2026)",
           "03": "Epistemic uncertainty evaluated by regret (NeurIPS 2026)",
           "04": "IRS, the Image Retrieval Score, and DiADM (CVPR 2025)"}
 CLAIMS_PAGE = "claims.md"
+# README's "What we found": a paper with a ledger states these claims of it, with their verdicts, between markers
+README_CLAIMS = {"01": ("**01 (ensemble PR curves).**", ("01.band-order", "01.failures", "01.model-uncertainty")),
+                 "04": ("**04 (IRS).**", ("04.intervals", "04.diadm-irs", "04.conditional"))}
+FINDINGS_BLOCK = re.compile(r"(<!-- findings:(?P<n>\d\d):begin -->\n).*?(\n<!-- findings:(?P=n):end -->)", re.S)
+
+
+def update_findings(readme: Path, judged: Mapping[str, list]) -> bool:
+    """Rewrite each paper's block of README's "What we found" from its ledger (`README_CLAIMS`); False when README
+    holds no such block."""
+    from lib.claims import bullet
+
+    text = readme.read_text(encoding="utf-8")
+
+    def block(m: re.Match) -> str:
+        number = m["n"]
+        if number not in judged or number not in README_CLAIMS:
+            return m[0]
+        title, ids = README_CLAIMS[number]
+        return m[1] + f"- {title} " + bullet(judged[number], ids) + m[3]
+
+    new = FINDINGS_BLOCK.sub(block, text)
+    if new == text:
+        return bool(FINDINGS_BLOCK.search(text))
+    atomic_write(readme, lambda tmp: tmp.write_text(new, encoding="utf-8"))
+    return True
 
 
 def ledger(number: str, results: Mapping[str, Any]) -> list:
@@ -203,12 +238,11 @@ def ledger(number: str, results: Mapping[str, Any]) -> list:
     return judge(importlib.import_module(CLAIMS_MODULES[number]).CLAIMS, results)
 
 
-def claims_page(runs: Mapping[str, Path]) -> str:
-    """docs/results/claims.md: every paper's ledger on its executed notebook in `runs` (number -> notebook), one
-    table of the verdicts' counts, then one table per paper; a paper without a ledger says so."""
+def claims_page(runs: Mapping[str, Path], judged: Mapping[str, list]) -> str:
+    """docs/results/claims.md: every paper's ledger (`judged`, from its executed notebook in `runs`), one table of
+    the verdicts' counts, then one table per paper; a paper without a ledger says so."""
     from lib.claims import VERDICTS, counts, ledger_table
 
-    judged = {n: ledger(n, read_complete_results(run)) for n, run in runs.items()}
     commit = git_commit(short=True)
     lines = [f"<!-- generated by `make results` at commit {commit} from the executed notebooks in runs/; the claims "
              "are declared in lib/<paper>/claims.py, the verdicts computed from each run -->",
@@ -259,9 +293,12 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
         written.append(page)
     ledgers = {n: found[t] for t in found if (n := t.name[:2]) in CLAIMS_MODULES and found[t] is not None}
     if ledgers and len(ledgers) == len(CLAIMS_MODULES):
+        judged = {n: ledger(n, read_complete_results(run)) for n, run in ledgers.items()}
         page = out / CLAIMS_PAGE
-        atomic_write(page, lambda tmp: tmp.write_text(claims_page(ledgers), encoding="utf-8"))
+        atomic_write(page, lambda tmp: tmp.write_text(claims_page(ledgers, judged), encoding="utf-8"))
         written.append(page)
+        if readme is not None and update_findings(readme, judged) and readme not in written:
+            written.append(readme)
     elif CLAIMS_MODULES:
         print(f"{CLAIMS_PAGE} not regenerated: it needs the runs of notebooks {', '.join(CLAIMS_MODULES)}")
     headline_template = out / "templates" / "headlines.md"

@@ -227,3 +227,72 @@ def decomposition_bands(values: np.ndarray, lo: float = 10, hi: float = 90) -> d
     return {"mean": mean, "total": tuple(np.percentile(values.reshape(-1, values.shape[-1]), [lo, hi], axis=0)),
             "model": tuple(np.percentile(values.mean(axis=1), [lo, hi], axis=0)),
             "sampling": tuple(mean + within.mean(axis=1))}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Intervals over the members, for the claims ledger (lib.prcurves.claims): a difference gets its own interval
+# ------------------------------------------------------------------------------------------------------------
+def band_width(members: np.ndarray, lo: float = 10, hi: float = 90) -> float:
+    """The mean over the recall grid of the [lo, hi] percentile band of (M, G) member curves (the table's width)."""
+    members = check_finite_curves("members", np.asarray(members, np.float64))
+    p_lo, p_hi = np.percentile(members, [lo, hi], axis=0)
+    return float((p_hi - p_lo).mean())
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_width_difference(a: np.ndarray, b: np.ndarray, *, lo: float = 10, hi: float = 90, reps: int = 1000,
+                               seed: int = 0, level: float = 0.95) -> dict:
+    """band_width(a) - band_width(b) of two ensembles' (M, G) curves, with a percentile-bootstrap interval at `level`
+    (each ensemble's members resampled with replacement, independently: the ensembles train independently).
+    Returns {"difference", "lower", "upper", "reps"}."""
+    a, b = (check_finite_curves(n, np.asarray(x, np.float64)) for n, x in (("a", a), ("b", b)))
+    check_int("reps", reps, minimum=100)
+    check_probability("level", level)
+    rng = np.random.default_rng(seed)
+    draws = np.array([band_width(a[rng.integers(0, len(a), len(a))], lo, hi)
+                      - band_width(b[rng.integers(0, len(b), len(b))], lo, hi) for _ in range(reps)])
+    low, high = _interval(draws, level)
+    return {"difference": band_width(a, lo, hi) - band_width(b, lo, hi), "lower": low, "upper": high, "reps": reps}
+
+
+def bootstrap_fraction(a: np.ndarray, b: np.ndarray, test: str = "paired_t", alpha: float = 0.05, *,
+                       correction: str = "none", reps: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """The share of the grid where `a` is significantly better than `b` (`pointwise_compare`), with a percentile-
+    bootstrap interval over the members at `level`: for a paired test the pairs (member i of each) are resampled
+    together, else each ensemble on its own. Returns {"fraction", "lower", "upper", "reps"}."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    _check_compare_args(a, b, test, alpha, correction, "two-sided")
+    if test == "permutation_maxT":
+        raise ValueError("bootstrap_fraction: the permutation max-T test is resampled already; pick another test")
+    check_int("reps", reps, minimum=100)
+    check_probability("level", level)
+    rng = np.random.default_rng(seed)
+    paired = test in ("paired_t", "wilcoxon")
+    draws = []
+    for _ in range(reps):
+        i = rng.integers(0, len(a), len(a))
+        j = i if paired else rng.integers(0, len(b), len(b))
+        with warnings.catch_warnings():  # a resample of identical members has no variance at some grid points
+            warnings.simplefilter("ignore", RuntimeWarning)
+            draws.append(pointwise_compare(a[i], b[j], test, alpha, correction=correction, seed=seed)["fraction"])
+    low, high = _interval(np.array(draws), level)
+    return {"fraction": pointwise_compare(a, b, test, alpha, correction=correction, seed=seed)["fraction"],
+            "lower": low, "upper": high, "reps": reps}
+
+
+def mean_difference(a: np.ndarray, b: np.ndarray, *, level: float = 0.95) -> dict:
+    """mean(a) - mean(b) of per-member scalars (e.g. AUC) with Welch's t interval at `level`.
+    Returns {"difference", "lower", "upper"}."""
+    a, b = _member_scalars("a", a), _member_scalars("b", b)
+    check_probability("level", level)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else np.inf
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se if se > 0 else 0.0
+    d = float(a.mean() - b.mean())
+    return {"difference": d, "lower": d - half, "upper": d + half}
