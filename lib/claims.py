@@ -108,6 +108,19 @@ def side_of(lower: float, upper: float, *, above: float = 0.0) -> str:
     return UNDECIDED
 
 
+def t_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, lower, upper): Student's t interval of the mean of replicates (seeds, re-splits), at `level`."""
+    from scipy.stats import t as student
+
+    x = [float(v) for v in values]
+    if len(x) < 2:
+        raise ValueError(f"a t interval needs at least 2 replicates, got {len(x)}")
+    mean = sum(x) / len(x)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (len(x) - 1))
+    half = float(student.ppf(0.5 + level / 2, len(x) - 1)) * sd / math.sqrt(len(x))
+    return mean, mean - half, mean + half
+
+
 def interval(value: float, lower: float, upper: float, digits: int = 3) -> str:
     """'0.347 [0.274, 0.419]'."""
     return f"{value:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"

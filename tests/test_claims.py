@@ -178,3 +178,78 @@ def test_notebook_01s_claims_are_decided_by_their_rules():
     v = {c.id: x for c, x in claims.judge(pr_claims.CLAIMS, r)}
     assert (v["01.band-order"].verdict, v["01.model-uncertainty"].verdict, v["01.data-size"].verdict) == (
         FAILS, FAILS, FAILS)
+
+
+def _per_seed(method: str, lgm: str, values: list[float], column: str, alpha: float = 0.1) -> list[dict]:
+    return [{"seed": s, "lgm": lgm, "method": method, "alpha": alpha, column: v} for s, v in enumerate(values)]
+
+
+def test_notebook_02s_claims_compare_methods_on_their_difference_per_seed():
+    from lib.crel import claims as crel_claims
+
+    rows = (_per_seed("CReL", "flow", [300, 310, 320, 305, 315], "area")
+            + _per_seed("PCP", "flow", [200, 230, 210, 220, 215], "area")
+            + _per_seed("DQR (Y-space)", "none", [700, 800, 750, 790, 760], "area")
+            + _per_seed("CReL", "flow", [0.90, 0.905, 0.899, 0.902, 0.901], "coverage_y")
+            + _per_seed("CReL", "cvae", [0.85, 0.95, 0.88, 0.93, 0.89], "coverage_y")
+            + _per_seed("Feldman", "flow", [0.91, 0.92, 0.90, 0.93, 0.91], "coverage_y"))
+    r = {"alphas": [0.1], "per_seed": rows,
+         "resplit": {"mean": 0.9005, "se": 0.0007, "lower": 0.9, "upper": 0.9005, "repeats": 200, "n_cal": 2000},
+         "spread": {"flow": {"median_std": 0.25, "median_basin_std": 1e-4}},
+         "label_to_image_ranking": {"reversed": [["a", "b"]], "n_pairs": 15, "tau": 0.87}}
+    v = {c.id: x for c, x in claims.judge(crel_claims.CLAIMS, r)}
+    assert (v["02.guarantee"].verdict, v["02.coverage-flow"].verdict, v["02.coverage-cvae"].verdict) == (
+        HOLDS, HOLDS, UNDECIDED)
+    assert v["02.area-dqr"].verdict == HOLDS and v["02.area-pcp"].verdict == FAILS
+    assert v["02.conservative"].verdict == FAILS  # Feldman covers more on every seed
+    assert v["02.pgd-spread"].verdict == FAILS and "local minima" in v["02.pgd-spread"].why
+    assert v["02.reversal"].verdict == UNDECIDED and v["02.coco"].verdict == OFFLINE
+
+
+def test_notebook_03s_claims_read_the_paired_bootstrap_of_the_rankings():
+    from lib.regret import claims as regret_claims
+
+    def ranking(best, lead_lower, tau):
+        methods = ["Evidential", "Deep Ensemble", "DDU", "MC-Dropout"]
+        return {"aurec": dict.fromkeys(methods, 0.2) | {best: 0.1}, "best": best, "reps": 500,
+                "best_share": dict.fromkeys(methods, 0.0) | {best: 0.99},
+                "difference": {m: ([0.0, 0.0, 0.0] if m == best else [0.05, lead_lower, 0.08]) for m in methods},
+                "tau": tau}
+    table = {f"ce/{m}": {"AuReC": 0.23, "r_s(A*,E*)": 0.59, "accuracy_vs_argmax_p*": 0.838}
+             for m in ("mc_dropout", "ensemble", "ddu", "evidential")}
+    r = {"n_test": 10000, "table": table,
+         "theorem_lp": {"ce": {"all_threshold_form": True, "lambda_in_range": True, "problems": 24,
+                               "lambda_min": 0.5, "lambda_max": 0.94}},
+         "sandbox_jaccard": {"AL: BALD": 0.4, "Bayes OOD p_ood/p_id": 0.4, "regret": 1.0},
+         "whole_width_trend": {"Deep Ensemble": {"CE AuReC at 94%": 0.06}},
+         "aurec_ranking": {"heads/ce": ranking("Evidential", 0.03, [0.67, 0.33, 1.0]),
+                           "whole/ce": ranking("Deep Ensemble", 0.02, [0.0, -0.67, 0.67])}}
+    v = {c.id: x for c, x in claims.judge(regret_claims.CLAIMS, r)}
+    assert v["03.theorem"].verdict == HOLDS and v["03.proxies"].verdict == HOLDS
+    assert v["03.best-heads"].verdict == HOLDS and v["03.best-whole"].verdict == FAILS
+    assert v["03.ranking-heads"].verdict == HOLDS and v["03.ranking-whole"].verdict == UNDECIDED
+    assert v["03.scale"].verdict == FAILS and "0.060 extrapolated" in v["03.scale"].ours
+    assert v["03.truth-correlation"].verdict == FAILS and v["03.dcic"].verdict == OFFLINE
+    r["aurec_ranking"]["heads/ce"]["difference"]["DDU"][1] = -0.01  # the runner-up's lead no longer decided
+    r["aurec_ranking"]["heads/ce"]["difference"] |= {m: [0.05, -0.01, 0.08] for m in ("Deep Ensemble", "MC-Dropout")}
+    assert {c.id: x for c, x in claims.judge(regret_claims.CLAIMS, r)}["03.best-heads"].verdict == UNDECIDED
+
+
+def test_readmes_findings_are_rewritten_from_the_ledgers_and_a_paper_without_a_run_keeps_its_bullet(tmp_path):
+    from lib.make import results as mr
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- findings:begin -->\n- **01 (ensemble PR curves).** old words\n- **02 (CReL).** "
+                      "kept\n<!-- findings:end -->\n\nafter\n", encoding="utf-8")
+    judged = {"04": claims.judge(irs_claims.CLAIMS, _results())}
+    assert mr.update_findings(readme, judged)
+    text = readme.read_text(encoding="utf-8")
+    assert "- **02 (CReL).** kept" in text and "old words" in text and text.endswith("after\n")
+    assert "[04.diadm-irs] **holds**" in text and "[04.conditional] **undecided**" in text
+    assert not mr.update_findings(_no_block(tmp_path), judged)
+
+
+def _no_block(tmp_path):
+    path = tmp_path / "other.md"
+    path.write_text("# no block\n", encoding="utf-8")
+    return path

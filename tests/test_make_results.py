@@ -226,3 +226,17 @@ def test_a_list_the_notebook_named_the_columns_of_is_a_labelled_table_and_a_miss
     assert "| `toy` | irs_adj | fid | source_hit |" in text
     assert "| resnet56/real | 1.01 | 0.06 | — |" in text
     assert "None" not in text and "[1.01" not in text and COLUMNS_KEY not in text
+
+
+RAW = {"a Python None": r"\bNone\b", "a NaN": r"\bnan\b", "a placeholder '?'": r"(?:from scratch|run in) \?",
+       "a dict's repr": r"\{'", "a list of unrounded floats": r"\[-?\d+\.\d{6,}", "a 16-digit float": r"\d\.\d{12,}",
+       "an unrendered block": r"written by `make results` from the claims ledger\)"}
+
+
+def test_no_generated_page_nor_the_readme_shows_a_placeholder_or_a_raw_dump():
+    """What `make results` wrote, as a reader sees it: no None, NaN, '?', dict or list repr, unrounded float."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs" / "results").glob("*.md"))]
+    found = [f"{p.name}: {what}: {m.group(0)!r}" for p in pages for what, pattern in RAW.items()
+             for m in re.finditer(pattern, p.read_text(encoding="utf-8"))]
+    assert not found, "\n".join(found[:20])

@@ -357,3 +357,18 @@ def test_float_noise_still_ties_at_any_scale():
         scores = np.array([0.6 - 0.4, 0.4 - 0.2, 0.1]) * factor
         assert scores[0] != scores[1]
         assert R.selection_order(scores).tolist() == [2, 0, 1]
+
+
+def test_the_aurec_ranking_finds_the_better_score_and_brackets_its_lead():
+    rng = np.random.default_rng(5)
+    regret_ = rng.exponential(1.0, 2000)
+    good = regret_ + rng.normal(0, 0.2, 2000)  # ranks the regret well
+    poor = rng.normal(0, 1, 2000)  # ranks it at random
+    out = R.aurec_ranking({"good": good, "poor": poor}, {"good": regret_, "poor": regret_}, reps=200, seed=1,
+                               reference={"good": 0.1, "poor": 0.2})
+    assert out["best"] == "good" and out["best_share"]["good"] > 0.95
+    lead, lower, upper = out["difference"]["poor"]
+    assert lead == pytest.approx(out["aurec"]["poor"] - out["aurec"]["good"]) and 0 < lower < lead < upper
+    assert out["difference"]["good"] == [0.0, 0.0, 0.0] and out["tau"][0] == 1.0
+    with pytest.raises(ValueError, match="same n points"):
+        R.aurec_ranking({"a": good, "b": poor[:10]}, {"a": regret_, "b": regret_[:10]})

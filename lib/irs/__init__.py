@@ -6,7 +6,8 @@ cached pipeline notebook 04 calls; `folders`, the paper-scale score as a command
 figures that take more than a few lines; `vote`, the extractor vote (paper §4.1); `findings`, the facts its reading
 cells state and their sentences; `generators`, the trained diffusion arms (unconditional, DiADM, class) and their
 measurements (spec 04 §8); `train_generators`, their training as one command, also for a GPU machine;
-`seed_study`, the arms trained again with other seeds and compared over seeds. The paper's public functions are
+`seed_study`, the arms trained again with other seeds and compared over seeds; `claims`, the paper's claims and
+the verdicts the run decides (`lib.claims`). The paper's public functions are
 re-exported here, so `lib.irs.<name>` keeps working.
 """
 

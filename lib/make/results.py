@@ -54,6 +54,8 @@ def _cell(value: Any) -> str:
         return " / ".join(_cell(v) for v in value)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ", ".join(value)
+    if isinstance(value, dict) and all(isinstance(v, (int, float, str, type(None))) for v in value.values()):
+        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
     return str(value).replace("|", "\\|")
 
 
@@ -196,7 +198,8 @@ def headline_rows(template: str, namespace: Mapping[str, Any], current: str, sou
 
 
 # The claims ledgers (`lib.claims`): each paper's module of CLAIMS, and the page of all of them
-CLAIMS_MODULES = {"01": "lib.prcurves.claims", "04": "lib.irs.claims"}
+CLAIMS_MODULES = {"01": "lib.prcurves.claims", "02": "lib.crel.claims", "03": "lib.regret.claims",
+                  "04": "lib.irs.claims"}
 PAPERS = {"01": "Ensemble precision-recall curves (Morales, Jurie & Fadili 2025)",
           "02": "CReL, conformal reliability (ICML 2026)",
           "03": "Epistemic uncertainty evaluated by regret (NeurIPS 2026)",
@@ -204,28 +207,28 @@ PAPERS = {"01": "Ensemble precision-recall curves (Morales, Jurie & Fadili 2025)
 CLAIMS_PAGE = "claims.md"
 # README's "What we found": a paper with a ledger states these claims of it, with their verdicts, between markers
 README_CLAIMS = {"01": ("**01 (ensemble PR curves).**", ("01.band-order", "01.failures", "01.model-uncertainty")),
+                 "02": ("**02 (CReL).**", ("02.guarantee", "02.coverage-cvae", "02.area-pcp")),
+                 "03": ("**03 (regret).**", ("03.best-heads", "03.best-whole", "03.scale")),
                  "04": ("**04 (IRS).**", ("04.intervals", "04.diadm-irs", "04.conditional"))}
-FINDINGS_BLOCK = re.compile(r"(<!-- findings:(?P<n>\d\d):begin -->\n).*?(\n<!-- findings:(?P=n):end -->)", re.S)
+FINDINGS_BLOCK = re.compile(r"(<!-- findings:begin -->\n).*?(\n<!-- findings:end -->)", re.S)
 
 
 def update_findings(readme: Path, judged: Mapping[str, list]) -> bool:
-    """Rewrite each paper's block of README's "What we found" from its ledger (`README_CLAIMS`); False when README
-    holds no such block."""
+    """Rewrite README's "What we found" (the block between its findings markers): one bullet per paper of
+    README_CLAIMS, written from its ledger; a paper without a ledger in `judged` keeps its bullet as it stands.
+    False when README has no such block."""
     from lib.claims import bullet
 
     text = readme.read_text(encoding="utf-8")
-
-    def block(m: re.Match) -> str:
-        number = m["n"]
-        if number not in judged or number not in README_CLAIMS:
-            return m[0]
-        title, ids = README_CLAIMS[number]
-        return m[1] + f"- {title} " + bullet(judged[number], ids) + m[3]
-
-    new = FINDINGS_BLOCK.sub(block, text)
-    if new == text:
-        return bool(FINDINGS_BLOCK.search(text))
-    atomic_write(readme, lambda tmp: tmp.write_text(new, encoding="utf-8"))
+    block = FINDINGS_BLOCK.search(text)
+    if block is None:
+        return False
+    kept = {line[4:6]: line for line in block[0].splitlines() if line.startswith("- **")}
+    lines = [f"- {title} " + bullet(judged[n], ids) if n in judged else kept.get(n, f"- {title}")
+             for n, (title, ids) in README_CLAIMS.items()]
+    new = text[:block.start()] + block[1] + "\n".join(lines) + block[2] + text[block.end():]
+    if new != text:
+        atomic_write(readme, lambda tmp: tmp.write_text(new, encoding="utf-8"))
     return True
 
 

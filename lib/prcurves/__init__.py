@@ -7,7 +7,8 @@ trained as an ensemble (spec 01 §2); `experiment`, presets, validation and the 
 state and their sentences; `budget`, the training-budget study that chose the `cpu` preset; `stored`, per-member
 curves stored from a run the notebook did not train; `spaces`, the same samples evaluated in fixed embeddings of the
 plane (the paper's feature-space limitation); `families`, ensembles of a small VAE and a neural spline flow on the
-ring (the paper's model-family limitation). The paper's public functions are re-exported here, so
+ring (the paper's model-family limitation); `claims`, the paper's claims and the verdicts the run decides
+(`lib.claims`). The paper's public functions are re-exported here, so
 `lib.prcurves.<name>` keeps working.
 """
 

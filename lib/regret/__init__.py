@@ -7,7 +7,8 @@ method, and the compact form of their predictions; `store_whole`, the command th
 the conversion of their first stored files into the stored layer; `experiment`, presets, validation and the cached
 pipeline notebook 03 calls; `plots`, its figures that take more than a few lines (the width study); `theorem_lp`,
 the constrained problems as linear programs over all selectors; `density`, the label-density study (k annotators
-per image); `findings`, the facts notebook 03's reading cells state and their sentences. The paper's public
+per image); `findings`, the facts notebook 03's reading cells state and their sentences; `claims`, the paper's
+claims and the verdicts the run decides (`lib.claims`). The paper's public
 functions are re-exported here, so `lib.regret.<name>` keeps working.
 """
 
@@ -25,6 +26,7 @@ from lib.regret.method import (  # noqa: F401
     attainable_front,
     aurc,
     aurec,
+    aurec_ranking,
     calibration,
     check_loss,
     ddu_aleatoric,

@@ -553,3 +553,42 @@ def regret_metrics(A_hat: np.ndarray, E_hat: np.ndarray, A: np.ndarray, E: np.nd
         "oracle_AuReC": aurec(E, E, norm=norm, ties=ties),
         "mean_E*": float(np.mean(E)),
     }
+
+
+def aurec_ranking(scores: dict[str, np.ndarray], regrets: dict[str, np.ndarray], *, reps: int = 500, seed: int = 0,
+                  level: float = 0.95, norm: str = "selective", ties: str = "stable",
+                  reference: dict[str, float] | None = None) -> dict:
+    """How sure the AuReC ranking of several methods on the same test points is: a paired bootstrap over the points
+    (each draw resamples the n points once, for every method). `scores[m]`, `regrets[m]`: method m's uncertainty
+    and its own regret E* (n,) on the same points. `reference`: another ranking's AuReC per method (the paper's),
+    which the Kendall tau of each draw is taken against.
+
+    Returns {"aurec": {m: AuReC}, "best": the method of the lowest AuReC, "best_share": {m: share of draws where m is
+    lowest}, "difference": {m: [AuReC(m) - AuReC(best), lower, upper]} (percentile interval at `level`), "tau":
+    [Kendall tau of our ranking against `reference`, lower, upper] (None without one), "reps"}."""
+    from scipy.stats import kendalltau
+
+    names = list(scores)
+    n = len(next(iter(scores.values())))
+    if any(len(scores[m]) != n or len(regrets[m]) != n for m in names):
+        raise ValueError("aurec_ranking: every method's scores and regrets must be on the same n points")
+    check_int("reps", reps, minimum=100)
+    point = {m: aurec(scores[m], regrets[m], norm=norm, ties=ties) for m in names}
+    best = min(point, key=point.get)
+    rng = np.random.default_rng(seed)
+    draws = np.empty((reps, len(names)))
+    for r in range(reps):
+        i = rng.integers(0, n, n)
+        draws[r] = [aurec(scores[m][i], regrets[m][i], norm=norm, ties=ties) for m in names]
+    tail = 100 * (1 - level) / 2
+    diff = draws - draws[:, [names.index(best)]]
+    out = {"aurec": point, "best": best, "reps": reps,
+           "best_share": {m: float(np.mean(draws.argmin(1) == k)) for k, m in enumerate(names)},
+           "difference": {m: [point[m] - point[best], *np.percentile(diff[:, k], [tail, 100 - tail]).tolist()]
+                          for k, m in enumerate(names)}, "tau": None}
+    if reference:
+        ref = [reference[m] for m in names]
+        taus = [kendalltau(row, ref).statistic for row in draws]
+        out["tau"] = [float(kendalltau([point[m] for m in names], ref).statistic),
+                      *np.percentile(taus, [tail, 100 - tail]).tolist()]
+    return out
