@@ -37,8 +37,13 @@ A stored entry is found by its key alone (`<label>-<hash of the key>`), so a cha
 committed layers still serve the default run. The rules, which the comments at each key in `lib` refer to as
 "key policy (lib.store)":
 
-1. *The value changes* (the code computes differently, or reads other inputs): the key must change, so that no
-   run is served an old value. Bump the stage's version field (`"v"`, `..._VERSION`) with a one-line comment
+1. *The value changes* (the code computes differently, or reads other inputs): no run may be served an old value.
+   A change of the code is found without a key change: each entry records the code it was computed with
+   (`lib.lineage`; the manifest's "code" and "code_parts"), a run computes an entry whose code changed since, and
+   tests/test_lineage.py fails while a committed one has (`make status` names them; refresh the layer, or record a
+   change verified not to move the values with `python -m lib.make.status accept NN --why ...`). Other inputs, and
+   a change the code's text does not show (a data file, a dependency's version), still need the key to change:
+   bump the stage's version field (`"v"`, `..._VERSION`, now a migration salt) with a one-line comment
    "vN: what changed" beside it. The committed entries then no longer hit: a stored run names them stale and
    computes them. Refresh the layer (`make store NB=NN PRESET=...`) in the same change, or name in its commit
    message the layers left stale and why; the old files stay in git's history.

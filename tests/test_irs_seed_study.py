@@ -96,3 +96,22 @@ def test_a_seed_trained_by_the_command_exports_float16_weights_that_resample_its
     cached = fam.generated_images(family, low, fam.GeneratedSet("unconditional", ch), device="cpu")["images"]
     again = sample(model, family.n, steps=family.steps, seed=derive_seed(3, fam.SAMPLES_STREAM))
     assert np.abs(again.astype(int) - cached.astype(int)).max() <= 1
+
+
+def test_an_arm_re_sampled_from_its_stored_float16_weights_gives_its_sets_first_images_to_one_grey_level(
+        thread_count):
+    """The committed weights of the unconditional arm at seed 1 (results/04/seeds/), sampled again with the set's own
+    sampler seed: its first images, each pixel within one grey level of the set the float32 weights made (float16
+    rounding moved about 4 % of the values by one level when measured, 2026-12-06)."""
+    from lib.paths import results_root
+
+    thread_count(1)  # as the notebooks run: two threads on two busy cores stall
+    config = ie.resolve_config("cpu")
+    images = ss.resample_unconditional(config, 16, 1, n=4)
+    first = np.load(results_root() / ss.SEEDS_DIR / "weights-unconditional-c16-s1-first-images.npz")["images"]
+    diff = np.abs(images.astype(int) - first[:4].astype(int))
+    assert images.shape == (4, 16, 16, 3) and diff.max() <= 1 and (diff > 0).mean() < 0.1
+    _, record = ss.stored_weights("unconditional", 16, 1)
+    assert record["seed"] == 1 and record["first_images"]["file"].endswith("first-images.npz")
+    with pytest.raises(FileNotFoundError, match="no stored weights of the class arm"):
+        ss.stored_weights("class", 16, 7)

@@ -160,6 +160,44 @@ def stored_rows(channels: int, root: Path | None = None) -> tuple[pd.DataFrame, 
     return pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["rows"]), path.name
 
 
+CHECK_IMAGES = 8  # images of a stored arm's set kept beside its weights, that re-sampling the weights must give
+
+
+def stored_weights(arm: str, channels: int, seed: int, root: Path | None = None) -> tuple[dict, dict]:
+    """(state_dict of float32 tensors, record) of an arm's committed float16 EMA weights at a training seed
+    (results/04/seeds/weights-<arm>-c<channels>-s<seed>.npz and .json, `python -m lib.irs.train_generators
+    export-weights`); FileNotFoundError naming the file when there are none."""
+    import numpy as np
+    import torch
+
+    from lib.paths import results_root
+
+    base = Path(root or results_root()) / SEEDS_DIR / f"weights-{arm}-c{channels}-s{seed}"
+    npz, meta = base.with_suffix(".npz"), base.with_suffix(".json")
+    if not (npz.is_file() and meta.is_file()):
+        raise FileNotFoundError(f"{npz} and {meta.name}: no stored weights of the {arm} arm at width {channels}, "
+                                f"seed {seed}")
+    with np.load(npz, allow_pickle=False) as arrays:
+        state = {name: torch.from_numpy(arrays[name].astype(np.float32)) for name in arrays.files}
+    return state, json.loads(meta.read_text(encoding="utf-8"))
+
+
+def resample_unconditional(config: Any, channels: int, seed: int, n: int = CHECK_IMAGES,
+                           root: Path | None = None) -> Any:
+    """The first `n` images of the unconditional arm's set at a training seed, sampled again from its stored float16
+    weights (`stored_weights`) with the set's own sampler seed and steps: (n, r, r, 3) uint8. The sampler draws
+    its starting noise at once, so these are the set's first n images up to the weights' float16 rounding."""
+    from lib.diffusion.family import CONDITION_OF, SAMPLES_STREAM, recipe_of
+    from lib.diffusion.training import load_denoiser, sample
+    from lib.seeds import derive_seed
+
+    family = seeded_family(config, seed)
+    state, _ = stored_weights("unconditional", channels, seed, root)
+    model = load_denoiser(state, recipe_of(family, channels, "unconditional"), resolution=family.resolution,
+                          condition=CONDITION_OF["unconditional"], cond_dim=0)
+    return sample(model, n, steps=family.steps, seed=derive_seed(family.seed, SAMPLES_STREAM))
+
+
 def comparison_record(table: pd.DataFrame) -> dict[str, dict]:
     """`comparisons`' table as the notebook records it: {"extractor / comparison / metric": {"per seed" (the
     effects, "; "-joined), "mean", "lower", "upper", "seeds", "training sd", "verdict"}}."""

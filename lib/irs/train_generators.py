@@ -107,6 +107,12 @@ def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[i
                       "epoch_seconds": [float(v) for v in trained["epoch_seconds"]],
                       "images_seen": int(trained["images_seen"]), "parameters": int(trained["parameters"]),
                       "processor": cpu_model(), "machine": platform.machine(), "threads": 1}
+            spec = family_mod.GeneratedSet(arm, channels, 1.0)
+            set_file = family_mod.set_path(family, low, spec, key)
+            if set_file.exists():  # the set's first images: what re-sampling the stored weights must give
+                images = load_npz(set_file)["images"][:seed_study.CHECK_IMAGES]
+                np.savez_compressed(out / f"{name}-first-images.npz", images=images)
+                record["first_images"] = {"file": f"{name}-first-images.npz", "set": set_file.name}
             (out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
             written.append(out / f"{name}.npz")
     return written

@@ -35,7 +35,7 @@ def _band_order(r: Mapping[str, Any]) -> Verdict:
            f"AUC 0.9 here ({' / '.join(str(v) for v in below.values())}); the paper's wide C = 1 and C = 8 bands "
            "hold its failed members (the claim below)")
     return Verdict(verdict, "width " + " / ".join(f"{v:.3f}" for v in widths.values()) + " for C = "
-                   + " / ".join(widths), why)
+                   + " / ".join(str(c) for c in widths), why)
 
 
 def _failures(r: Mapping[str, Any]) -> Verdict:
