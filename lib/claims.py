@@ -71,12 +71,14 @@ class NotMeasured(KeyError):
 
 
 def need(results: Mapping[str, Any], *keys: str) -> Any:
-    """results[k1][k2]...; NotMeasured naming the path when the run did not record it."""
+    """results[k1][k2]...; NotMeasured naming the path when the run did not record it (absent, None or empty)."""
     value: Any = results
     for i, key in enumerate(keys):
         if not isinstance(value, Mapping) or key not in value or value[key] is None:
             raise NotMeasured("/".join(keys[:i + 1]))
         value = value[key]
+    if isinstance(value, (Mapping, list, tuple)) and not value:  # an empty record: its stage was skipped
+        raise NotMeasured("/".join(keys))
     return value
 
 

@@ -32,6 +32,7 @@ def test_a_claim_the_run_did_not_measure_is_undecided_and_one_not_testable_offli
     assert judged["m"].verdict == UNDECIDED and "a/b" in judged["m"].why
     assert judged["o"] == Verdict(OFFLINE, "—", "ImageNet")
     assert claims.judge([measured], {"a": {"b": 0.5}})[0][1].verdict == HOLDS
+    assert claims.judge([measured], {"a": {"b": {}}})[0][1].verdict == UNDECIDED  # an empty record: stage skipped
 
 
 def test_the_shared_rules_give_known_answers():

@@ -30,7 +30,7 @@ def _band_order(r: Mapping[str, Any]) -> Verdict:
     sides = side_of(low_end[1], low_end[2]), side_of(high_end[1], high_end[2])
     verdict = HOLDS if sides == (HOLDS, HOLDS) else FAILS if FAILS in sides else UNDECIDED
     below = need(r, "below_0.9")
-    why = (f"bootstrap intervals over the members (95 %): width C = 1 − C = 2 {interval(*low_end, digits=4)}, "
+    why = (f"basic bootstrap intervals over the members (95 %): width C = 1 − C = 2 {interval(*low_end, digits=4)}, "
            f"C = 8 − C = 4 {interval(*high_end, digits=4)}; holds when both lie above 0. No member falls below "
            f"AUC 0.9 here ({' / '.join(str(v) for v in below.values())}); the paper's wide C = 1 and C = 8 bands "
            "hold its failed members (the claim below)")
@@ -60,7 +60,7 @@ def _significance(r: Mapping[str, Any]) -> Verdict:
     matches = ci["lower"] <= PAPER_FRACTION_PAIRED_T <= ci["upper"]
     return Verdict(verdict, f"{interval(ci['fraction'], ci['lower'], ci['upper'])} of the curve (paired t); "
                             f"{bh:.3f} with Benjamini–Hochberg",
-                   "bootstrap over member pairs (95 %); holds when C = 4 is significantly better on some of the "
+                   "basic bootstrap over member pairs (95 %); holds when C = 4 is significantly better on some of the "
                    f"curve, with and without a correction; the paper's {PAPER_FRACTION_PAIRED_T} is "
                    + ("inside" if matches else "outside") + " our interval" + ("" if matches else
                                                                              ": the share depends on the recipe"))

@@ -239,15 +239,19 @@ def band_width(members: np.ndarray, lo: float = 10, hi: float = 90) -> float:
     return float((p_hi - p_lo).mean())
 
 
-def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+def _basic_interval(point: float, draws: np.ndarray, level: float) -> tuple[float, float]:
+    """The basic (reverse-percentile) bootstrap interval [2 point - q_hi, 2 point - q_lo]: it corrects the first-order
+    bias of a resampled statistic, which matters here: a resample repeats members, which narrows a percentile band
+    and sharpens a pointwise test (the percentile interval of the significant share of notebook 01's C = 4 against
+    C = 2, 0.282 to 0.605 around 0.358, sat almost wholly above it)."""
     tail = 100 * (1 - level) / 2
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return float(2 * point - high), float(2 * point - low)
 
 
 def bootstrap_width_difference(a: np.ndarray, b: np.ndarray, *, lo: float = 10, hi: float = 90, reps: int = 1000,
                                seed: int = 0, level: float = 0.95) -> dict:
-    """band_width(a) - band_width(b) of two ensembles' (M, G) curves, with a percentile-bootstrap interval at `level`
+    """band_width(a) - band_width(b) of two ensembles' (M, G) curves, with a basic bootstrap interval at `level`
     (each ensemble's members resampled with replacement, independently: the ensembles train independently).
     Returns {"difference", "lower", "upper", "reps"}."""
     a, b = (check_finite_curves(n, np.asarray(x, np.float64)) for n, x in (("a", a), ("b", b)))
@@ -256,15 +260,17 @@ def bootstrap_width_difference(a: np.ndarray, b: np.ndarray, *, lo: float = 10, 
     rng = np.random.default_rng(seed)
     draws = np.array([band_width(a[rng.integers(0, len(a), len(a))], lo, hi)
                       - band_width(b[rng.integers(0, len(b), len(b))], lo, hi) for _ in range(reps)])
-    low, high = _interval(draws, level)
-    return {"difference": band_width(a, lo, hi) - band_width(b, lo, hi), "lower": low, "upper": high, "reps": reps}
+    point = band_width(a, lo, hi) - band_width(b, lo, hi)
+    low, high = _basic_interval(point, draws, level)
+    return {"difference": point, "lower": low, "upper": high, "reps": reps}
 
 
 def bootstrap_fraction(a: np.ndarray, b: np.ndarray, test: str = "paired_t", alpha: float = 0.05, *,
                        correction: str = "none", reps: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
-    """The share of the grid where `a` is significantly better than `b` (`pointwise_compare`), with a percentile-
-    bootstrap interval over the members at `level`: for a paired test the pairs (member i of each) are resampled
-    together, else each ensemble on its own. Returns {"fraction", "lower", "upper", "reps"}."""
+    """The share of the grid where `a` is significantly better than `b` (`pointwise_compare`), with a basic bootstrap
+    interval over the members at `level` (`_basic_interval`, clipped to [0, 1]): for a paired test the pairs (member
+    i of each) are resampled together, else each ensemble on its own. Returns {"fraction", "lower", "upper",
+    "reps"}."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     _check_compare_args(a, b, test, alpha, correction, "two-sided")
     if test == "permutation_maxT":
@@ -280,9 +286,9 @@ def bootstrap_fraction(a: np.ndarray, b: np.ndarray, test: str = "paired_t", alp
         with warnings.catch_warnings():  # a resample of identical members has no variance at some grid points
             warnings.simplefilter("ignore", RuntimeWarning)
             draws.append(pointwise_compare(a[i], b[j], test, alpha, correction=correction, seed=seed)["fraction"])
-    low, high = _interval(np.array(draws), level)
-    return {"fraction": pointwise_compare(a, b, test, alpha, correction=correction, seed=seed)["fraction"],
-            "lower": low, "upper": high, "reps": reps}
+    point = pointwise_compare(a, b, test, alpha, correction=correction, seed=seed)["fraction"]
+    low, high = _basic_interval(point, np.array(draws), level)
+    return {"fraction": point, "lower": max(0.0, low), "upper": min(1.0, high), "reps": reps}
 
 
 def mean_difference(a: np.ndarray, b: np.ndarray, *, level: float = 0.95) -> dict:
