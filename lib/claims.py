@@ -11,8 +11,8 @@ interval, the verdict, and why. The verdicts are four, and a sentence anywhere s
 - **not testable offline**: what the claim needs is not on this machine (a model, a dataset, a GPU); `why` names it.
 
 A claim whose stage the run skipped (a preset that does not compute it) is *undecided* with "not measured by this
-run", never a guess. `ledger_table` renders the ledger as the cross-paper page's table (`lib.make.results` writes
-docs/results/claims.md from the executed notebooks).
+run", never a guess. `ledger_list` renders a ledger for a notebook's last section and for the cross-paper page
+(`lib.make.results` writes docs/results/claims.md from the executed notebooks).
 """
 
 from __future__ import annotations
@@ -141,22 +141,19 @@ def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
 # ------------------------------------------------------------------------------------------------------------
 # The ledger as a reader sees it
 # ------------------------------------------------------------------------------------------------------------
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def ledger_table(judged: Iterable[tuple[Claim, Verdict]]) -> str:
-    """The ledger as a Markdown table: claim · paper · ours [interval] · verdict · why."""
-    lines = ["| id | claim | where | paper | ours | verdict | why |", "|---|---|---|---|---|---|---|"]
+def ledger_list(judged: Iterable[tuple[Claim, Verdict]]) -> str:
+    """The ledger as Markdown a page of any width reads: one item per claim, its id and verdict first, then the
+    paper's words and number, ours with its interval, and why."""
+    items = []
     for claim, v in judged:
-        lines.append(f"| {claim.id} | {_cell(claim.words)} | {_cell(claim.where)} | {_cell(claim.paper)} | "
-                     f"{_cell(v.ours)} | **{v.verdict}** | {_cell(v.why)} |")
-    return "\n".join(lines)
+        items.append(f"- **{claim.id} · {v.verdict}.** {claim.words} ({claim.where}; paper: {claim.paper}).  \n"
+                     f"  *Measured:* {claim.measure}. *Ours:* {v.ours}.  \n  *Why:* {v.why}.")
+    return "\n".join(items)
 
 
 VERDICT_MARK = re.compile(r"\[(?P<id>\d\d\.[a-z0-9-]+)\] \*{0,2}"
                           r"(?P<verdict>holds|fails|undecided|not testable offline)")
-ROW = re.compile(r"^\| (?P<id>\d\d\.[a-z0-9-]+) \|.*\| \*\*(?P<verdict>[a-z ]+)\*\* \|", re.M)
+ITEM = re.compile(r"^- \*\*(?P<id>\d\d\.[a-z0-9-]+) · (?P<verdict>[a-z ]+)\.\*\*", re.M)
 
 
 def bullet(judged: Iterable[tuple[Claim, Verdict]], ids: Iterable[str]) -> str:
@@ -172,8 +169,8 @@ def stated_verdicts(text: str) -> list[tuple[str, str]]:
 
 
 def page_verdicts(page: str) -> dict[str, str]:
-    """{claim id: verdict} of the ledger page's tables (docs/results/claims.md)."""
-    return {m["id"]: m["verdict"] for m in ROW.finditer(page)}
+    """{claim id: verdict} of a ledger as `ledger_list` writes it (docs/results/claims.md, a notebook's ledger)."""
+    return {m["id"]: m["verdict"] for m in ITEM.finditer(page)}
 
 
 def counts(judged: Iterable[tuple[Claim, Verdict]]) -> dict[str, int]:

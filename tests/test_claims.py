@@ -104,11 +104,12 @@ def test_a_preset_that_skips_the_generators_leaves_their_claims_undecided_not_gu
                for c in ("04.diadm-irs", "04.diadm-fid", "04.conditional"))
 
 
-def test_the_ledger_table_shows_each_claim_with_its_verdict_and_the_counts_add_up():
+def test_the_ledger_lists_each_claim_with_its_verdict_and_the_counts_add_up():
     judged = claims.judge(irs_claims.CLAIMS, _results())
-    table = claims.ledger_table(judged)
-    assert table.count("\n") == len(irs_claims.CLAIMS) + 1
-    assert "| **holds** |" in table and "| **not testable offline** |" in table
+    text = claims.ledger_list(judged)
+    assert text.count("\n- **") == len(irs_claims.CLAIMS) - 1
+    assert "- **04.diadm-irs · holds.**" in text and "- **04.swav · not testable offline.**" in text
+    assert claims.page_verdicts(text) == {c.id: v.verdict for c, v in judged}
     assert sum(claims.counts(judged).values()) == len(irs_claims.CLAIMS)
     assert len({c.id for c in irs_claims.CLAIMS}) == len(irs_claims.CLAIMS)
 
@@ -134,7 +135,7 @@ def test_every_verdict_the_readme_and_the_docs_state_is_the_ledgers():
 
 def test_a_stated_verdict_is_read_back_and_a_stronger_one_is_caught():
     judged = claims.judge(irs_claims.CLAIMS, _results())
-    verdicts = claims.page_verdicts(claims.ledger_table(judged))
+    verdicts = claims.page_verdicts(claims.ledger_list(judged))
     assert verdicts["04.diadm-irs"] == HOLDS and verdicts["04.swav"] == OFFLINE
     sentence = claims.bullet(judged, ["04.conditional"])
     assert claims.stated_verdicts(sentence) == [("04.conditional", UNDECIDED)]
