@@ -131,10 +131,10 @@ CLAIMS = (
     Claim("03.best-whole", "§1.2 table", "Evidential has the lowest AuReC under cross-entropy (whole networks "
           "trained from scratch)", f"{_paper('ce', 'evidential', 'AuReC')} (Evidential, lowest)",
           "CE AuReC of the four methods' whole networks, paired over the test images", decide=_best("whole")),
-    Claim("03.ranking-heads", "§1.2 table", "The CE ranking of the four methods agrees with the paper's (heads)", _ORDER,
-          "Kendall τ of our CE AuReC ranking against the paper's", decide=_ranking("heads")),
-    Claim("03.ranking-whole", "§1.2 table", "The CE ranking of the four methods agrees with the paper's (whole networks)",
-          _ORDER,
+    Claim("03.ranking-heads", "§1.2 table", "The CE ranking of the four methods agrees with the paper's (heads)",
+          _ORDER, "Kendall τ of our CE AuReC ranking against the paper's", decide=_ranking("heads")),
+    Claim("03.ranking-whole", "§1.2 table",
+          "The CE ranking of the four methods agrees with the paper's (whole networks)", _ORDER,
           "Kendall τ of the whole networks' CE ranking against the paper's", decide=_ranking("whole")),
     Claim("03.scale", "§1.2 table", "The AuReC values of the table", f"{_paper('ce', 'ensemble', 'AuReC')} "
           "(Deep Ensemble, CE)", "CE AuReC, and its trend in accuracy over the whole networks' widths",
