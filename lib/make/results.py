@@ -54,8 +54,10 @@ def _cell(value: Any) -> str:
         return " / ".join(_cell(v) for v in value)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ", ".join(value)
-    if isinstance(value, dict) and all(isinstance(v, (int, float, str, type(None))) for v in value.values()):
-        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return " / ".join(_cell(v) for v in value)
+    if isinstance(value, dict):  # a nested record: each entry named, its values rounded as the table's
+        return "; ".join(f"{k} {_cell(v)}" for k, v in value.items())
     return str(value).replace("|", "\\|")
 
 
