@@ -62,8 +62,7 @@ def _significance(r: Mapping[str, Any]) -> Verdict:
                             f"{bh:.3f} with Benjamini–Hochberg",
                    "basic bootstrap over member pairs (95 %); holds when C = 4 is significantly better on some of the "
                    f"curve, with and without a correction; the paper's {PAPER_FRACTION_PAIRED_T} is "
-                   + ("inside" if matches else "outside") + " our interval" + ("" if matches else
-                                                                             ": the share depends on the recipe"))
+                   + ("inside" if matches else "outside") + " our interval")
 
 
 def _data_size(r: Mapping[str, Any]) -> Verdict:
@@ -76,8 +75,8 @@ def _data_size(r: Mapping[str, Any]) -> Verdict:
                      f"{interval(width['difference'], width['lower'], width['upper'], 4)}")
     verdict = HOLDS if sides and all(s == HOLDS for s in sides) else FAILS if FAILS in sides else UNDECIDED
     return Verdict(verdict, "small − large training set: " + "; ".join(parts),
-                   "Welch interval of the mean AUC's difference and bootstrap interval of the band width's (95 %); "
-                   "holds when the AUC falls and the band widens beyond their intervals under both budgets")
+                   "Welch interval of the mean AUC's difference and basic bootstrap interval of the band width's "
+                   "(95 %); holds when the AUC falls and the band widens beyond their intervals under both budgets")
 
 
 def _bands_measure_models(r: Mapping[str, Any]) -> Verdict:
