@@ -66,6 +66,28 @@ class Claim:
             raise ValueError(f"claim {self.id}: give either `decide` or, for a claim not testable offline, `missing`")
 
 
+# Each paper's ledger, by notebook (a registry by name: the core imports no paper package, `lib.store` does the same)
+MODULES = {"01": "lib.prcurves.claims", "02": "lib.crel.claims", "03": "lib.regret.claims", "04": "lib.irs.claims"}
+
+
+def claims_of(number: str) -> tuple[Claim, ...]:
+    """Notebook `number`'s claims (its package's CLAIMS)."""
+    import importlib
+
+    if number not in MODULES:
+        raise KeyError(f"notebook {number!r} has no claims ledger (ledgers: {', '.join(MODULES)})")
+    return importlib.import_module(MODULES[number]).CLAIMS
+
+
+def stated(claim_id: str, results: Mapping[str, Any]) -> str:
+    """"[04.conditional] **holds**": a claim and the verdict its notebook's `results` decide, as a page's sentence
+    names it (a template's `claim("04.conditional")`; `stated_verdicts` reads it back)."""
+    found = {c.id: v for c, v in judge(claims_of(claim_id[:2]), results)}
+    if claim_id not in found:
+        raise KeyError(f"no claim {claim_id!r} in notebook {claim_id[:2]}'s ledger")
+    return f"[{claim_id}] **{found[claim_id].verdict}**"
+
+
 class NotMeasured(KeyError):
     """A result the claim reads is absent from the run (its preset skipped the stage)."""
 

@@ -101,6 +101,10 @@ def render(template: str, namespace: Mapping[str, Any], *, source: str | Path | 
            "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
            "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows, "span": span, "pct": pct,
            **namespace}
+    if "r" in namespace and "claim" not in namespace:  # claim("04.conditional"): "[04.conditional] **holds**"
+        from lib.claims import stated
+
+        env["claim"] = lambda claim_id: stated(claim_id, namespace["r"])
 
     def fill(match: re.Match) -> str:
         expression, spec = match.group(1), match.group(2)

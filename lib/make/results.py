@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.cache import atomic_write
+from lib.claims import MODULES, claims_of, judge
 from lib.glue import COLUMNS_KEY, IncompleteRun, read_complete_results, read_results, run_problem
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
@@ -200,8 +201,7 @@ def headline_rows(template: str, namespace: Mapping[str, Any], current: str, sou
 
 
 # The claims ledgers (`lib.claims`): each paper's module of CLAIMS, and the page of all of them
-CLAIMS_MODULES = {"01": "lib.prcurves.claims", "02": "lib.crel.claims", "03": "lib.regret.claims",
-                  "04": "lib.irs.claims"}
+CLAIMS_MODULES = MODULES  # lib.claims: each notebook's ledger
 PAPERS = {"01": "Ensemble precision-recall curves (Morales, Jurie & Fadili 2025)",
           "02": "CReL, conformal reliability (ICML 2026)",
           "03": "Epistemic uncertainty evaluated by regret (NeurIPS 2026)",
@@ -237,11 +237,7 @@ def update_findings(readme: Path, judged: Mapping[str, list]) -> bool:
 
 def ledger(number: str, results: Mapping[str, Any]) -> list:
     """Paper `number`'s claims with the verdicts its run's `results` decide (`lib.claims.judge`)."""
-    import importlib
-
-    from lib.claims import judge
-
-    return judge(importlib.import_module(CLAIMS_MODULES[number]).CLAIMS, results)
+    return judge(claims_of(number), results)
 
 
 def claims_page(runs: Mapping[str, Path], judged: Mapping[str, list]) -> str:
