@@ -241,7 +241,7 @@ def _referenced(code: types.CodeType, namespace: Mapping[str, Any]) -> list[Any]
         if name in namespace:
             value = namespace[name]
             (modules if isinstance(value, types.ModuleType) else found).append(value)
-        if name == PACKAGE or name.startswith(PACKAGE + "."):  # `import lib.x` / `from lib.x import y` inside
+        if name == PACKAGE or name.startswith(PACKAGE + "."):  # an import of a lib module inside the code
             try:  # imported here too: a fresh process (`make status`) reaches what the run's kernel had imported
                 modules.append(importlib.import_module(name))
             except ImportError:

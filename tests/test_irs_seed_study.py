@@ -82,11 +82,13 @@ def test_a_seed_trained_by_the_command_exports_float16_weights_that_resample_its
     assert tg.main(["export-weights", "--preset", "smoke", "--channels", str(ch), "--seeds", "3", "0",
                     "--out", str(tmp_path / "out")]) == 0
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert files == [f"weights-unconditional-c{ch}-s3.json", f"weights-unconditional-c{ch}-s3.npz"]  # seed 0: none
-    record = json.loads((tmp_path / "out" / files[0]).read_text())
+    name = f"weights-unconditional-c{ch}-s3"
+    assert files == [f"{name}-first-images.npz", f"{name}.json", f"{name}.npz"]  # seed 0: none
+    record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
+    assert record["first_images"]["file"] == f"{name}-first-images.npz"
     family = ss.seeded_family(config, 3)
     assert record["seed"] == 3 and len(record["loss_per_epoch"]) == family.epochs and record["images_seen"] > 0
-    arrays = np.load(tmp_path / "out" / files[1])
+    arrays = np.load(tmp_path / "out" / f"{name}.npz")
     assert all(arrays[k].dtype == np.float16 for k in arrays.files)
     recipe = Recipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in record["recipe"].items()
                        if k != "version"})
@@ -96,6 +98,8 @@ def test_a_seed_trained_by_the_command_exports_float16_weights_that_resample_its
     cached = fam.generated_images(family, low, fam.GeneratedSet("unconditional", ch), device="cpu")["images"]
     again = sample(model, family.n, steps=family.steps, seed=derive_seed(3, fam.SAMPLES_STREAM))
     assert np.abs(again.astype(int) - cached.astype(int)).max() <= 1
+    first = np.load(tmp_path / "out" / f"{name}-first-images.npz")["images"]
+    assert np.array_equal(first, cached[:ss.CHECK_IMAGES])  # the set's own first images, kept beside the weights
 
 
 def test_an_arm_re_sampled_from_its_stored_float16_weights_gives_its_sets_first_images_to_one_grey_level(

@@ -209,7 +209,9 @@ def test_two_processes_computing_the_same_cached_entry_never_corrupt_it(tmp_path
     from lib.cache import load_npz
 
     assert np.array_equal(load_npz(entry)["x"], np.random.default_rng(0).standard_normal(SIZE))
-    assert [p.name for p in entry.parent.iterdir()] == ["entry.npz"]  # no temporary file left behind
+    # no temporary file left behind; beside the entry, the record of the code it was computed with (lib.lineage)
+    assert sorted(p.name for p in entry.parent.iterdir()) == [".lineage", "entry.npz"]
+    assert [p.name for p in (entry.parent / ".lineage").iterdir()] == ["entry.npz.json"]
 
 
 def test_the_reader_does_catch_writes_in_place(tmp_path):
