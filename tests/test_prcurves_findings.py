@@ -202,3 +202,18 @@ def test_the_families_facts_place_each_family_against_the_ddpms_range():
     assert "the flow (NSF) band is 0.030 wide, within" in text and "does depend on the family" in text
     assert ("its decoder adds noise of sd 0.31 to every point, so its samples' distance from the centre has sd 1.02 "
             "where the held-out ring's has 0.39") in " ".join(text.split()) and text.count("decoder adds") == 1
+
+
+def test_a_ddpms_radial_spread_from_a_few_diverged_samples_is_named_as_such():
+    samples = np.tile(np.array([[1.0, 0.0], [0.0, 1.5]]), (3, 50, 1))  # (3 members, 100 points, 2) on the ring
+    samples[1, 0] = [4000.0, 0.0]  # one diverged point in member 1
+    share, members = ex.far_points(samples)
+    assert (share, members) == (pytest.approx(1 / 300), 1) and ex.far_points(None)[1] == 0
+    assert ex.radial_sd(samples) > 100  # the one point dominates the mean radial sd
+    table = pd.DataFrame({"members": [3, 3], "AUC mean": [0.99, 0.98], "AUC sd": [0.01, 0.01],
+                          "band width": [0.02, 0.03], "below 0.9": [0, 0], "output sd": [np.nan, np.nan],
+                          "radial sd": [ex.radial_sd(samples), 0.4], "far points": [share, 0.0],
+                          "far members": [members, 0]}, index=["DDPM C = 2", "flow (NSF)"])
+    text = " ".join(findings.families_text(ex.resolve_config("smoke"), table, 200, 0.39).split())
+    assert "DDPM C = 2's radial sd of" in text and "1 of its 3 members put 0.33 % of their points beyond 10" in text
+    assert "flow (NSF)'s radial sd" not in text

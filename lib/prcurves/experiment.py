@@ -577,25 +577,41 @@ def families_table(config: EnsemblePRConfig, results: dict, family_results: dict
     """The families beside the DDPMs at the same ensemble size (each DDPM complexity's first `family_members`
     members, `first_members`): parameters per member, mean and sd of the members' AUC, the band width (mean over
     the recall grid), the members below AUC 0.9, the VAE's learned output noise sigma (ring units, the mean over
-    members and coordinates; blank for the others, which add none) and the radial spread of the samples (the sd of
-    their distance from the ring's centre, mean over members; blank without samples). One row per model."""
+    members and coordinates; blank for the others, which add none), the radial spread of the samples (the sd of
+    their distance from the ring's centre, mean over members; blank without samples) and the diverged samples
+    (`far_points`: the share of points beyond FAR_RADIUS, and the members with any). One row per model."""
     m = config.family_members
     rows = []
     for C, result in results.items():
         if len(result["curves"]) >= m:
             first = first_members(config, result, m)
+            share, members = far_points(first["samples"])
             rows.append({"model": f"DDPM C = {C}", "parameters": ddpm.num_parameters(C),
                          **_family_columns(summary_row(first)), "output sd": np.nan,
-                         "radial sd": radial_sd(first["samples"])})
+                         "radial sd": radial_sd(first["samples"]), "far points": share, "far members": members})
     for family, result in family_results.items():
         scale = result["scale"]
+        share, members = far_points(result["samples"])
         rows.append({"model": families.NAMES[family], "parameters": result["parameters"],
                      **_family_columns(summary_row(result)),
                      "output sd": float(np.mean(scale)) if np.isfinite(scale).all() else np.nan,
-                     "radial sd": radial_sd(result["samples"])})
+                     "radial sd": radial_sd(result["samples"]), "far points": share, "far members": members})
     table = pd.DataFrame(rows).set_index("model")
     table.index.name = None
     return table
+
+
+FAR_RADIUS = 10.0  # a sample this far from the ring's centre (radius about 1-3) is a diverged sample, not a mode
+
+
+def far_points(samples: np.ndarray | None, radius: float = FAR_RADIUS) -> tuple[float, int]:
+    """(share of all points beyond `radius` from the centre, members with any) of (M, n, 2) samples; (NaN, 0)
+    without samples. A handful of diverged points is invisible to the kNN curves but dominates `radial_sd`."""
+    if samples is None:
+        return float("nan"), 0
+    points = np.asarray(samples).reshape(-1, *np.shape(samples)[-2:])
+    far = np.linalg.norm(points, axis=-1) > radius
+    return float(far.mean()), int(far.any(axis=1).sum())
 
 
 def radial_sd(samples: np.ndarray | None) -> float:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from lib.prcurves import budget
 from lib.prcurves import method as prcurves
-from lib.prcurves.experiment import PAPER_FRACTION_PAIRED_T, EnsemblePRConfig
+from lib.prcurves.experiment import FAR_RADIUS, PAPER_FRACTION_PAIRED_T, EnsemblePRConfig
 from lib.prcurves.spaces import space_verdict
 from lib.reading import compare, num, pct, seq, sig, skipped, span
 
@@ -422,6 +422,19 @@ def families_text(config: EnsemblePRConfig, table: pd.DataFrame, steps: int, rin
                if facts["any_differs"] else
                f"so on this ring the size of the model-induced uncertainty stays within {num(WIDTH_DIFFERS, 1)}× "
                "the DDPMs' range for these families")
+    far = ddpm_far_points(table)
+    diverged = ("" if not far else " " + "; ".join(
+        f"{name}'s radial sd of {num(row['radial sd'], 3)} is that of a few diverged samples: "
+        f"{int(row['far members'])} of its {int(row['members'])} members put {pct(row['far points'], 2)} of their "
+        f"points beyond {FAR_RADIUS:g} from the centre, which the kNN curves barely see"
+        for name, row in far.items()) + ".")
     return _text(f"At M = {config.family_members} members and the DDPM's budget ({steps:,} Adam steps of batch "
                  f"{config.train.batch_size}), {'; '.join(parts)}. The DDPMs' mean AUCs span "
-                 f"{num(a_lo, 3)}–{num(a_hi, 3)}; {verdict}.")
+                 f"{num(a_lo, 3)}–{num(a_hi, 3)}; {verdict}.{diverged}")
+
+
+def ddpm_far_points(table: pd.DataFrame) -> dict:
+    """The DDPM rows of `experiment.families_table` with diverged samples (a member with points beyond FAR_RADIUS)."""
+    if "far members" not in table.columns:
+        return {}
+    return {name: row for name, row in table.iterrows() if name.startswith("DDPM") and row["far members"] > 0}
