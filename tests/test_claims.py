@@ -206,6 +206,11 @@ def test_notebook_02s_claims_compare_methods_on_their_difference_per_seed():
     assert v["02.conservative"].verdict == FAILS  # Feldman covers more on every seed
     assert v["02.pgd-spread"].verdict == FAILS and "local minima" in v["02.pgd-spread"].why
     assert v["02.reversal"].verdict == UNDECIDED and v["02.coco"].verdict == OFFLINE
+    assert "cause is not measured" in v["02.area-pcp"].why
+    r["pcp_by_k"] = {"10": {"area": 709.0, "coverage_y": 0.891, "radius": 0.48},
+                     "50": {"area": 223.0, "coverage_y": 0.904, "radius": 0.12}}
+    pcp = {c.id: x for c, x in claims.judge(crel_claims.CLAIMS, r)}["02.area-pcp"]
+    assert pcp.verdict == FAILS and "709 at K = 10, 223 at K = 50" in pcp.why
 
 
 def test_notebook_03s_claims_read_the_paired_bootstrap_of_the_rankings():

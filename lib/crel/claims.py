@@ -76,9 +76,15 @@ def _area_against(method: str, paper_larger: bool):
         ours = (f"{method} − CReL area {interval(mean, lower, upper, 1)} (flow, α = {ALPHA}, {n} seeds; CReL "
                 f"{sum(crel.values()) / len(crel):.1f})")
         why = "the difference per seed, Student's t over the seeds; holds when it lies on the paper's side of 0"
-        if verdict == FAILS and method == "PCP":
-            why += ("; here PCP's region (a union of balls around sampled outputs, radius calibrated) is smaller "
-                    "than CReL's: the cause is not yet measured")
+        if method == "PCP":
+            by_k = dict(sorted((r.get("pcp_by_k") or {}).items(), key=lambda kv: int(kv[0])))  # JSON sorts as text
+            if by_k:
+                why += ("; PCP's area falls with its number of generator samples K, which the paper does not state: "
+                        + ", ".join(f"{v['area']:.0f} at K = {k}" for k, v in by_k.items())
+                        + " (Coverage-Y " + ", ".join(f"{v['coverage_y']:.3f}" for v in by_k.values())
+                        + "; the table uses K = 50), so its verdict is the verdict at our K")
+            elif verdict == FAILS:
+                why += "; the cause is not measured by this run"
         return Verdict(verdict, ours, why)
     return decide
 

@@ -600,6 +600,26 @@ def _pcp_row(m: crel.CReL, seed: int, alpha: float, run: _TableRun) -> dict:
                 **{**run.common, "measure": "exact"})
 
 
+PCP_SAMPLE_COUNTS = (10, 50, 200, 1000)  # K, the generator samples PCP's balls sit on (the paper does not state its K)
+
+
+def pcp_by_samples(config: CReLConfig, seed: int, alpha: float, run: Run,
+                   counts: tuple[int, ...] = PCP_SAMPLE_COUNTS) -> list[dict]:
+    """PCP's radius, area and Coverage-Y at each number of generator samples K in `counts`, on the flow's table run
+    of one seed and alpha (the table's PCP row uses `cb.PCP`'s default K). Not cached: a minute at K = 1000 on the
+    `cpu` preset. Returns [{"K", "radius", "area", "coverage_y"}]."""
+    models = fitted_models(config, seed, alpha, run=run, lgm="flow", stored=run.namespace == "02")
+    table_run = _table_run(config, models)
+    rows = []
+    for k in counts:
+        pcp = cb.PCP(models["crel"].lgm, num_samples=k, seed=seed).calibrate(*table_run.cal, alpha)
+        area = pcp.evaluate(*table_run.evaluated, table_run.y_grid)["area"]
+        covered = pcp.scores(*table_run.test, seed + cb.PCP_COVERAGE_STREAM) <= pcp.radius
+        rows.append({"K": k, "radius": float(pcp.radius), "area": float(area.mean()),
+                     "coverage_y": float(covered.mean())})
+    return rows
+
+
 def _measure_table_run(config: CReLConfig, seed: int, alpha: float, models: dict, run: _TableRun,
                        include_dqr: bool) -> dict:
     """The uncached body of `synthetic_table_rows`: every method's row at one seed, alpha and LGM (`models`:
