@@ -134,6 +134,11 @@ def read_manifest(layer: Path) -> dict | None:
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
+def write_manifest(layer: Path, manifest: dict) -> None:
+    """Write the layer's manifest.json atomically (one entry per line group, as the committed ones)."""
+    atomic_write(Path(layer) / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+
+
 def manifest_problem(manifest: Any) -> str | None:
     """What keeps `manifest` from being a layer's manifest ({"commit": str, "date": str, "entries": {file name:
     {"sha256": 64 hex digits, "bytes": int >= 0, "config": ...}}}), or None."""
@@ -352,7 +357,7 @@ def _replace_layer(target: Path, staging: Path, manifest: dict) -> None:
     files, in target's place, with target's README.md and the manifest."""
     if (target / "README.md").exists():  # the layer's own notes (how its entries were made) stay
         shutil.copyfile(target / "README.md", staging / "README.md")
-    atomic_write(staging / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+    write_manifest(staging, manifest)
     os.chmod(staging, 0o755)  # mkdtemp's 0700 would be committed as is
     if target.exists():
         shutil.rmtree(target)
@@ -377,7 +382,7 @@ def key_layer(layer: Path) -> list[str]:
         rewritten.append(name)
     if rewritten:
         manifest["total_bytes"] = sum(e["bytes"] for e in manifest["entries"].values())
-        atomic_write(Path(layer) / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+        write_manifest(layer, manifest)
     return rewritten
 
 
@@ -407,7 +412,7 @@ def rekey_entry(layer: Path, old_name: str, new_name: str, new_config: Any, why:
                          "migrated": {"from": old_name, "config": entry["config"], "why": why}}
     manifest["entries"] = dict(sorted(entries.items()))
     manifest["total_bytes"] = sum(e["bytes"] for e in manifest["entries"].values())
-    atomic_write(Path(layer) / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
+    write_manifest(layer, manifest)
     old.unlink()
     return new
 

@@ -9,18 +9,18 @@ import math
 
 import numpy as np
 
+from lib.claims import wilson
+
 PAPER_SPREAD = 0.00027  # spec §1: the std of the worst case across the paper's 50 PGD starts
 X_RANGE = (0.8, 3.2)  # the banana's X ~ U(0.8, 3.2) (lib.data.banana)
 
 
 def wilson_interval(covered: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson's score interval of a binomial proportion (95 % for z = 1.96); (nan, nan) for n = 0."""
+    """Wilson's score interval of a binomial proportion (95 % for z = 1.96; `lib.claims.wilson`); (nan, nan) for an
+    empty bin (n = 0)."""
     if n == 0:
         return math.nan, math.nan
-    p = covered / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
+    return wilson(covered, n, z)
 
 
 def binned_coverage(x: np.ndarray, covered: np.ndarray, alpha: float, num_bins: int = 6,

@@ -308,7 +308,7 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
         block = HEADLINES.search(readme.read_text(encoding="utf-8"))
         template = split_template(headline_template.read_text(encoding="utf-8"))[1]
         table = headline_rows(template, namespace, block[0] if block else "", headline_template)
-        if update_readme(readme, table):
+        if update_readme(readme, table) and readme not in written:
             written.append(readme)
     return written
 

@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from lib import lineage
-from lib.cache import LINEAGE_DIR, atomic_write
+from lib.cache import LINEAGE_DIR
 from lib.cli import command_line, command_parser
 from lib.paths import PROJECT_ROOT, cache_dir, results_root
 from lib.store import (
@@ -44,6 +44,7 @@ from lib.store import (
     read_records,
     set_codes,
     shown,
+    write_manifest,
 )
 
 
@@ -144,10 +145,6 @@ def _log(manifest: dict, event: dict) -> None:
     manifest.setdefault("lineage", []).append(event)
 
 
-def _write_manifest(layer: Path, manifest: dict) -> None:
-    atomic_write(layer / MANIFEST, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
-
-
 def _accept(layer: Path, why: str, command: str) -> int:
     from lib.provenance import git_commit
 
@@ -168,7 +165,7 @@ def _accept(layer: Path, why: str, command: str) -> int:
     _log(manifest, {"event": "accepted", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "commit": git_commit(mark_dirty=True), "command": command, "entries": len(names),
                     "changed": sorted(changed), "why": why})
-    _write_manifest(layer, manifest)
+    write_manifest(layer, manifest)
     print(f"{shown(layer)}: {len(names)} entries now record today's code ({lineage.describe(changed)}); why: {why}")
     return 0
 
@@ -199,7 +196,7 @@ def _record_layer(layer: Path, args: argparse.Namespace, command: str) -> int:
                     "how": "a SOURCE='stored' run in an empty cache read each entry from this layer; the code it "
                            "would have computed the entry with, at this commit, is taken as the code that did "
                            "(assumed, not recomputed: each entry's provenance says when it was computed)"})
-    _write_manifest(layer, manifest)
+    write_manifest(layer, manifest)
     print(f"{shown(layer)}: recorded the code of {len(manifest['entries']) - len(missing)} entries"
           + (f"; not read by the run, left without a record: {', '.join(missing)}" if missing else ""))
     return 1 if missing else 0
