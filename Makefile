@@ -22,7 +22,7 @@ LAB_ARGS ?=
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .PHONY: install git-filter test test-browser lint run lab results book bench strip clean-cache help assignments sweep store \
-	status
+	status verify
 
 help:
 	@echo "make install  create $(VENV), install (uv; INSTALLER=pip for pip alone), and set nbstripout as the git filter"
@@ -33,6 +33,7 @@ help:
 	@echo "           long stages come from results/NN/PRESET/ where stored (SOURCE=compute recomputes them)"
 	@echo "make store NB=01  refresh notebook 01's stored results (results/01/PRESET/) from a from-scratch run"
 	@echo "make status  which stored and cached results were computed with code that has changed since (lib/lineage.py)"
+	@echo "make verify NB=01 STAGE='losses-C1-*'  recompute the stored entries matching STAGE alone, compare with the layer's"
 	@echo "make results  regenerate docs/results/*.md and the README table from the executed notebooks in runs/"
 	@echo "make book  the executed notebooks in runs/ (not run again), README and docs as a static site in $(BOOK)/"
 	@echo "           (after make results, so that the results pages are from the same runs)"
@@ -120,6 +121,14 @@ store: $(STAMP)
 # `accept` there).
 status: $(STAMP)
 	$(BIN)/python -m lib.make.status
+
+# Recompute one stored stage alone and compare it with the committed entry (lib/make/verify.py):
+# make verify NB=01 STAGE='losses-C1-*' [PRESET=cpu] [RTOL=1e-6]
+STAGE ?=
+RTOL ?= 1e-6
+verify: $(STAMP)
+	@test -n "$(NB)" -a -n "$(STAGE)" || { echo "make verify needs NB and STAGE, e.g. make verify NB=01 STAGE='losses-C1-*'"; exit 2; }
+	$(BIN)/python -m lib.make.verify $(NB) '$(STAGE)' --preset $(PRESET) --rtol $(RTOL)
 
 results: $(STAMP)
 	$(BIN)/python -m lib.make.results --runs runs --out docs/results --readme README.md

@@ -22,13 +22,14 @@ import torch
 from lib.crel import captions as cap
 from lib.crel import experiment as ex
 from lib.device import cpu_model
+from lib.run import Run
 
 
 def calibration_scaling(repeats: int) -> list[dict]:
     config = replace(ex.PRESETS["smoke"], runtime_dims=(2, 3, 4), runtime_y_grid=(3_000, 100_000, 200_000),
                      runtime_z_grid=(10_000, 40_000, 100_000), runtime_n_points=200, runtime_n_feldman=3,
                      runtime_epochs=5)
-    runs = [ex.runtime_rows(config) for _ in range(repeats)]
+    runs = [ex.runtime_rows(config, Run()) for _ in range(repeats)]
     rows = []
     for j, d in enumerate(config.runtime_dims):
         crel_s = float(np.median([r[j]["crel_s"] for r in runs]))
@@ -44,9 +45,9 @@ def embedding_rate(num_captions: int) -> dict:
     cap.embed(texts[:64], encoder=encoder, progress=False)  # warm-up
     cold = cap.embed(texts, encoder=encoder, progress=False)["sentences_per_s"]
     start = time.perf_counter()
-    cap.cached_embeddings(texts)  # writes the cache
+    cap.cached_embeddings(texts, Run())  # writes the cache
     start = time.perf_counter()
-    cached = cap.cached_embeddings(texts)
+    cached = cap.cached_embeddings(texts, Run())
     return {"captions": len(texts), "sentences_per_s": cold, "cache_load_s": time.perf_counter() - start,
             "from_cache": cached["from_cache"]}
 

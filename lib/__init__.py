@@ -4,7 +4,8 @@ Shared core (any notebook may use it): `paths` (where files live: the checkout, 
 regular-file check and SHA-256 of a file; imports nothing from `lib`), `params` (parameter checks, presets),
 `cache` (the entry format of the configuration-keyed, atomic cache), `store` (its committed, read-only layer of
 stored results in results/NN/<preset>/), `run` (a run's lookup order: cache, stored layer, compute; its counts),
-`lineage` (the code a result was computed with: a result whose code changed since is computed again), `claims`
+`lineage` (the code a result was computed with: a result whose code changed since is computed again), `verify`
+(one stored result recomputed and compared with the committed one, `make verify`), `claims`
 (the claims ledger: a paper's claims, the verdict of four each takes from a run, the rules they share),
 `glue` (results recorded in and read back from notebooks), `device` (CPU/GPU, threads),
 `seeds` (derived seeds, named streams), `plotting` (the house style, saving and showing figures), `progress` (text

@@ -18,7 +18,9 @@ independent draws of d_s = delta + t_s + e_s, training t_s ~ (0, tau^2) and samp
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -91,6 +93,18 @@ def compare_over_seeds(effects, sampling_se, *, level: float = 0.95) -> SeedComp
     return SeedComparison(effects=tuple(map(float, d)), sampling_se=tuple(map(float, se)), mean=mean,
                           lower=mean - half, upper=mean + half, level=level, spread=spread, training_sd=training_sd,
                           verdict=verdict, why=why)
+
+
+def most_seeds(folder: Path, prefix: str, channels: int, command: str) -> Path:
+    """The committed measurements file `<prefix>-c<channels>-seeds-<s>-<s>....json` of `folder` that covers the most
+    seeds; FileNotFoundError naming the folder and the `command` that writes one when there is none."""
+    pattern = re.compile(rf"{re.escape(prefix)}-c(?P<channels>\d+)-seeds-(?P<seeds>\d+(?:-\d+)*)\.json")
+    found = [(len(m["seeds"].split("-")), p) for p in sorted(folder.glob(f"{prefix}-*.json"))
+             if (m := pattern.fullmatch(p.name)) and int(m["channels"]) == channels]
+    if not found:
+        raise FileNotFoundError(f"no {prefix}-c{channels}-seeds-*.json in {folder}: `python -m {command} "
+                                f"--channels {channels} --out ...` writes one")
+    return max(found)[1]
 
 
 def log_ratio_se(lower: float, upper: float, *, level: float) -> float:

@@ -11,11 +11,22 @@ single lookup order of a cache entry (`npz`, `torch`):
 3. compute, save it to the cache and, under `make store` (`lib.store.RECORD_ENV`, read once when the run is made),
    record it for the layer.
 
+Each entry has one of three policies, named where its stage looks it up, and the same for every run:
+
+- *stored* (`stored=True`): a result of the notebook's stored layer, in the order above;
+- *cached* (the default): a cache entry the run computes where missing, again under FORCE_RECOMPUTE (once: an
+  entry this run has computed is read back when a later stage asks for it);
+- *pinned* (`pinned=True`): an input that later stages build on and that takes long to remake: the decoded data,
+  extracted features, the trained generators and their samples. It is read from the cache even under
+  FORCE_RECOMPUTE, which recomputes what is built on it (deleting the cache remakes it: `make clean-cache`).
+
 It counts what was read from the layer and what was computed (`summary`, printed at a notebook's end). The run
 holds no module state: two runs in one process (a test, a sweep) do not see each other's counts or layers.
 
-Method-layer functions (the trainings, the metrics) keep explicit arguments, so that assignments and benchmarks
-call them without a run; a stage called outside a notebook takes `Run()`: compute, the CPU, no progress bars.
+Every stage takes the run of its caller; only this module, the notebooks' configuration cells and the commands'
+entry points make one. Method-layer functions (the trainings, the metrics) keep explicit arguments, so that
+assignments and benchmarks call them without a run; `Run()` computes on the CPU, silently, and `pinned_npz` looks
+a pinned entry up for code that has no run (the decoded data).
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +47,9 @@ from lib import cache, lineage, store
 from lib.cache import DamagedCacheEntry, Entry
 from lib.params import check_bool
 from lib.paths import cache_dir
+
+VERIFY_ENV = "WORKBOOK_VERIFY"  # set by `make verify`: the pattern of the stored entries' labels to recompute
+VERIFY_OUT_ENV = "WORKBOOK_VERIFY_OUT"  # set by `make verify`: the JSON-lines file the comparisons go to
 
 
 @dataclass
@@ -51,6 +66,10 @@ class Run:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("loaded", "computed", "stale", "refused", "code_changed"), 0))
     told: set[str] = field(default_factory=set)  # the layers already named stale (once per run)
+    fresh: set[Path] = field(default_factory=set)  # the entries this run computed: FORCE_RECOMPUTE remakes each once
+    # `make verify`: the stored entries whose label matches this pattern are recomputed and compared with the layer's
+    verify: str | None = field(default_factory=lambda: os.environ.get(VERIFY_ENV) or None)
+    verified: list[dict] = field(default_factory=list)  # what `verify` compared (`lib.make.verify`)
 
     def __post_init__(self) -> None:
         """The settings checked, each named, whenever a run is made or changed (`but`), before any lookup."""
@@ -69,32 +88,34 @@ class Run:
         return cls(namespace=namespace, preset=preset, source=source, force=force, device=pick_device(device),
                    progress=progress)
 
-    def but(self, **changes: Any) -> Run:
-        """This run with `changes` (e.g. progress=False for an inner loop), checked; the counts stay shared."""
-        return replace(self, **changes)
-
     # --------------------------------------------------------------------------------------------------------
     # The lookup
     # --------------------------------------------------------------------------------------------------------
     def npz(self, entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]], *,
-            stored: bool = False) -> dict:
-        """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order)."""
+            stored: bool = False, pinned: bool = False) -> dict:
+        """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order).
+        `stored`, `pinned`: the entry's policy (module docstring)."""
         return self._fetch(entry, lambda: {k: np.asarray(v) for k, v in compute().items()}, cache.load_npz,
-                           lambda arrays, p: cache.atomic_savez(p, arrays), stored, compute)
+                           lambda arrays, p: cache.atomic_savez(p, arrays), stored, pinned, compute)
 
     def torch(self, entry: Entry | Path, compute: Callable[[], Any], *, allow: Sequence[type | Callable] = (),
-              stored: bool = False) -> Any:
+              stored: bool = False, pinned: bool = False) -> Any:
         """The object of the cache entry (torch.save format, loaded by `lib.cache.load_torch` with `allow`), or
-        computed, saved and returned."""
+        computed, saved and returned. `stored`, `pinned`: the entry's policy (module docstring)."""
         return self._fetch(entry, compute, lambda p: cache.load_torch(p, allow=allow),
-                           lambda obj, p: cache.atomic_torch_save(obj, p), stored, compute)
+                           lambda obj, p: cache.atomic_torch_save(obj, p), stored, pinned, compute)
 
     def _fetch(self, entry: Entry | Path, compute: Callable[[], Any], load: Callable[[Path], Any],
-               save: Callable[[Any, Path], Any], stored: bool, origin: Callable) -> Any:
+               save: Callable[[Any, Path], Any], stored: bool, pinned: bool, origin: Callable) -> Any:
         if stored and not isinstance(entry, Entry):
             raise TypeError(f"a stored entry needs its configuration: pass lib.cache.cache_entry(...), not {entry}")
+        if stored and pinned:
+            raise ValueError("an entry is stored or pinned, not both: a pinned entry is the cache's alone")
         path, config = (entry.path, entry.config) if isinstance(entry, Entry) else (Path(entry), None)
-        if path.exists() and not self.force:
+        force = self.force and not pinned and path not in self.fresh  # each entry once per run
+        if stored and self.verify and self.source == "stored" and fnmatch(_label(path), self.verify):
+            return self._verified(path, config, compute, load)
+        if path.exists() and not force:
             kept = cache.read_lineage(path)  # the code it was computed with: changed since? (from its own roots)
             moved = lineage.changes(kept) if kept else {}
             if moved:
@@ -107,19 +128,50 @@ class Run:
                     return value
                 except DamagedCacheEntry as err:
                     cache.discard_damaged(err)
-        if stored and not self.force and self.source == "stored":
+        if stored and not force and self.source == "stored":
             found, value = self._from_layer(path, config, load, origin)
             if found:
                 return value
         start = time.perf_counter()
         value = compute()
         save(value, path)
+        self.fresh.add(path)
         code = lineage.record(origin)  # the code it was computed with (`origin`: the stage's compute)
         cache.write_lineage(path, code)
         if stored:
             self.counts["computed"] += 1
             self._record(path, config, time.perf_counter() - start, code=code)
         return value
+
+    def _verified(self, path: Path, config: Any, compute: Callable[[], Any], load: Callable[[Path], Any]) -> Any:
+        """`make verify`: the stage computed afresh (its inputs as this run finds them: the stored layer's), compared
+        with the layer's entry whatever code it was computed with (`lib.verify.compare`), the comparison appended to
+        `verified` and to the file VERIFY_OUT_ENV names. The layer's value is returned where it loads, so that the
+        rest of the run is the stored run's; nothing is written to the cache."""
+        from lib.verify import compare
+
+        layer = store.layer_dir(self.namespace, self.preset)
+        located = store.namespace_of(path)
+        reason, stored = (store.layer_entry(layer, located[1], config, load) if located and located[0] == self.namespace
+                          else ("not an entry of this run's layer", None))
+        start = time.perf_counter()
+        value = compute()
+        line = {"entry": path.name, "layer": store.shown(layer), "seconds": time.perf_counter() - start}
+        if reason is None:
+            line["comparison"] = compare(value, stored)
+            c = line["comparison"]
+            said = ("equal to the layer's entry, clocks aside" if c["equal"] else
+                    f"differs from the layer's entry: largest difference {c['max_abs']:.3g} ({c['max_rel']:.3g} "
+                    f"relative) in {c['worst']}")
+        else:
+            line["refused"] = reason
+            said = f"not compared: the layer's entry is {reason}"
+        self.verified.append(line)
+        if os.environ.get(VERIFY_OUT_ENV):
+            with open(os.environ[VERIFY_OUT_ENV], "a") as fh:
+                fh.write(json.dumps(line, default=str) + "\n")
+        print(f"make verify: {path.name} recomputed in {line['seconds']:.1f} s, {said}.")
+        return value if reason is not None else stored
 
     def _tell_code_changed(self, what: str, moved: Mapping[str, str]) -> None:
         """One line to the reader (once per run) that a result was computed with code that has changed since."""
@@ -137,6 +189,10 @@ class Run:
         whose code a layer read is recorded with under `python -m lib.make.status record`."""
         located = store.namespace_of(path)
         if located is None or located[0] != self.namespace:
+            if "namespace" not in self.told:  # a stage of another notebook: this run has no layer for it
+                self.told.add("namespace")
+                print(f"{store.shown(path)} (and any later such result) belongs to no stored layer of notebook "
+                      f"{self.namespace}'s run: it is computed.")
             return False, None
         layer = store.layer_dir(self.namespace, self.preset)
         found = store.lookup(layer, located[1], config, load)
@@ -223,3 +279,21 @@ def _check_settings(namespace: str | None, preset: str | None, source: Any, forc
     check_bool("PROGRESS", progress)
     if namespace is not None and preset is not None:
         store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here
+
+
+def pinned_npz(entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]]) -> dict:
+    """A pinned entry's arrays (module docstring) for code that has no run (the decoded data, a command's
+    features): the cache's, else computed on the CPU and saved."""
+    return Run().npz(entry, compute, pinned=True)
+
+
+def pinned_torch(entry: Entry | Path, compute: Callable[[], Any]) -> Any:
+    """A pinned entry's object (module docstring) for code that has no run (the CPU-only trainings of notebook 01's
+    budget study): the cache's, else computed and saved."""
+    return Run().torch(entry, compute, pinned=True)
+
+
+def _label(path: Path) -> str:
+    """A cache file's label: its name without the key and suffix ("losses-C1-M30-...-8000steps")."""
+    match = store.NAME.match(path.name)
+    return match["label"] if match else path.stem

@@ -212,6 +212,15 @@ def lookup(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> F
     return Found("loaded", layer, label, value)
 
 
+def layer_entry(layer: Path, name: str, asked: Any, load: Callable[[Path], Any]) -> tuple[str | None, Any]:
+    """(None, the value) of the layer's entry `name` when it is listed and intact, whatever code it was computed
+    with (`make verify` compares it with a fresh computation); else (why not, None)."""
+    manifest = read_manifest(layer)
+    if manifest is None or name not in manifest["entries"]:
+        return f"not listed in {shown(layer / MANIFEST)}", None
+    return _stored_value(layer / name, manifest["entries"][name], load, asked)
+
+
 def _stored_value(stored: Path, entry: dict, load: Callable[[Path], Any], asked: Any) -> tuple[str | None, Any]:
     """(None, the value) of the layer's file `stored` when it is a regular file, carries the key `asked` (the key
     the run hashed into the file name) in its own header, matches its manifest `entry` (SHA-256 and recorded

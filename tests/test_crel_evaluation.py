@@ -24,6 +24,7 @@ from lib.crel.baselines import Grid
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
 from lib.crel.flow import FlowSettings, train_flow
 from lib.data.banana import banana
+from lib.run import Run
 
 
 class SinhLGM(torch.nn.Module):
@@ -194,7 +195,7 @@ def test_table_runs_are_cached_per_run_and_keyed_by_what_they_measure(monkeypatc
     config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), flow_epochs=2, dqr_epochs=2, z_grid_size=100,
                                y_grid_size=200, area_eval_n_x=5, include_feldman=False, include_pcp=False,
                                seed=11)
-    first = ex.synthetic_table_rows(config, 11, 0.1, lgm="flow")
+    first = ex.synthetic_table_rows(config, 11, 0.1, Run(), lgm="flow")
     assert [r["method"] for r in first["rows"]] == ["CReL", "DQR (latent, uncalibrated)", "DQR (Y-space)"]
 
     def fail(*args, **kwargs):
@@ -202,14 +203,14 @@ def test_table_runs_are_cached_per_run_and_keyed_by_what_they_measure(monkeypatc
 
     monkeypatch.setattr(ex, "_measure_table_run", fail)
     # a setting the run does not depend on (the re-splits) keeps the cached entry
-    again = ex.synthetic_table_rows(replace(config, coverage_resplits=7, runtime_dims=(2,)), 11, 0.1, lgm="flow")
+    again = ex.synthetic_table_rows(replace(config, coverage_resplits=7, runtime_dims=(2,)), 11, 0.1, Run(), lgm="flow")
     pd.testing.assert_frame_equal(pd.DataFrame(again["rows"]), pd.DataFrame(first["rows"]))  # NaN-aware
     np.testing.assert_array_equal(again["test_scores"], first["test_scores"])
     assert again["model"].gamma == first["model"].gamma == crel.conformal_radius(first["cal_scores"], 0.1)
     assert again["model"].contains(*ex.synthetic_folds(config, 11)["test"]).mean() == first["rows"][0]["coverage_z"]
     # a setting it does depend on misses the cache
     with pytest.raises(AssertionError, match="measured again"):
-        ex.synthetic_table_rows(replace(config, decoded_tolerance=0.02), 11, 0.1, lgm="flow")
+        ex.synthetic_table_rows(replace(config, decoded_tolerance=0.02), 11, 0.1, Run(), lgm="flow")
 
 
 def test_polygon_projection_matches_the_exact_qp_projection():
@@ -228,10 +229,10 @@ def test_the_collapse_guard_is_applied_to_a_cached_table_run_at_the_current_thre
     config = ex.resolve_config("smoke", folds=(300, 300, 200, 200), cvae_epochs=2, dqr_epochs=2, z_grid_size=100,
                                y_grid_size=200, area_eval_n_x=3, pgd_steps=2, include_feldman=False,
                                include_pcp=False, seed=12)
-    first = ex.synthetic_table_rows(config, 12, 0.1, lgm="cvae")
+    first = ex.synthetic_table_rows(config, 12, 0.1, Run(), lgm="cvae")
     monkeypatch.setattr(ex, "_measure_table_run", lambda *a, **k: pytest.fail("measured again"))
     with pytest.warns(CollapseWarning, match="seed 12"):  # every dimension is below an absurd threshold
-        strict = ex.synthetic_table_rows(replace(config, collapse_threshold=1e6), 12, 0.1, lgm="cvae")
+        strict = ex.synthetic_table_rows(replace(config, collapse_threshold=1e6), 12, 0.1, Run(), lgm="cvae")
     by_method = {r["method"]: r for r in strict["rows"]}
     assert by_method["CReL"]["collapsed"] == [0, 1] and by_method["DQR (Y-space)"]["collapsed"] == []
     # every re-training collapsed as well at that threshold: the first training is kept, the others are named
@@ -283,14 +284,14 @@ def test_a_collapsed_cvae_is_trained_again_from_another_initialisation_and_the_t
                                collapse_threshold=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", cvae_mod.CollapseWarning)  # the re-trained model is healthy: no warning
-        run = ex.synthetic_table_rows(config, 13, 0.1, lgm="cvae")
+        run = ex.synthetic_table_rows(config, 13, 0.1, Run(), lgm="cvae")
     assert inits == [13, 13 + ex.RESTART_STRIDE]
     crel_row = next(r for r in run["rows"] if r["method"] == "CReL")
     assert crel_row["lgm_attempt"] == 1 and crel_row["collapsed_attempts"] == [0] and crel_row["collapsed"] == []
     assert run["model"].lgm.z_in.weight[:, 0].abs().sum() > 0  # the table measured the second training
     # without re-trainings the first model is used, and the guard names it
     with pytest.warns(cvae_mod.CollapseWarning, match=r"seed 13.*dimension\(s\) \[0\]"):
-        once = ex.synthetic_table_rows(replace(config, cvae_restarts=0), 13, 0.1, lgm="cvae")
+        once = ex.synthetic_table_rows(replace(config, cvae_restarts=0), 13, 0.1, Run(), lgm="cvae")
     crel_once = next(r for r in once["rows"] if r["method"] == "CReL")
     assert crel_once["lgm_attempt"] == 0 and crel_once["collapsed"] == [0] and crel_once["collapsed_attempts"] == [0]
     assert crel_once["coverage_z"] != crel_row["coverage_z"] or crel_once["area"] != crel_row["area"]
@@ -310,9 +311,9 @@ def test_the_y_space_dqr_is_fitted_once_for_both_lgms_and_only_where_its_row_is_
                                seed=14, cvae_restarts=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cvae_mod.CollapseWarning)  # 2 epochs: the CVAE may collapse, not the point
-        flow = ex.fitted_models(config, 14, 0.1, lgm="flow")
-        cvae = ex.fitted_models(config, 14, 0.1, lgm="cvae")
-        bare = ex.fitted_models(config, 14, 0.02, lgm="flow", identity=False)
+        flow = ex.fitted_models(config, 14, 0.1, run=Run(), lgm="flow")
+        cvae = ex.fitted_models(config, 14, 0.1, run=Run(), lgm="cvae")
+        bare = ex.fitted_models(config, 14, 0.02, run=Run(), lgm="flow", identity=False)
     assert transforms == ["cvae", "identity", "cvae", "cvae"]  # the Y-space DQR once, shared by both LGMs
     assert flow["dqr"] is not cvae["dqr"] and bare["dqr"] is None
     for a, b in zip(flow["dqr"].dqr.state_dict().values(), cvae["dqr"].dqr.state_dict().values()):
@@ -417,7 +418,7 @@ def test_the_table_measures_coverage_y_once_and_drops_the_retired_cloud_columns_
         return out
 
     monkeypatch.setattr(ex, "_measure_table_run", stored_by_the_old_code)
-    rows = ex.synthetic_table_rows(config, 14, 0.1, lgm="flow")["rows"]
+    rows = ex.synthetic_table_rows(config, 14, 0.1, Run(), lgm="flow")["rows"]
     assert [r["method"] for r in rows] == ["CReL", "DQR (latent, uncalibrated)", "Feldman", "DQR (Y-space)"]
     assert not any(k.endswith("_cloud") for r in rows for k in r)
     assert {"coverage_y", "area"} <= set(rows[0]) and rows[0]["measure"] == "exact"
@@ -435,7 +436,7 @@ def test_the_runtime_study_times_the_feldman_region_the_table_measures(monkeypat
         return scores(self, x, y)
 
     monkeypatch.setattr(ev.FeldmanRegion, "scores", counted)
-    rows = ex.runtime_rows(config)
+    rows = ex.runtime_rows(config, Run())
     assert [r["d"] for r in rows] == [2, 3] and all(r["feldman_s"] > 0 and r["crel_s"] > 0 for r in rows)
     for r in rows:  # the mean over the timed points is the inside and outside means weighted by their counts
         n, k = min(config.runtime_n_feldman, config.folds[2]), r["feldman_inside"]

@@ -14,6 +14,7 @@ from lib.crel import experiment as ex
 from lib.crel import images as im
 from lib.crel.embeddings import calibrated_crel
 from lib.linalg import PCA
+from lib.run import Run
 
 SMALL = im.ImageSettings(family=im.fam.Family(resolution=8, n=600), folds=(250, 150, 100, 100), pca_dim=12,
                          latent_dim=2, epochs=15, prototype_per_class=5, pgd_starts=4, pgd_steps=3,
@@ -147,7 +148,7 @@ def test_label_to_image_asks_the_budgets_in_increasing_order(monkeypatch):
     monkeypatch.setattr(im, "generator_crel", lambda s, spec, run=None: asked.append(spec) or {"spec": spec})
     s = replace(SMALL, family=im.fam.FAMILIES["smoke"], include_real=False,
                 generators=((8, 1.0, 1.0), (8, 0.5, 1.0), (8, 1.0, 2.0), (8, 0.25, 1.0)))
-    out = im.label_to_image(s)
+    out = im.label_to_image(s, Run())
     assert [spec.fraction for spec in asked] == [0.25, 0.5, 1.0, 1.0]
     assert list(out) == ["class c8 100% w1", "class c8 50% w1", "class c8 100% w2", "class c8 25% w1"]
 

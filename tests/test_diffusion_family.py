@@ -11,6 +11,7 @@ from lib import train
 from lib.diffusion import family as fam
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
+from lib.run import Run
 
 
 def test_downsample_averages_blocks_and_upsampling_keeps_a_flat_image_flat():
@@ -51,7 +52,7 @@ def test_a_class_set_is_trained_sampled_and_then_read_from_the_cache(monkeypatch
     low = {"train": rng.integers(0, 256, (20, 8, 8, 3), dtype=np.uint8), "train_labels": np.repeat(np.arange(10), 2)}
     family = fam.Family(resolution=8, train_per_class=2, epochs=2, batch=4, steps=2, n=6)
     spec = fam.GeneratedSet("class", 8, 0.5, 2.0)
-    out = fam.generated_images(family, low, spec)
+    out = fam.generated_images(family, low, spec, run=Run())
     assert out["images"].shape == (6, 8, 8, 3) and out["images"].dtype == np.uint8 and (out["sources"] == -1).all()
     assert fam.set_path(family, low, spec).exists()
     assert fam.weights_path(family, low, "class", 8, fam.epochs_at(family, 0.5)).exists()
@@ -61,7 +62,7 @@ def test_a_class_set_is_trained_sampled_and_then_read_from_the_cache(monkeypatch
 
     monkeypatch.setattr(fam, "train_denoiser", refuse)
     monkeypatch.setattr(fam, "sample", refuse)
-    again = fam.generated_images(family, low, spec)
+    again = fam.generated_images(family, low, spec, run=Run())
     assert np.array_equal(again["images"], out["images"])
 
 
@@ -84,11 +85,11 @@ def test_a_snapshot_asked_after_the_full_budget_is_the_run_at_its_epoch(monkeypa
     family = fam.FAMILIES["smoke"]
     low = _random_database(family)
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "full-first"))
-    full = fam.trained_weights(family, low, "class", 8, 1.0)
-    late = fam.trained_weights(family, low, "class", 8, 0.5)
+    full = fam.trained_weights(family, low, "class", 8, 1.0, run=Run())
+    late = fam.trained_weights(family, low, "class", 8, 0.5, run=Run())
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "half-first"))
-    early = fam.trained_weights(family, low, "class", 8, 0.5)
-    continued = fam.trained_weights(family, low, "class", 8, 1.0)
+    early = fam.trained_weights(family, low, "class", 8, 0.5, run=Run())
+    continued = fam.trained_weights(family, low, "class", 8, 1.0, run=Run())
     assert _equal(late["ema"], early["ema"]) and len(late["history"]) == 2
     assert not _equal(late["ema"], full["ema"])
     assert _equal(continued["ema"], full["ema"])  # the 100 % run continues the 50 % one's checkpoint
@@ -124,12 +125,12 @@ def test_a_snapshot_entry_that_holds_later_weights_is_trained_again(monkeypatch,
     family = fam.Family(resolution=8, train_per_class=2, epochs=4, batch=4, steps=2, n=6)
     low = _random_database(family)
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "damaged"))
-    fam.trained_weights(family, low, "unconditional", 8, 1.0)
+    fam.trained_weights(family, low, "unconditional", 8, 1.0, run=Run())
     fam.weights_path(family, low, "unconditional", 8, 2).write_bytes(
         fam.weights_path(family, low, "unconditional", 8, 4).read_bytes())
-    healed = fam.trained_weights(family, low, "unconditional", 8, 0.5)
+    healed = fam.trained_weights(family, low, "unconditional", 8, 0.5, run=Run())
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "fresh"))
     assert len(healed["history"]) == 2
-    assert _equal(healed["ema"], fam.trained_weights(family, low, "unconditional", 8, 0.5)["ema"])
+    assert _equal(healed["ema"], fam.trained_weights(family, low, "unconditional", 8, 0.5, run=Run())["ema"])
     keys = {f: fam.set_key(family, low, fam.GeneratedSet("class", 8, f), None) for f in (0.5, 1.0)}
     assert keys[0.5]["snapshot"] == 2 and "snapshot" not in keys[1.0]

@@ -89,18 +89,20 @@ def test_images_must_be_uint8_rgb():
 
 
 def test_cached_features_are_reused(tmp_path, monkeypatch, images):
+    from lib.run import Run
+
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
     calls = []
     ex = features.get_extractor("pixels")
     counting = features.Extractor("pixels", 3072, lambda x: calls.append(1) or ex.forward(x), ex.key)
-    a = features.cached_features(counting, images, label="t")
-    b = features.cached_features(counting, images, label="t")
+    a = features.cached_features(counting, images, label="t", run=Run())
+    b = features.cached_features(counting, images, label="t", run=Run())
     assert np.array_equal(a, b) and len(calls) == 1
 
 
-def test_a_forced_run_recomputes_features_and_reusing_cache_does_not(tmp_path, monkeypatch, images):
-    """FORCE_RECOMPUTE (`Run(force=True)`) extracts again; `reusing_cache` (the features FORCE_RECOMPUTE never
-    reached: generated sets, the generators' evaluation sets) reads the cache, keeping the run's counts."""
+def test_features_are_pinned_a_forced_run_reads_them(tmp_path, monkeypatch, images):
+    """Features are a pinned entry (`lib.run`): FORCE_RECOMPUTE (`Run(force=True)`) reads them from the cache and
+    recomputes what is built on them; an empty cache extracts them once, forced or not."""
     from lib.run import Run
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path))
@@ -108,11 +110,8 @@ def test_a_forced_run_recomputes_features_and_reusing_cache_does_not(tmp_path, m
     ex = features.get_extractor("pixels")
     counting = features.Extractor("pixels", 3072, lambda x: calls.append(1) or ex.forward(x), ex.key)
     forced = Run(force=True, progress=True)
-    features.cached_features(counting, images, label="t")
-    features.cached_features(counting, images, label="t", run=forced)
-    assert len(calls) == 2
-    reusing = features.reusing_cache(forced)
-    assert (reusing.force, reusing.progress, reusing.counts is forced.counts) == (False, True, True)
-    assert features.reusing_cache(forced, progress=False).progress is False and not features.reusing_cache().force
-    features.cached_features(counting, images, label="t", run=reusing)
-    assert len(calls) == 2
+    first = features.cached_features(counting, images, label="t", run=forced)
+    again = features.cached_features(counting, images, label="t", run=forced)
+    assert len(calls) == 1 and np.array_equal(first, again)
+    features.cached_features(counting, images, label="t", run=Run(force=True))
+    assert len(calls) == 1

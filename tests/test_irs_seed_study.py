@@ -13,6 +13,7 @@ from lib.diffusion.family import set_key
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 from lib.irs import seed_study as ss
+from lib.run import Run
 from lib.seeds import derive_seed
 
 
@@ -95,7 +96,7 @@ def test_a_seed_trained_by_the_command_exports_float16_weights_that_resample_its
     model = load_denoiser({k: torch.from_numpy(arrays[k].astype(np.float32)) for k in arrays.files}, recipe,
                           resolution=family.resolution, condition="none", cond_dim=0)
     low = gen.low_res_sets(config, ie.cifar_sets(config))
-    cached = fam.generated_images(family, low, fam.GeneratedSet("unconditional", ch), device="cpu")["images"]
+    cached = fam.generated_images(family, low, fam.GeneratedSet("unconditional", ch), run=Run())["images"]
     again = sample(model, family.n, steps=family.steps, seed=derive_seed(3, fam.SAMPLES_STREAM))
     assert np.abs(again.astype(int) - cached.astype(int)).max() <= 1
     first = np.load(tmp_path / "out" / f"{name}-first-images.npz")["images"]

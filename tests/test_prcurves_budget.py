@@ -5,6 +5,7 @@ import csv
 import pytest
 
 from lib.prcurves import budget
+from lib.run import Run
 
 
 def test_constant_lr_is_one_run_with_snapshots_and_a_schedule_one_run_per_budget():
@@ -94,13 +95,13 @@ def test_the_frontier_study_is_a_stored_entry_computed_once(tmp_path, monkeypatc
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(budget, "authors_recipe_spec", lambda complexities, members, budgets: budget.StudySpec(
         complexities=complexities, num_members=members, n_train=300, num_generated=100, runs=(("paper", budgets),)))
-    rows = budget.frontier_study(1, (3, 6), 2, log=lambda s: None)
+    rows = budget.frontier_study(1, (3, 6), 2, run=Run(), log=lambda s: None)
     path = budget.frontier_path(1, (3, 6), 2)
     assert path.exists() and path.parent.name == budget.FRONTIER_NAMESPACE
     assert [(r["steps"], r["ema"], len(r["aucs"])) for r in rows] == [(3, False, 2), (3, True, 2), (6, False, 2),
                                                                         (6, True, 2)]
     monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("trained again"))
-    assert budget.frontier_study(1, (3, 6), 2) == rows
+    assert budget.frontier_study(1, (3, 6), 2, run=Run()) == rows
     assert budget.frontier_path(1, (3, 6, 9), 2) != path  # another budget list is another study
 
 
@@ -112,7 +113,7 @@ def test_a_frontier_csv_converts_to_the_entry_the_notebook_reads(tmp_path, monke
     path = budget.convert_frontier_csv(tmp_path / "authors_recipe-C1.csv", {"command": "test"})
     assert path == budget.frontier_path(1, (1000, 2000), 2)
     monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("trained"))
-    rows = budget.frontier_study(1, (1000, 2000), 2)
+    rows = budget.frontier_study(1, (1000, 2000), 2, run=Run())
     written = budget.read_study(tmp_path / "authors_recipe-C1.csv")
     for mine, theirs in zip(rows, written, strict=True):
         assert {k: mine[k] for k in ("C", "steps", "ema", "aucs", "width", "train_seconds")} == \
@@ -127,15 +128,22 @@ def test_the_stored_frontier_holds_the_finding_the_notebook_reads(monkeypatch, t
     """The cpu layer's frontier entries (results/01/cpu/), read as a default run reads them: C = 1 to 60,000 and
     C = 8 to 10,000 steps with 8 members each, the glued counts equal a count made here from the per-member AUCs,
     and the reading's claim holds for C = 1: members cross 0.9 both ways between budgets."""
+    from lib import store
+    from lib.cache import load_npz
     from lib.prcurves import experiment as ex
     from lib.run import Run
 
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("not stored"))
     run = Run(namespace="01", preset="cpu", source="stored")
     config = ex.resolve_config("cpu")
     for complexity, budgets in config.frontier:
+        # the layer serves the entry (else the study would be computed: an hour), with its code unchanged since;
+        # checked before, not by replacing `run_study`, which would change the code the entry's lineage reaches
+        entry = budget.frontier_entry(complexity, budgets, config.frontier_members)
+        found = store.lookup(store.layer_dir("01", "cpu"), entry.path.name, entry.config, load_npz)
+        assert found.status == "loaded", (found.status, found.reason, found.moved)
         rows = budget.frontier_study(complexity, budgets, config.frontier_members, run=run)
+        assert run.counts["computed"] == 0
         plain = sorted((r for r in rows if not r["ema"]), key=lambda r: r["steps"])
         assert [r["steps"] for r in plain] == list(budgets) and {len(r["aucs"]) for r in rows} == {8}
         summary = budget.failure_summary(budget.member_trajectories(rows, complexity))

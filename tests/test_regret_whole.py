@@ -191,7 +191,7 @@ def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     nothing, and with the networks gone it still reads the predictions), every OOD set scored."""
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     cifar, config = _tiny_cifar(), _tiny_config()
-    out = ex.whole_predictions(config, cifar)
+    out = ex.whole_predictions(config, cifar, Run())
     assert set(out) == {"ensemble", "ddu"}
     assert out["ensemble"]["test"]["samples"].shape == (2, 40, 10)
     assert set(out["ddu"]["ood"]) == {"id", "blur", "uniform_noise"} and len(out["ddu"]["ood"]["id"]) == 20
@@ -204,7 +204,7 @@ def test_whole_pipeline_on_a_tiny_cifar(tmp_path, monkeypatch):
     _no_training(monkeypatch)
     for network in (tmp_path / "cache" / "03").glob("whole-*.pt"):
         network.unlink()  # the predictions are keyed by the images and the recipe, not by the networks
-    again = ex.whole_predictions(config, cifar)
+    again = ex.whole_predictions(config, cifar, Run())
     np.testing.assert_array_equal(again["ensemble"]["test"]["samples"], out["ensemble"]["test"]["samples"])
     np.testing.assert_array_equal(again["ddu"]["ood"]["blur"], out["ddu"]["ood"]["blur"])
 
@@ -221,7 +221,7 @@ def test_the_recipe_variant_trains_the_recipes_networks(tmp_path, monkeypatch):
     train = wh.train_network
     monkeypatch.setattr(wh, "train_network", lambda *a, **k: seen.append((a[3], k["version"])) or train(*a, **k))
     cifar = _tiny_cifar()
-    ex.whole_predictions(config, cifar, variant="recipe")
+    ex.whole_predictions(config, cifar, Run(), variant="recipe")
     assert seen == [(settings, 1)]
     inputs = ex.whole_inputs(config, cifar)
     assert ex.whole_prediction_entry(config, "evidential", inputs, "recipe").path.name.startswith("whole-recipe-pred-")
@@ -271,7 +271,7 @@ def test_converted_files_are_read_under_the_keys_the_code_computes(tmp_path, mon
     monkeypatch.setenv("WORKBOOK_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "trained"))
     cifar, config = _tiny_cifar(), _tiny_config()
-    made = {v: ex.whole_predictions(config, cifar, variant=v) for v in ex.WHOLE_VARIANTS}
+    made = {v: ex.whole_predictions(config, cifar, Run(), variant=v) for v in ex.WHOLE_VARIANTS}
     for variant, out in made.items():
         _legacy_folder(tmp_path / "legacy" / variant, out)
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "converted"))

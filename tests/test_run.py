@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ def roots(tmp_path, monkeypatch):
 
 
 def notebook_run(source: str = "stored", **changes) -> Run:
-    return Run.for_notebook("xx", "test", source=source, force=False, device="cpu", progress=False).but(**changes)
+    return replace(Run.for_notebook("xx", "test", source=source, force=False, device="cpu", progress=False), **changes)
 
 
 def test_a_plain_run_computes_on_the_cpu_silently_and_reads_no_layer(roots):
@@ -37,7 +38,7 @@ def test_a_plain_run_computes_on_the_cpu_silently_and_reads_no_layer(roots):
 
 def test_two_runs_in_one_process_keep_their_own_counts_and_a_copy_shares_them(roots):
     first, second = notebook_run(), notebook_run()
-    inner = first.but(progress=True)
+    inner = replace(first, progress=True)
     inner.npz(cache_entry("xx", "a", {"k": 1}, ".npz"), lambda: {"x": np.ones(2)}, stored=True)
     assert first.counts["computed"] == 1 and second.counts["computed"] == 0
     assert first.summary().endswith("0 results read, 1 computed.") and inner.progress and not first.progress
@@ -82,9 +83,9 @@ def test_a_bad_run_parameter_is_refused_naming_it(roots, changes, message):
     ({"device": "cuda"}, r"^device='cuda' is not a torch\.device"),
 ])
 def test_a_changed_run_checks_what_it_was_given(roots, changes, message):
-    """`run.but(source="bogus")` made a run that read no layer and said nothing."""
+    """A run changed with `dataclasses.replace(run, source="bogus")` is checked as a new one."""
     with pytest.raises(ValueError, match=message):
-        notebook_run().but(**changes)
+        replace(notebook_run(), **changes)
 
 
 def test_a_forced_run_says_it_recomputed_and_did_not_read_the_layer(roots):
@@ -98,3 +99,57 @@ def test_a_forced_run_says_it_recomputed_and_did_not_read_the_layer(roots):
     assert provenance.STORE_SUMMARY.search(run.summary()) and "FORCE_RECOMPUTE" in run.summary()
     words = provenance.source_words({**run.source_facts(), "read": 0})
     assert words.startswith("recomputed: FORCE_RECOMPUTE") and "matched" not in words
+
+
+def test_a_pinned_entry_is_read_under_force_and_a_forced_run_recomputes_each_entry_once(roots):
+    """The three policies (`lib.run`): a pinned entry is the cache's even under FORCE_RECOMPUTE; a cached entry is
+    recomputed by a forced run once, and read back when a later stage of that run asks for it again."""
+    calls = []
+    pinned, cached = cache_entry("xx", "features", {"k": 1}, ".npz"), cache_entry("xx", "models", {"k": 1}, ".npz")
+    Run().npz(pinned, lambda: calls.append("pinned") or {"x": np.ones(2)}, pinned=True)
+    Run().npz(cached, lambda: calls.append("cached") or {"x": np.ones(2)})
+    forced = Run(force=True)
+    for _ in range(2):
+        forced.npz(pinned, lambda: calls.append("pinned") or {"x": np.ones(2)}, pinned=True)
+        forced.npz(cached, lambda: calls.append("cached") or {"x": np.ones(2)})
+    assert calls == ["pinned", "cached", "cached"]
+    Run(force=True).npz(cached, lambda: calls.append("cached") or {"x": np.ones(2)})  # another run: again
+    assert calls[-1] == "cached" and len(calls) == 4
+    with pytest.raises(ValueError, match="stored or pinned, not both"):
+        Run().npz(pinned, lambda: {"x": np.ones(2)}, stored=True, pinned=True)
+
+
+def test_a_stored_entry_of_another_notebook_is_computed_with_one_line(roots, capsys):
+    """An entry whose namespace is not the run's has no layer in this run: computed, and said once."""
+    run = notebook_run()
+    for k in (1, 2):
+        run.npz(cache_entry("yy", "a", {"k": k}, ".npz"), lambda: {"x": np.ones(2)}, stored=True)
+    said = capsys.readouterr().out
+    assert said.count("belongs to no stored layer of notebook xx's run") == 1
+
+
+def test_no_stage_makes_or_bends_its_own_run():
+    """Only lib/run.py and the commands' entry points (`main`, and the training command's `run_on`) make a run;
+    no stage defaults one (`run or Run()`), changes its policy (`.but(`) or reads around it."""
+    import ast
+    from pathlib import Path
+
+    import lib
+
+    found = []
+    for path in sorted(Path(lib.__file__).parent.rglob("*.py")):
+        if path.name == "run.py" and path.parent.name == "lib":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call):
+                    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                    if name == "Run" and fn.name not in ("main", "run_on"):
+                        found.append(f"{path.name}:{node.lineno} Run() in {fn.name}")
+                    if name in ("but", "reusing_cache"):
+                        found.append(f"{path.name}:{node.lineno} {name}(")
+                if isinstance(node, ast.BoolOp) and any(isinstance(v, ast.Call) and getattr(v.func, "id", "") == "Run"
+                                                        for v in node.values):
+                    found.append(f"{path.name}:{node.lineno} run or Run()")
+    assert not found, found

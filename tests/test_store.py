@@ -8,6 +8,7 @@ import re
 import resource
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,8 @@ def roots(tmp_path, monkeypatch):
 
 def run_of(source: str, namespace: str = "xx", preset: str = "test", **changes) -> Run:
     """The run of a notebook `namespace` under `preset` (made after the fixture set the recording)."""
-    return Run.for_notebook(namespace, preset, source=source, force=False, device="cpu", progress=False).but(**changes)
+    run = Run.for_notebook(namespace, preset, source=source, force=False, device="cpu", progress=False)
+    return replace(run, **changes)
 
 
 def fill(roots, seed: int = 0) -> dict:
@@ -486,3 +488,39 @@ def test_an_entry_moved_to_a_new_key_is_served_there_with_its_provenance_and_nev
     (layer / new).write_bytes(payload)
     with pytest.raises(ValueError, match="does not match its manifest entry"):
         store.rekey_entry(layer, new, old, {"seed": 0}, "back")
+
+
+def test_make_verify_recomputes_one_stage_alone_and_compares_it_with_the_layer(roots, monkeypatch, capsys):
+    """`make verify` (`lib.run.VERIFY_ENV`): the entries whose label matches are computed afresh from a stored run
+    and compared with the layer's (`lib.verify.compare`); the others are read from the layer; nothing is cached."""
+    from lib.run import VERIFY_ENV, VERIFY_OUT_ENV
+    from lib.verify import within
+
+    fill(roots)
+    empty_cache(roots, monkeypatch)
+    out = roots / "verify.jsonl"
+    monkeypatch.setenv(VERIFY_ENV, "sampl*")
+    monkeypatch.setenv(VERIFY_OUT_ENV, str(out))
+    run = run_of("stored")
+    entry = cache_entry("xx", "samples", {"seed": 0}, ".npz")
+    value = run.npz(entry, lambda: {"x": np.arange(5.0) * (1 + 1e-9), "seconds": np.array(3.0)}, stored=True)
+    assert np.array_equal(value["x"], np.arange(5.0)) and not entry.path.exists()  # the layer's value, not cached
+    rows = run.torch(cache_entry("xx", "rows", {"seed": 0}, ".pt"), fail, stored=True)  # not matched: the layer's
+    assert rows == [{"auc": 0.5}]
+    (line,) = [json.loads(s) for s in out.read_text().splitlines()]
+    c = line["comparison"]
+    assert not c["equal"] and c["max_rel"] == pytest.approx(1e-9, rel=1e-3) and c["worst"] == "/x"
+    assert within(c, 1e-6) and not within(c, 1e-10) and "recomputed" in capsys.readouterr().out
+
+
+def test_verify_compares_nested_results_leaf_by_leaf_without_clocks():
+    from lib.verify import compare
+
+    a = {"rows": [{"auc": 0.5, "runtime_s": 1.0}], "w": np.ones(3), "name": "x", "seconds": 4.0}
+    b = {"rows": [{"auc": 0.5, "runtime_s": 9.0}], "w": np.ones(3), "name": "x", "seconds": 1.0}
+    assert compare(a, b) == {"equal": True, "max_abs": 0.0, "max_rel": 0.0, "worst": None, "leaves": 3,
+                             "mismatched": []}
+    c = compare({**a, "w": np.array([1.0, 1.0, 1.5]), "name": "y"}, b)
+    assert (c["equal"], c["max_abs"], c["worst"], c["mismatched"]) == (False, 0.5, "/w", ["/name"])
+    assert compare({"w": np.ones(2)}, {"w": np.ones(3)})["mismatched"] == ["/w (shape (2,) against (3,))"]
+    assert compare({"v": float("nan")}, {"v": float("nan")})["equal"]

@@ -10,7 +10,8 @@ with CLIP, the paper's online path; `experiment`, presets, validation and the ca
 `plots`, its figures of a condition's latent region and decoded set and of the generators' worst cases;
 `conditional`, coverage per bin of x, the PGD's spread across starts and the runtime's growth factors; `images`,
 CReL of the trained label-to-image generators (notebook 04's class-conditional diffusion arm,
-`lib.diffusion.family`); `findings`, the facts notebook 02's reading cells state and their sentences; `claims`,
+`lib.diffusion.family`); `guidance_seeds`, the guidance pair w = 2 / w = 4 of those generators over training seeds;
+`findings`, the facts notebook 02's reading cells state and their sentences; `claims`,
 the paper's claims and the verdicts the run decides (`lib.claims`). The
 paper's public functions are re-exported here, so `lib.crel.<name>` keeps working.
 """

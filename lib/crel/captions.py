@@ -154,14 +154,14 @@ def embed(texts: list[str], *, batch_size: int = 256, progress: bool = True, enc
     return {"emb": emb, "sentences_per_s": len(texts) / max(time.perf_counter() - start, 1e-9)}
 
 
-def cached_embeddings(texts: list[str], run: Run | None = None) -> dict:
-    """Embeddings of `texts`, cached by the SHA-256 of the texts and the model name (`run`: the notebook's, its
-    progress bar and FORCE_RECOMPUTE; `Run()`: the cache, else computed silently)."""
-    run = run or Run()
+def cached_embeddings(texts: list[str], run: Run) -> dict:
+    """Embeddings of `texts`, a pinned entry of the cache (`lib.run`) by the SHA-256 of the texts and the model
+    name, embedded with `run`'s progress bar where missing."""
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     path = cache_path(CACHE_NAMESPACE, f"minilm-{len(texts)}", {"texts": digest, "model": ENCODER_NAME}, ".npz")
-    cached = path.exists() and not run.force
-    res = run.npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=run.progress).items()})
+    cached = path.exists()
+    res = run.npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=run.progress).items()},
+                  pinned=True)
     return {"emb": res["emb"], "sentences_per_s": float(res["sentences_per_s"]), "from_cache": cached}
 
 
@@ -247,14 +247,14 @@ def image_folds(n_img: int, s: CaptionSettings) -> dict:
     return {n: perm[a:b] for n, a, b in zip(("lgm", "dqr", "cal", "test"), cuts[:-1], cuts[1:])}
 
 
-def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, run: Run | None = None) -> dict:
+def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSettings, run: Run) -> dict:
     """CReL-BERT and mean BERT-SIM of one captioner (§2.4): LGM and DQR on all M samples of their images,
     calibration on one sample per image, PGD on the test images. Cached by everything it depends on, and computed
     at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it; stored
-    (`lib.store`) under `run` (`Run()`: the cache, else computed)."""
+    (`lib.store`) under `run`."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
     entry = cache_entry(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
-    return (run or Run()).torch(entry, lambda: _run_captioner(weights, data, s), stored=True)
+    return run.torch(entry, lambda: _run_captioner(weights, data, s), stored=True)
 
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:
@@ -287,7 +287,7 @@ def _run_captioner(weights: dict[str, float], data: dict, s: CaptionSettings) ->
             "empty_regions": model.info.get("empty_regions", 0)}
 
 
-def prepare(s: CaptionSettings, run: Run | None = None) -> dict:
+def prepare(s: CaptionSettings, run: Run) -> dict:
     """Captions, embeddings (cached under `run`), roles, neighbour ranks, pools and image folds."""
     texts, rows = load_captions(s.num_images)
     emb = cached_embeddings(texts, run)

@@ -115,11 +115,20 @@ def _reversal(r: Mapping[str, Any]) -> Verdict:
     reversed_pairs = ranking["reversed"]
     ours = (f"{len(reversed_pairs)} of {ranking['n_pairs']} pairs of trained generators reversed (Kendall τ "
             f"{ranking['tau']:.2f} between the rankings)")
-    if not reversed_pairs:
-        return Verdict(UNDECIDED, ours, "no pair reversed among these generators")
-    return Verdict(UNDECIDED, ours, "a reversal exists on this draw, but each generator was trained once and the "
-                                    "LGM fit and fold split drawn once: other training seeds decide whether it is "
-                                    "more than one training run's luck")
+    seeds = r.get("guidance_seeds")
+    if seeds is None:
+        why = ("no pair reversed among these generators" if not reversed_pairs else "a reversal exists on this "
+               "draw, but each generator was trained once and the LGM fit and fold split drawn once")
+        return Verdict(UNDECIDED, ours, why)
+    mean, worst, n = seeds["mean_w2_minus_w4"], seeds["crel_w4_minus_w2"], len(seeds["seeds"])
+    ours += (f"; guidance w = 2 against w = 4 over {n} training seeds (width 16): mean ρ w = 2 − w = 4 "
+             f"{interval(mean['mean'], mean['lower'], mean['upper'], 4)}, CReL-ρ w = 4 − w = 2 "
+             f"{interval(worst['mean'], worst['lower'], worst['upper'], 4)}")
+    why = (f"the reversal of the guidance pair, decided over {n} training seeds of the arm (each with its own LGM "
+           f"fit, folds and PGD starts; Student's t over the seeds): it holds when both differences are above 0"
+           + ("" if seeds["verdict"] == HOLDS else f" (mean ρ: {mean['verdict']}, CReL-ρ: {worst['verdict']})")
+           + "; at width 32 it rests on one training seed")
+    return Verdict({"holds": HOLDS, "fails": FAILS}.get(seeds["verdict"], UNDECIDED), ours, why)
 
 
 def _offline(what: str) -> str:
@@ -147,7 +156,8 @@ CLAIMS = (
     Claim("02.pgd-spread", "§1 further claims", "PGD's worst case varies little across its random starts",
           f"std {PAPER_SPREAD}", "std of the worst case across starts", decide=_spread),
     Claim("02.reversal", "§1", "CReL can rank generators differently from their mean quality", "a reversal "
-          "(BLIP-base; SD3-M)", "pairs of trained label-to-image generators ranked in opposite orders",
+          "(BLIP-base; SD3-M)", "pairs of trained label-to-image generators ranked in opposite orders; the guidance "
+          "pair over training seeds",
           decide=_reversal),
     Claim("02.coco", "§1 image-to-text table", "On MS-COCO, BLIP-base is 4th by CLIP-SIM but 1st by CReL-CLIP",
           "4th → 1st", "CLIP-SIM and CReL-CLIP of BLIP and GIT captioners",

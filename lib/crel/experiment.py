@@ -353,16 +353,15 @@ def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, late
 
 
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
-                  epochs: tuple[int, int] | None = None, run: Run | None = None, lgm: str | None = None,
+                  epochs: tuple[int, int] | None = None, run: Run, lgm: str | None = None,
                   identity: bool = True, stored: bool = False) -> dict:
     """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
     KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
     "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
     config.lgm; cached). A CVAE whose every training collapsed raises a `CollapseWarning` naming the seed and
-    the dimension. `run`: where the models come from (`Run()`: the cache, else trained); `stored`: the models are
-    entries of the stored layer (`lib.store`; the figures' runs only), a property of the entries, not of the run.
+    the dimension. `run`: where the models come from; `stored`: the models are entries of the stored layer
+    (`lib.store`; the figures' runs only), a property of the entries, not of the run.
     """
-    run = run or Run()
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
     r = (config.latent_dim if latent_dim is None else latent_dim) if lgm_name == "cvae" else d
@@ -463,7 +462,7 @@ def table_key(config: CReLConfig, seed: int, alpha: float, lgm: str, include_dqr
     return {**key, "lgm_attempt": lgm_attempt} if lgm_attempt else key
 
 
-def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, run: Run | None = None, *,
+def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, run: Run, *,
                          lgm: str | None = None, include_dqr: bool = True, with_model: bool = True) -> dict:
     """Coverage-Z, Coverage-Y and area of every method at one seed, alpha and LGM, and CReL's scores.
 
@@ -472,9 +471,8 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, run: Run |
     run trains nothing; the models come from `fitted_models`' cache, only when the run is measured or
     `with_model` asks for them (then they are stored entries too), and the grids are rebuilt (cheap). Returns
     {"rows", "cal_scores", "test_scores", "info" (the calibration's), "lgm"} and, `with_model`, "model" (the
-    calibrated CReL), "y_grid", "z_grid". `run`: the notebook's (`Run()`: the cache, else computed).
+    calibrated CReL), "y_grid", "z_grid". `run`: the notebook's.
     """
-    run = run or Run()
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
     choice = lgm_choice(config, seed, lgm_name, run=run)  # which training the collapse guard keeps
@@ -693,18 +691,16 @@ def resplit_coverage(scores: np.ndarray, n_cal: int, alpha: float, repeats: int,
             "mean": float(cov.mean()), "se": float(cov.std(ddof=1) / math.sqrt(repeats))}
 
 
-def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha: float,
-                         run: Run | None = None) -> dict:
+def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha: float, run: Run) -> dict:
     """Per-point coverage on the test fold of each method with the headline LGM (`config.lgm`), for
     `lib.crel.conditional.binned_coverage`: CReL over every seed (its measured test scores against γ: Coverage-Y for
     the flow, Coverage-Z for the CVAE), DQR in Y and Feldman's region on the first seed (Feldman's signed score
     against its calibrated radius on the first `config.cond_n_feldman` test points).
 
     runs: notebook 02's {(lgm, seed, alpha): `synthetic_table_rows` output}, the first seed's with its model.
-    run: the notebook's, for the first seed's stored models (FORCE_RECOMPUTE does not refit them here: the table
-    runs did). Returns {method: {"x": (n,) float, "covered": (n,) bool}}.
+    run: the notebook's, for the first seed's stored models (under FORCE_RECOMPUTE the table runs refitted them,
+    and this run reads them back: `lib.run`). Returns {method: {"x": (n,) float, "covered": (n,) bool}}.
     """
-    run = (run or Run()).but(force=False)
     gamma = lambda measured, method: next(r["gamma"] for r in measured["rows"] if r["method"] == method)  # noqa: E731
     crel_x, crel_cov = [], []
     for seed in seeds:
@@ -745,10 +741,9 @@ def worst_case_starts(config: CReLConfig, model: crel.CReL, seed: int) -> np.nda
 # ----------------------------------------------------------------------------------------------------
 # Runtime against output dimension (§2.3, §6)
 # ----------------------------------------------------------------------------------------------------
-def runtime_rows(config: CReLConfig, alpha: float = 0.1, run: Run | None = None) -> list[dict]:
+def runtime_rows(config: CReLConfig, run: Run, alpha: float = 0.1) -> list[dict]:
     """Seconds per calibration point of CReL (one exact QP) and of Feldman's grid score, at each d (r = d); the
-    models from `run` (`Run()`: the cache, else trained; none is an entry of the stored layer)."""
-    run = run or Run()
+    models from `run` (none is an entry of the stored layer)."""
     rows = []
     for d, yg, zg in zip(config.runtime_dims, config.runtime_y_grid, config.runtime_z_grid):
         models = fitted_models(config, config.seed, alpha, d=d, latent_dim=d,

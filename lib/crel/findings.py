@@ -15,7 +15,9 @@ import pandas as pd
 
 from lib.crel import conditional as cc
 from lib.crel.experiment import PAPER_TABLE, SYNTHETIC_COLUMNS, CReLConfig, paper_dqr_row
+from lib.crel.guidance_seeds import PAIR, PairOverSeeds
 from lib.crel.images import PAPER_SPREAD
+from lib.diffusion.family import NUM_CLASSES
 from lib.reading import md_table, num, pct, seq, sig, skipped, span
 from lib.tables import reader_name
 
@@ -371,6 +373,27 @@ here the minimum over many starts matters. The LGM's {ims.pca_dim}-dimensional P
 samples by {lf["recon_gap"]:.3f}{
 "" if not lf["collapsed"] else "; the CVAE lost a latent dimension for " + seq(lf["collapsed"])}.{
 "" if real is None else f" Real held-out images: mean ρ {real['mean_rho']:.3f}, CReL-ρ {real['crel']:.3f}."}
+"""
+
+
+PAIR_VERDICT = {"holds": "holds", "fails": "fails", "undecided": "stays undecided"}
+
+
+def guidance_seeds_text(pair: PairOverSeeds, file: str) -> str:
+    """The guidance pair over training seeds (`lib.crel.guidance_seeds.compare` of the committed record `file`)."""
+    def line(c, name: str) -> str:
+        return (f"{name}: {seq(f'{e:+.4f}' for e in c.effects)} per seed ({sum(e > 0 for e in c.effects)} of "
+                f"{c.seeds} above 0), mean {c.mean:+.4f} [{c.lower:+.4f}, {c.upper:+.4f}] ({c.level:.0%}, Student's "
+                f"t over the seeds: *{c.verdict}*)")
+
+    w2, w4 = (f"w = {w:g}" for w in PAIR)
+    return f"""
+**Over training seeds (width 16).** The pair {w2} / {w4} was measured again at width 16 with {len(pair.seeds)}
+training seeds of the class arm, each replicate with its own LGM fit, folds and PGD starts (`lib.crel.guidance_seeds`,
+`results/02/seeds/{file}`). {line(pair.mean, f"Mean ρ, {w2} − {w4}")}. {line(pair.crel, f"CReL-ρ, {w4} − {w2}")};
+{w4}'s CReL is the higher in {seq(pair.classes_w4_higher)} of the {NUM_CLASSES} classes. **The reversal (the
+better mean at {w2}, the better CReL at {w4}) {PAIR_VERDICT[pair.verdict]} at width 16 over {len(pair.seeds)}
+seeds**; the width-32 table above is one training seed.
 """
 
 

@@ -217,27 +217,26 @@ def real_set(s: ImageSettings) -> dict:
     return held_out_classes(s.family, per_class, offset=s.prototype_per_class)
 
 
-def set_samples(s: ImageSettings, spec: fam.GeneratedSet | None, *, device="cpu", progress: bool = False) -> dict:
-    """{"images", "labels"} of a generated set (the family's cache entry, trained and sampled if missing), or of
-    the real reference (spec None)."""
+def set_samples(s: ImageSettings, spec: fam.GeneratedSet | None, *, run: Run) -> dict:
+    """{"images", "labels"} of a generated set (the family's cache entry, trained and sampled by `run` if missing),
+    or of the real reference (spec None)."""
     if spec is None:
         return real_set(s)
     low = fam.database(s.family)
-    out = fam.generated_images(s.family, low, spec, device=device, progress=progress)
+    out = fam.generated_images(s.family, low, spec, run=run)
     return {"images": out["images"], "labels": fam.set_labels(s.family, low, spec)}
 
 
-def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run | None = None) -> dict:
+def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run) -> dict:
     """CReL-rho and mean rho of one set (the real reference when spec is None); cached and stored (`lib.store`):
     a stored run reads it without the generators' weights. A missing set is sampled on `run.device`."""
-    run = run or Run()
     label = REAL if spec is None else spec.label
     key = {"v": VERSION, "settings": asdict(s), "set": label}
     if spec is not None and spec.fraction < 1:  # its set may have been the full budget's: family.set_key
         key["snapshot"] = 2
     slug = "real" if spec is None else spec.slug
     entry = cache_entry(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
-    samples = lambda: set_samples(s, spec, device=run.device, progress=run.progress)  # noqa: E731
+    samples = lambda: set_samples(s, spec, run=run)  # noqa: E731
     return run.torch(entry, lambda: _generator_crel(s, samples()), stored=True)
 
 
@@ -290,11 +289,10 @@ def _explained(pca: PCA, y: np.ndarray) -> float:
     return float(np.square(centred @ pca.components.T).sum() / np.square(centred).sum())
 
 
-def label_to_image(s: ImageSettings, run: Run | None = None) -> dict:
+def label_to_image(s: ImageSettings, run: Run) -> dict:
     """{label: `generator_crel`} for every generator of the settings, in their order, then the real reference.
     The sets are computed in increasing budget, so that each continues its run's checkpoint
     (`lib.diffusion.family.trained_weights`)."""
-    run = run or Run()
     specs = s.specs()
     done = {spec.label: generator_crel(s, spec, run) for spec in sorted(specs, key=lambda spec: spec.fraction)}
     out = {spec.label: done[spec.label] for spec in specs}

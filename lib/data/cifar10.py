@@ -29,7 +29,7 @@ import numpy as np
 
 from lib.cache import cache_path, config_hash
 from lib.data.files import DataFileError, data_file, data_root
-from lib.run import Run
+from lib.run import pinned_npz
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SOURCES = ("jpeg", "python")
@@ -119,7 +119,7 @@ def load_cifar10(source: str = "jpeg") -> dict[str, Split]:
     if source not in SOURCES:
         raise ValueError(f"source={source!r} is not a CIFAR-10 source; choose one of {SOURCES}")
     read = _decode_jpeg_zip if source == "jpeg" else _read_python_archive
-    arrays = Run().npz(decoded_path(source), read)
+    arrays = pinned_npz(decoded_path(source), read)
     return {"train": Split(arrays["train_images"], arrays["train_labels"]),
             "test": Split(arrays["test_images"], arrays["test_labels"])}
 

@@ -199,8 +199,9 @@ def checkpoint_path(family: Family, low: dict, arm: str, channels: int, conditio
 
 
 def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction: float, conditioning=None,
-                    conditioning_key: dict | None = None, *, device="cpu", progress: bool = False) -> dict:
-    """The EMA weights after `epochs_at(family, fraction)` epochs of the arm's single seeded run (cached).
+                    conditioning_key: dict | None = None, *, run: Run) -> dict:
+    """The EMA weights after `epochs_at(family, fraction)` epochs of the arm's single seeded run (a pinned entry of
+    the cache, `lib.run`: trained on `run.device`, with its progress bar, where missing).
 
     The run's state at epoch e does not depend on how many epochs it is asked for (its schedule is a function of
     the step alone), so a snapshot continues the run's checkpoint where that is not past e (50 % then 100 % trains
@@ -215,22 +216,22 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
     path = weights_path(family, low, arm, channels, epochs, conditioning_key)
 
     def compute() -> dict:
-        run = checkpoint_path(family, low, arm, channels, conditioning_key)
-        own = checkpoint_epoch(run) > epochs
-        checkpoint = checkpoint_path(family, low, arm, channels, conditioning_key, epochs) if own else run
+        single = checkpoint_path(family, low, arm, channels, conditioning_key)
+        own = checkpoint_epoch(single) > epochs
+        checkpoint = checkpoint_path(family, low, arm, channels, conditioning_key, epochs) if own else single
         cond = condition_rows(family, low, arm, conditioning)
         out = train_denoiser(low["train"], cond, recipe_of(family, channels, arm), condition=CONDITION_OF[arm],
                              epochs=epochs, seed=derive_seed(family.seed, TRAIN_STREAM), checkpoint=checkpoint,
-                             device=device, progress=progress)
+                             device=run.device, progress=run.progress)
         if own:
             checkpoint.unlink(missing_ok=True)
         return out
 
-    weights = Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE never retrains the family
+    weights = run.torch(path, compute, pinned=True)
     if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights
         log.warning("%s holds %d epochs of training, not %d; training it again", path, len(weights["history"]), epochs)
         path.unlink()
-        weights = Run().torch(path, compute)
+        weights = run.torch(path, compute, pinned=True)
     return weights
 
 
@@ -269,20 +270,21 @@ def set_path(family: Family, low: dict, spec: GeneratedSet, conditioning_key: di
 
 
 def generated_images(family: Family, low: dict, spec: GeneratedSet, conditioning=None,
-                     conditioning_key: dict | None = None, *, device="cpu", progress: bool = False) -> dict:
-    """{"images": (n, r, r, 3) uint8, "sources": the conditioning row of each DiADM sample (-1: none)} (cached;
-    trains the arm first where its weights are not cached)."""
+                     conditioning_key: dict | None = None, *, run: Run) -> dict:
+    """{"images": (n, r, r, 3) uint8, "sources": the conditioning row of each DiADM sample (-1: none)} (a pinned
+    entry of the cache, `lib.run`: sampled on `run.device` where missing, the arm trained first where its weights
+    are not cached)."""
     def compute() -> dict:
         weights = trained_weights(family, low, spec.arm, spec.channels, spec.fraction, conditioning,
-                                  conditioning_key, device=device, progress=progress)
+                                  conditioning_key, run=run)
         pool = len(low["syn" if spec.heldout else "train"])
         rows = source_rows(family, pool, spec.heldout)
         cond = condition_rows(family, low, spec.arm, conditioning, heldout=spec.heldout, rows=rows)
         model = load_denoiser(weights["ema"], recipe_of(family, spec.channels, spec.arm),
                               resolution=family.resolution, condition=CONDITION_OF[spec.arm],
-                              cond_dim=0 if cond is None else cond.shape[1], device=device)
+                              cond_dim=0 if cond is None else cond.shape[1], device=run.device)
         images = sample(model, family.n, cond=cond, guidance=spec.guidance, steps=family.steps,
-                        seed=derive_seed(family.seed, SAMPLES_STREAM), progress=progress)
+                        seed=derive_seed(family.seed, SAMPLES_STREAM), progress=run.progress)
         return {"images": images, "sources": rows if spec.arm == "diadm" else np.full(family.n, -1)}
 
-    return Run().npz(set_path(family, low, spec, conditioning_key), compute)
+    return run.npz(set_path(family, low, spec, conditioning_key), compute, pinned=True)

@@ -23,7 +23,7 @@ from lib.cache import cache_entry
 from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
-from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features, get_extractor, reusing_cache
+from lib.irs.features import CACHE_NAMESPACE, OFFLINE, RESNETS, Extractor, cached_features, get_extractor
 from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
     MEMORISER_STREAM,
     REFERENCE_STREAM,
@@ -49,7 +49,6 @@ from lib.reading import sig
 from lib.run import Run
 from lib.seeds import derive_seed
 
-CACHE_NAMESPACE = "04"
 NUM_CLASSES = 10
 POOL_SPLITS = ("disjoint", "shared")
 # Notebook 04's random streams: derive_seed(seed, <what the draw depends on>..., <STREAM>); the draws of
@@ -523,7 +522,7 @@ def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generat
                                            extracted["syn_idx"][drop][: config.gen_n])}
     for label, g in generated.items():  # the rows are recomputed under FORCE_RECOMPUTE, these features are not
         candidates[label] = (cached_features(extracted["extractor"], g["images"], label=label,
-                                             run=reusing_cache(run)), gen_idx[label])
+                                             run=run), gen_idx[label])
     rows = []
     for label, (feats, idx) in candidates.items():
         n = min(len(idx), len(real_idx))

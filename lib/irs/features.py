@@ -33,6 +33,8 @@ from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the
 from lib.progress import progress as progress_bar
 from lib.run import Run
 
+CACHE_NAMESPACE = "04"  # notebook 04's cache namespace and stored layer (results/04/)
+
 RESNETS = ("resnet20", "resnet32", "resnet44", "resnet56")
 OFFLINE = ("pixels", "randproj", "randcnn", *RESNETS, "efficientnet_lite0")
 WITH_USER_WEIGHTS = ("swav", "inception", "dinov2")
@@ -201,17 +203,9 @@ def get_extractor(name: str, device: torch.device | str | None = None, **options
     return _user_weights(name, options.get("weights"), options.get("image_size", 224), device)
 
 
-def reusing_cache(run: Run | None = None, *, progress: bool | None = None) -> Run:
-    """`run` (default `Run()`) reading the cache first even under FORCE_RECOMPUTE, sharing its counts: the
-    features a stage extracts only inside a computed entry (generated sets, the generators' evaluation sets),
-    which FORCE_RECOMPUTE never reached. `progress` replaces the run's when given."""
-    run = run or Run()
-    return run.but(force=False, progress=run.progress if progress is None else progress)
-
-
-def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, run: Run | None = None) -> np.ndarray:
-    """extractor(images), cached under data/cache/04/ by the extractor's key and the images' content; `run`
-    (default `Run()`: the cache alone, no progress bar) says whether to recompute and show progress."""
-    run = run or Run()
-    path = cache_path("04", f"feats-{extractor.name}-{label}", {"extractor": extractor.key, "images": images}, ".npz")
-    return run.npz(path, lambda: {"feats": extractor(images, progress=run.progress)})["feats"]
+def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, run: Run) -> np.ndarray:
+    """extractor(images), a pinned entry of the cache (`lib.run`) under data/cache/04/, by the extractor's key
+    and the images' content, extracted with `run`'s progress bar."""
+    path = cache_path(CACHE_NAMESPACE, f"feats-{extractor.name}-{label}", {"extractor": extractor.key,
+                                                                           "images": images}, ".npz")
+    return run.npz(path, lambda: {"feats": extractor(images, progress=run.progress)}, pinned=True)["feats"]

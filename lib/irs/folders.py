@@ -21,12 +21,11 @@ import torch
 from lib.cache import cache_path
 from lib.cli import command_parser
 from lib.device import pick_device
-from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, get_extractor
+from lib.irs.features import CACHE_NAMESPACE, EXTRACTORS, WITH_USER_WEIGHTS, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
 from lib.params import check_choice, check_int, check_real
-from lib.run import Run
+from lib.run import pinned_npz
 
-CACHE_NAMESPACE = "04"
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".JPEG"}
 
 
@@ -92,7 +91,7 @@ def folder_score(s: FolderSettings, device: torch.device | str | None = None) ->
         folder = str(Path(getattr(s, name)).resolve())
         key = {"extractor": ex.key, "folder": folder, "image_size": s.image_size}
         path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{name}", key, ".npz")
-        feats[name] = Run().npz(path, lambda f=folder: {"feats": ex.extract_batches(  # the cache alone
+        feats[name] = pinned_npz(path, lambda f=folder: {"feats": ex.extract_batches(  # the cache alone
             iter_image_folder(f, s.image_size))})["feats"]
     return image_retrieval_score(feats["train_dir"], feats["real_dir"], feats["fake_dir"][: s.n], s.alpha_e,
                                  center=False)

@@ -40,7 +40,7 @@ from lib.diffusion.family import (
     set_key,
 )
 from lib.irs import method as irs
-from lib.irs.features import cached_features, reusing_cache
+from lib.irs.features import CACHE_NAMESPACE, cached_features
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import shown
@@ -135,13 +135,11 @@ def low_res_sets(config: Any, sets: dict) -> dict:
     return out
 
 
-def conditioning_for(config: Any, extractor_for, run: Run | None = None):
-    """(conditioning(images_up, label) -> the conditioning extractor's features (cached; extracted on `run.device`,
-    never recomputed under `run.force`), its key) for DiADM."""
-    run = run or Run()
+def conditioning_for(config: Any, extractor_for, run: Run):
+    """(conditioning(images_up, label) -> the conditioning extractor's features (pinned; extracted on
+    `run.device`), its key) for DiADM."""
     extractor = extractor_for(config, "efficientnet_lite0", run.device)
-    features_run = reusing_cache(run, progress=False)
-    return (lambda images, label: cached_features(extractor, images, label=label, run=features_run)), extractor.key
+    return (lambda images, label: cached_features(extractor, images, label=label, run=run)), extractor.key
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -184,18 +182,16 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
             "nn_ratio": float(np.median(np.sqrt(fake_dist)) / np.median(np.sqrt(real_dist)))}
 
 
-def evaluation_runs(config: Any, low: dict, extractor_for, run: Run | None = None) -> dict[str, dict]:
+def evaluation_runs(config: Any, low: dict, extractor_for, run: Run) -> dict[str, dict]:
     """Per evaluation extractor (on `run.device`): {"extractor", "train", "ref"}, the last two functions returning
-    the features (cached; never recomputed under `run.force`) of the upsampled low-resolution database and REF
-    pool, extracted at their first call."""
+    the features (pinned) of the upsampled low-resolution database and REF pool, extracted at their first call."""
     import functools
 
-    run = run or Run()
-    features_run, runs = reusing_cache(run, progress=False), {}
+    runs = {}
     for name in config.gen_eval_extractors:
         ex = extractor_for(config, name, run.device)
         runs[name] = {"extractor": ex, **{pool: functools.cache(
-            lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"], run=features_run,
+            lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"], run=run,
                                                      label=f"{pool}{len(low[pool])}-lr{config.gen_resolution}"))
             for pool in ("train", "ref")}}
     return runs
@@ -220,7 +216,7 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
     full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r["extractor"].key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
-    entry = cache_entry("04", f"genscores-{slug}-n{config.gen_n}", full, ".pt")
+    entry = cache_entry(CACHE_NAMESPACE, f"genscores-{slug}-n{config.gen_n}", full, ".pt")
 
     def compute() -> dict:
         from lib.knn import nearest_neighbour
@@ -231,7 +227,7 @@ def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, sl
         for i, (name, evaluation) in enumerate(runs.items()):
             train_f, ref_f = evaluation["train"](), evaluation["ref"]()[reference]
             fake_f = cached_features(evaluation["extractor"], for_extractor(fake), label=f"gen-{slug}",
-                                     run=reusing_cache(run, progress=False))
+                                     run=run)
             fake_d, fake_i = nearest_neighbour(fake_f, train_f)
             ref_d, ref_i = nearest_neighbour(ref_f, train_f)
             scores = set_scores(len(train_f), fake_idx=fake_i, real_idx=ref_i, fake_feats=fake_f, real_feats=ref_f,
@@ -287,8 +283,7 @@ def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioni
     family = family_of(config)
     for spec in generated_sets_of(config):
         def images(spec=spec):
-            return generated_images(family, low, spec, conditioning, conditioning_key, device=run.device,
-                                    progress=run.progress)
+            return generated_images(family, low, spec, conditioning, conditioning_key, run=run)
         m = measure_set(config, low, runs, reference, slug=spec.slug, images=lambda: images()["images"],
                         sources=lambda: images()["sources"], key=set_key(family, low, spec, conditioning_key),
                         run=run)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ from lib.diffusion.family import (
     weights_path,
 )
 from lib.irs import generators as gen
-from lib.replicates import SeedComparison, compare_over_seeds, log_ratio_se
+from lib.irs.features import CACHE_NAMESPACE
+from lib.replicates import SeedComparison, compare_over_seeds, log_ratio_se, most_seeds
 from lib.run import Run
 
 
@@ -75,8 +75,7 @@ def seed_rows(config: Any, low: dict, runs: dict, conditioning, conditioning_key
                                        conditioning_key).exists()
                 if not (trained or set_path(family, low, spec, conditioning_key).exists()):
                     raise NotTrained(f"{spec.label}, seed {seed}")
-                return generated_images(family, low, spec, conditioning, conditioning_key, device=run.device,
-                                        progress=run.progress)
+                return generated_images(family, low, spec, conditioning, conditioning_key, run=run)
             try:
                 measured = gen.measure_set(config, low, runs, reference, slug=slug_of(config, spec, seed),
                                            images=lambda f=images: f()["images"],
@@ -141,7 +140,6 @@ def comparisons(rows: pd.DataFrame, config: Any, *, level: float = 0.95) -> pd.D
 
 
 SEEDS_DIR = Path("04") / "seeds"  # under results/: the committed weights and measurements of the other seeds
-MEASUREMENTS = re.compile(r"measurements-c(?P<channels>\d+)-seeds-(?P<seeds>\d+(?:-\d+)*)\.json")
 
 
 def stored_rows(channels: int, root: Path | None = None) -> tuple[pd.DataFrame, str]:
@@ -150,13 +148,7 @@ def stored_rows(channels: int, root: Path | None = None) -> tuple[pd.DataFrame, 
     most seeds; FileNotFoundError naming the folder when there is none."""
     from lib.paths import results_root
 
-    folder = Path(root or results_root()) / SEEDS_DIR
-    found = [(len(m["seeds"].split("-")), p) for p in sorted(folder.glob("measurements-*.json"))
-             if (m := MEASUREMENTS.fullmatch(p.name)) and int(m["channels"]) == channels]
-    if not found:
-        raise FileNotFoundError(f"no measurements-c{channels}-seeds-*.json in {folder}: `python -m "
-                                f"lib.irs.seed_study --channels {channels} --out ...` writes one")
-    path = max(found)[1]
+    path = most_seeds(Path(root or results_root()) / SEEDS_DIR, "measurements", channels, "lib.irs.seed_study")
     return pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["rows"]), path.name
 
 
@@ -221,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     config = ie.resolve_config(args.preset)
     if args.channels not in config.gen_channels:
         parser.error(f"--channels {args.channels}: the preset's widths are {config.gen_channels}")
-    run = Run.for_notebook("04", args.preset, source="stored", force=False, device="cpu", progress=False)
+    run = Run.for_notebook(CACHE_NAMESPACE, args.preset, source="stored", force=False, device="cpu", progress=False)
     low = gen.low_res_sets(config, ie.cifar_sets(config))
     conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
     runs = gen.evaluation_runs(config, low, ie.extractor_for, run)

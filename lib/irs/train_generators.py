@@ -69,7 +69,7 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     start, done = time.perf_counter(), []
     for spec in specs:
         if spec.arm == arm and spec.channels == channels:
-            gen.generated_images(family, low, spec, conditioning, key, device=run.device, progress=run.progress)
+            gen.generated_images(family, low, spec, conditioning, key, run=run)
             done.append(spec.label)
     return {"arm": arm, "channels": channels, **({} if seed is None else {"seed": seed}),
             "seconds": time.perf_counter() - start, "sets": done}

@@ -31,7 +31,7 @@ from lib.data.ring import ring_train_heldout
 from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
-from lib.run import Run
+from lib.run import Run, pinned_torch
 from lib.seeds import derive_seed
 
 NAMESPACE = "01/budget"
@@ -122,7 +122,7 @@ def _train(spec: StudySpec, variant: str, complexity: int, num_steps: int, snaps
             times[s] = total * s / num_steps
         return {"snapshots": result["snapshots"], "seconds": times}
 
-    return Run().torch(path, compute)  # the cache alone: FORCE_RECOMPUTE reaches the study's entry only
+    return pinned_torch(path, compute)  # FORCE_RECOMPUTE reaches the study's entry, built on these
 
 
 def evaluate(params: dict, spec: StudySpec, complexity: int, heldout: np.ndarray) -> dict:
@@ -278,20 +278,20 @@ def frontier_path(complexity: int, budgets: tuple[int, ...], num_members: int) -
     return frontier_entry(complexity, budgets, num_members).path
 
 
-def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, *, run: Run | None = None,
+def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, *, run: Run,
                    log=print) -> list[dict]:
     """The frontier study's rows for one complexity (as `read_study` gives them): `num_members` members trained
     with the authors' recipe and evaluated at `budgets` Adam steps, with and without the EMA. A stored entry
     (`lib.store`: the default run reads it from results/01/<preset>/), else computed by `run_study` (about an
     hour of one core for C = 1 to 60,000 steps; its trainings and evaluations are cached and checkpointed). `run`
-    (None: `Run()`, compute) looks the entry up; its trainings and evaluations are the cache's alone."""
+    looks the entry up; its trainings and evaluations are pinned entries of the cache (`lib.run`)."""
     entry = frontier_entry(complexity, budgets, num_members)
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
 
     def compute() -> dict:
         return {"rows": np.array(json.dumps(run_study(spec, log=log)))}
 
-    arrays = (run or Run()).npz(entry, compute, stored=True)
+    arrays = run.npz(entry, compute, stored=True)
     return [_parsed(row) for row in json.loads(str(arrays["rows"]))]
 
 

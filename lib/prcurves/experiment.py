@@ -401,16 +401,14 @@ def cached_curves(config: EnsemblePRConfig, ensemble: dict, heldout: np.ndarray,
 
 
 def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int,
-                 run: Run | None = None) -> dict:
-    """Train, sample and evaluate one ensemble; each stage cached (the run's lookup: `lib.run.Run`; None: compute
-    on the CPU, no progress bars).
+                 run: Run) -> dict:
+    """Train, sample and evaluate one ensemble; each stage cached (the run's lookup: `lib.run.Run`).
 
     data: {"train": (n, 2), "heldout": (n, 2)} from `ring_data`. Returns {"complexity", "n_train",
     "num_steps", "losses": (num_steps, M), "samples": (M, num_generated, 2), "num_dropped": (M,) non-finite
     samples dropped, "curves": list of M curve dicts, "band": `ensemble_band` dict, "summary": list of
     per-member `summarise` dicts}.
     """
-    run = run or Run()
     n_train = len(data["train"])
     trained = functools.cache(lambda: trained_ensemble(config, complexity=complexity, train_points=data["train"],
                                                        num_steps=num_steps, run=run))  # only if a stage needs it

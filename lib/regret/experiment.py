@@ -320,9 +320,9 @@ def source_keyed(label: str, key: dict, data_source: str) -> tuple[str, dict]:
 
 
 def pretrained_outputs(depth: int, images: np.ndarray, name: str, *, data_source: str = "jpeg",
-                       run: Run | None = None) -> dict:
-    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`; cached (`run`'s cache;
-    default `Run()`: the cache alone).
+                       run: Run) -> dict:
+    """{"feats": (N, 64) float32, "probs": (N, 10) float64} of akamaster's ResNet-`depth`: a pinned entry of the
+    cache (`lib.run`), computed on the CPU where missing.
 
     `data_source`: the CIFAR-10 copy the images (or the images they were corrupted from) come from."""
     from lib.models.cifar_resnet import load_pretrained, predict
@@ -337,7 +337,7 @@ def pretrained_outputs(depth: int, images: np.ndarray, name: str, *, data_source
             logits = model.linear(torch.from_numpy(feats)).double()
         return {"feats": feats, "probs": F.softmax(logits, dim=1).numpy()}
 
-    return (run or Run()).npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute)
+    return run.npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute, pinned=True)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -482,7 +482,7 @@ def acquisition_scores(method: str, prediction: dict, seed: int) -> np.ndarray:
 
 def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
                     test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str = "epistemic",
-                    run: Run | None = None) -> dict:
+                    run: Run) -> dict:
     """Pool-based AL on frozen features: retrain the head from scratch each round, acquire the al_batch
     pool points with the highest Ê (strategy "epistemic") or at random ("random").
 
@@ -490,14 +490,13 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
     accuracy over the budget divided by the budget range (the OpenML-style normalised AUC [inferred]).
     Cached, and stored (`lib.store`: a few hundred bytes): the heads' float32 training moves with the processor
     (DDU's NAUC was 0.7858 here and 0.7805 on another CPU), so a default run reads the stored curve. `run`
-    (default `Run()`: the cache alone, the CPU) finds it and gives the device.
+    finds it and gives the device.
     """
     check_choice("strategy", strategy, ("epistemic", "random"))
     key = {"stage": "al", "version": 1, "method": method, "strategy": strategy, "pool_feats": pool_feats,
            "pool_labels": pool_labels, "test_feats": test_feats, "test_labels": test_labels, "head": config.head,
            "seed": config.seed, **{f: getattr(config, f) for f in ("al_initial", "al_batch", "al_rounds",
                                                                     "al_epochs", "al_lr")}}
-    run = run or Run()
     entry = cache_entry(CACHE_NAMESPACE, f"al-{method}-{strategy}-{len(pool_labels)}", key, ".npz")
     arrays = run.npz(entry, lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats,
                                                      test_labels, strategy=strategy, device=run.device), stored=True)
@@ -547,10 +546,9 @@ def synth_groups(soft: np.ndarray) -> np.ndarray:
     return np.minimum(soft.argmax(axis=1) // 10, 9)
 
 
-def synth_run(config: RegretConfig, run: Run | None = None) -> dict:
+def synth_run(config: RegretConfig, run: Run) -> dict:
     """Train the methods on `synth_age` and evaluate squared and absolute loss against the exact p*; the heads and
-    predictions found or computed by `run` (default `Run()`)."""
-    run = run or Run()
+    predictions found or computed by `run`."""
     data = synth_age(config.synth, seed=config.seed)
     x_train = torch.from_numpy(data["train"]["x"])
     soft = torch.from_numpy(data["train"]["soft"].astype(np.float32))
@@ -608,8 +606,8 @@ def paper_rows(data: str, loss: str) -> dict:
     return {m: dict(zip(PAPER_COLUMNS, v)) for (d, lo, m), v in PAPER_TABLE.items() if d == data and lo == loss}
 
 
-def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run | None = None) -> dict:
-    """{set name: model inputs} of every OOD set: frozen features (cached by `run`, default `Run()`), or normalised
+def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run) -> dict:
+    """{set name: model inputs} of every OOD set: frozen features (pinned entries of `run`'s cache), or normalised
     images (scratch backbone)."""
     from lib.models.cifar_resnet import to_input
 
@@ -628,11 +626,10 @@ def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run | None = 
 def ood_aurocs(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict,
                run: Run) -> dict:
     """{set name: AuROC of the CE Ê separating that OOD set (positive) from the in-distribution inputs}; the
-    predictions cached on `run.device` (FORCE_RECOMPUTE does not reach them: `run.but(force=False)`)."""
-    cached = run.but(force=False)
+    predictions cached on `run.device`."""
 
     def score(inputs: torch.Tensor, label: str) -> np.ndarray:
-        pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, run=cached)
+        pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, run=run)
         return acquisition_scores(method, pred, config.seed)
 
     id_score = score(id_inputs, "ood-id")
@@ -742,7 +739,7 @@ def whole_prediction_entry(config: RegretConfig, method: str, inputs: dict, vari
     return cache_entry(CACHE_NAMESPACE, *source_keyed(label, key, config.data_source), ".npz")
 
 
-def whole_predictions(config: RegretConfig, cifar: dict, run: Run | None = None, *, max_steps: int | None = None,
+def whole_predictions(config: RegretConfig, cifar: dict, run: Run, *, max_steps: int | None = None,
                       variant: str = "ours") -> dict:
     """{method: {"test": prediction, "ood": {set or "id": CE Ê}, "meta", "path" (of the cache entry)}} of the whole
     networks of `variant`.
@@ -752,9 +749,8 @@ def whole_predictions(config: RegretConfig, cifar: dict, run: Run | None = None,
     results/03/<preset>/, else computed by training the networks (`whole_networks`) and predicting. Computed or
     read, the values are those of the compact arrays. Test predictions cover the CIFAR-10H rows in `cifar`; OOD
     scores the `config.n_ood` first test images ("id") and every OOD set, as the heads' OOD section does. `run`
-    (default `Run()`) finds them, and trains on its device.
+    finds them, and trains on its device.
     """
-    run = run or Run()
     inputs = whole_inputs(config, cifar)
     tensors = _FloatImages()  # made only when a network is trained or predicts
     out = {}

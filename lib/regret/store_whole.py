@@ -82,19 +82,19 @@ def main(argv: list[str] | None = None) -> int:
         layer = convert(dict(zip(ex.WHOLE_VARIANTS, args.convert)), config, ex.cifar_data(config), command=command)
         print(f"wrote {layer} ({len(json.loads((layer / 'manifest.json').read_text())['entries'])} entries)")
         return 0
-    _train(args, command)
+    _train(args, command, Run(device=pick_device(args.device, name="--device"), progress=True))
     return 0
 
 
-def _train(args: argparse.Namespace, command: str) -> None:
-    """Train (or find in the cache) the whole networks the options ask for, and print what each method got."""
+def _train(args: argparse.Namespace, command: str, run: Run) -> None:
+    """Train (or find in the cache) the whole networks the options ask for with `run` (compute: the cache, else
+    train), and print what each method got."""
     whole = {"widths": tuple(args.widths) if args.widths else None, "epochs": args.epochs,
              "batch_size": args.batch_size, "label_smoothing": args.label_smoothing}
     config = ex.resolve_config(args.preset, whole=whole, n_train=args.n_train, data_source=args.data_source,
                                methods=args.methods, seed=args.seed, whole_source="train")
     start = time.perf_counter()
     cifar = ex.cifar_data(config)
-    run = Run(device=pick_device(args.device, name="--device"), progress=True)  # compute: the cache, else train
     preds = ex.whole_predictions(config, cifar, run, variant=args.variant)
     for method, p in preds.items():
         print(f"{method}: test accuracy {p['meta']['test_accuracy']:.4f}, {len(p['meta']['train_seconds'])} "
