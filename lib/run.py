@@ -70,6 +70,7 @@ class Run:
     # `make verify`: the stored entries whose label matches this pattern are recomputed and compared with the layer's
     verify: str | None = field(default_factory=lambda: os.environ.get(VERIFY_ENV) or None)
     verified: list[dict] = field(default_factory=list)  # what `verify` compared (`lib.make.verify`)
+    _verified_values: dict[Path, Any] = field(default_factory=dict, repr=False)  # each verified entry computed once
 
     def __post_init__(self) -> None:
         """The settings checked, each named, whenever a run is made or changed (`but`), before any lookup."""
@@ -150,6 +151,8 @@ class Run:
         rest of the run is the stored run's; nothing is written to the cache."""
         from lib.verify import compare
 
+        if path in self._verified_values:  # asked again by a later stage: computed and compared once per run
+            return self._verified_values[path]
         layer = store.layer_dir(self.namespace, self.preset)
         located = store.namespace_of(path)
         reason, stored = (store.layer_entry(layer, located[1], config, load) if located and located[0] == self.namespace
@@ -171,7 +174,8 @@ class Run:
             with open(os.environ[VERIFY_OUT_ENV], "a") as fh:
                 fh.write(json.dumps(line, default=str) + "\n")
         print(f"make verify: {path.name} recomputed in {line['seconds']:.1f} s, {said}.")
-        return value if reason is not None else stored
+        self._verified_values[path] = value if reason is not None else stored
+        return self._verified_values[path]
 
     def _tell_code_changed(self, what: str, moved: Mapping[str, str]) -> None:
         """One line to the reader (once per run) that a result was computed with code that has changed since."""

@@ -67,3 +67,23 @@ def test_the_committed_measurements_hold_three_seeds_of_both_sets_and_decide_the
     verdict = crel_claims._reversal({"label_to_image_ranking": {"reversed": [], "n_pairs": 15, "tau": 1.0},
                                      "guidance_seeds": glued})
     assert verdict.verdict == {"holds": "holds", "fails": "fails"}.get(pair.verdict, "undecided")
+
+
+def test_the_new_ledger_rules_flip_with_their_evidence():
+    """02's area-on-par, runtime and concentration rules on synthetic records: each verdict follows its interval."""
+    from lib.crel import claims as cc
+
+    def per_seed(feldman: list[float], crel: list[float]) -> list[dict]:
+        return [{"lgm": "flow", "method": m, "seed": s, "alpha": 0.1, "area": a}
+                for m, values in (("Feldman", feldman), ("CReL", crel)) for s, a in enumerate(values)]
+
+    base = [300.0, 310.0, 290.0, 305.0, 295.0]
+    assert cc._area_par({"per_seed": per_seed(base, [v + 3 for v in base])}).verdict == "holds"
+    assert cc._area_par({"per_seed": per_seed(base, [v * 1.5 for v in base])}).verdict == "fails"
+    dims = range(2, 8)
+    flat = {str(d): [1e-4 * (1 + 0.01 * d), 0.1 * 2.0 ** d] for d in dims}
+    assert cc._runtime({"runtime": flat}).verdict == "holds"
+    cubic = {str(d): [1e-4 * d ** 3, 0.1 * 2.0 ** d] for d in dims}
+    assert cc._runtime({"runtime": cubic}).verdict == "fails"
+    sd = {"per_seed": [-0.002, -0.0021, -0.0019], "mean": -0.002, "lower": -0.0023, "upper": -0.0017}
+    assert cc._concentration({"guidance_seeds": {"sd_w4_minus_w2": sd}}).verdict == "holds"

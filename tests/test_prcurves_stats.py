@@ -203,3 +203,31 @@ def test_the_mean_difference_is_welchs_interval():
     d = stats.mean_difference(a, b, level=0.95)
     ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert (d["lower"], d["upper"]) == pytest.approx((ci.low, ci.high))
+
+
+def test_band_coverage_of_exchangeable_members_is_the_derived_share_whatever_their_distribution():
+    """Leave-one-out coverage of the 10th–90th band: for exchangeable continuous members its mean is
+    (n − 1)(0.8)/(n + 1) with n the other members (0.747 at M = 30), below the nominal 0.8, whatever their
+    distribution; tied values count inside."""
+    rng = np.random.default_rng(3)
+    shares = [stats.band_coverage(rng.normal(size=(30, 200)))["coverage"] for _ in range(30)]
+    one = stats.band_coverage(rng.normal(size=(30, 200)))
+    assert one["exchangeable"] == pytest.approx(28 * 0.8 / 30) and one["nominal"] == pytest.approx(0.8)
+    assert abs(np.mean(shares) - one["exchangeable"]) < 0.01
+    assert one["lower"] < one["coverage"] < one["upper"] and one["members"] == 30
+    heavy = [stats.band_coverage(rng.standard_cauchy(size=(30, 200)))["coverage"] for _ in range(30)]
+    assert abs(np.mean(heavy) - one["exchangeable"]) < 0.01  # distribution-free for exchangeable members
+    assert stats.band_coverage(np.ones((10, 50)))["coverage"] == 1.0  # ties (a plateau at precision 1) count inside
+    with pytest.raises(ValueError, match="at least 3 members"):
+        stats.band_coverage(np.ones((2, 5)))
+
+
+def test_the_no_guarantee_claim_holds_only_when_a_band_covers_less_than_its_nominal_share():
+    from lib.prcurves import claims as pc
+
+    def record(upper: float) -> dict:
+        return {"band_coverage": {"1": {"coverage": upper - 0.02, "lower": upper - 0.04, "upper": upper,
+                                        "nominal": 0.8, "exchangeable": 0.747, "members": 30}}}
+
+    assert pc._no_guarantee(record(0.77)).verdict == "holds"
+    assert pc._no_guarantee(record(0.85)).verdict == "undecided"

@@ -98,6 +98,102 @@ def _conservative(r: Mapping[str, Any]) -> Verdict:
                    "the difference per seed, Student's t over the seeds; holds when CReL covers more (above 0)")
 
 
+PAR_MARGIN = 0.10  # "on par" [proposal]: the paired area difference within ± 10 % of Feldman's mean area
+
+
+def _area_par(r: Mapping[str, Any]) -> Verdict:
+    feldman = _values(r, "flow", "Feldman", ALPHA, "area")
+    crel = _values(r, "flow", "CReL", ALPHA, "area")
+    mean, lower, upper, n = _paired(crel, feldman)
+    scale = sum(feldman.values()) / len(feldman)
+    lo, hi = lower / scale, upper / scale
+    verdict = HOLDS if -PAR_MARGIN < lo and hi < PAR_MARGIN else FAILS if lo > PAR_MARGIN or hi < -PAR_MARGIN \
+        else UNDECIDED
+    return Verdict(verdict, f"CReL − Feldman area {interval(mean, lower, upper, 1)}, {lo:+.1%} to {hi:+.1%} of "
+                            f"Feldman's {scale:.1f} (flow, α = {ALPHA}, {n} seeds)",
+                   f"the difference per seed, Student's t over the seeds, as a share of Feldman's mean area; holds "
+                   f"when the interval lies within ± {PAR_MARGIN:.0%} [proposal: the paper gives no margin], fails "
+                   f"when it lies outside")
+
+
+def _slope(x: list[float], y: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(slope, lower, upper) of the least-squares line of y on x, Student's t with n − 2 degrees of freedom."""
+    import numpy as np
+    from scipy.stats import t as student
+
+    xa, ya = np.asarray(x, float), np.asarray(y, float)
+    b, a = np.polyfit(xa, ya, 1)
+    resid = ya - (a + b * xa)
+    se = float(np.sqrt(resid @ resid / (len(xa) - 2) / np.sum((xa - xa.mean()) ** 2)))
+    half = float(student.ppf(0.5 + level / 2, len(xa) - 2)) * se
+    return float(b), float(b) - half, float(b) + half
+
+
+def _runtime(r: Mapping[str, Any]) -> Verdict:
+    import math
+
+    runtime = {int(d): v for d, v in need(r, "runtime").items()}
+    if len(runtime) < 3:
+        from lib.claims import NotMeasured
+
+        raise NotMeasured("runtime (at least three dimensions)")
+    dims = sorted(runtime)
+    crel = _slope([math.log(d) for d in dims], [math.log(runtime[d][0]) for d in dims])
+    feldman = _slope(dims, [math.log(runtime[d][1]) for d in dims])
+    linear = HOLDS if crel[2] < 1 else FAILS if crel[1] > 1 else UNDECIDED
+    grows = side_of(feldman[1], feldman[2])
+    verdict = HOLDS if (linear, grows) == (HOLDS, HOLDS) else FAILS if FAILS in (linear, grows) else UNDECIDED
+    return Verdict(verdict, f"CReL's seconds per point ∝ d^{crel[0]:.2f} [{crel[1]:.2f}, {crel[2]:.2f}]; Feldman's "
+                            f"grow × {math.exp(feldman[0]):.2f} [{math.exp(feldman[1]):.2f}, "
+                            f"{math.exp(feldman[2]):.2f}] per dimension (d = {dims[0]} to {dims[-1]})",
+                   "least-squares lines over the dimensions, Student's t on n − 2 degrees of freedom: CReL's exponent "
+                   "of d below 1 (at most linear) and Feldman's factor per dimension above 1 (exponential); one "
+                   "timing per dimension on a shared CPU, and the Y-grid doubles per dimension by design (`cpu` "
+                   "preset's runtime_y_grid), which is what the grid's cost follows")
+
+
+def _marginal(r: Mapping[str, Any]) -> Verdict:
+    cond = need(r, "conditional")
+    crel, others = cond["CReL"], {m: g for m, g in cond.items() if m != "CReL"}
+    ours = (f"CReL's worst bin of x {crel['worst_bin']}: coverage {crel['worst_coverage']:.3f} (nominal "
+            f"{crel['target']:g}); bins under 1 − α: CReL {len(crel['under'])}, "
+            + ", ".join(f"{m} {len(g['under'])}" for m, g in others.items()))
+    why = ("per-bin coverage on the test folds, each bin's Wilson 95 % interval; the limitation is visible when a bin "
+           "lies wholly below 1 − α")
+    if crel["under"]:
+        return Verdict(HOLDS, ours, why + ": CReL under-covers " + ", ".join(crel["under"]))
+    return Verdict(UNDECIDED, ours, why + ": no bin of CReL's does at this scale"
+                   + ("; DQR and Feldman, which carry the same marginal guarantee only, do" if any(
+                       g["under"] for g in others.values()) else ""))
+
+
+def _reconstruction(r: Mapping[str, Any]) -> Verdict:
+    sets = {label: v for label, v in need(r, "label_to_image").items() if v.get("rank_mean") is not None}
+    gaps = [v["mean"] - v["recon"] for v in sets.values()]
+    if len(gaps) < 2:
+        from lib.claims import NotMeasured
+
+        raise NotMeasured("label_to_image (two generators)")
+    mean, lower, upper = t_interval(gaps)
+    return Verdict(side_of(lower, upper), f"mean ρ of the samples − mean ρ of their PCA reconstructions "
+                                          f"{interval(mean, lower, upper, 3)} over {len(gaps)} trained generators",
+                   "Student's t over the generators; holds when the LGM's space loses similarity (above 0): CReL's "
+                   "worst case is decoded from that space, so its set inherits the loss")
+
+
+def _concentration(r: Mapping[str, Any]) -> Verdict:
+    seeds = need(r, "guidance_seeds")
+    sd = need(seeds, "sd_w4_minus_w2")
+    lower, upper = sd["lower"], sd["upper"]
+    verdict = {HOLDS: FAILS, FAILS: HOLDS, UNDECIDED: UNDECIDED}[side_of(lower, upper)]
+    above = sum(e > 0 for e in sd["per_seed"])
+    return Verdict(verdict, f"sd of ρ, w = 4 (the CReL winner) − w = 2: {interval(sd['mean'], lower, upper, 4)} "
+                            f"over {len(sd['per_seed'])} training seeds (width 16); w = 4's is the wider at {above} "
+                            f"of them",
+                   "the paper's reason for a reversal is that the CReL winner's scores are the more concentrated; "
+                   "holds when the difference lies below 0, fails above; Student's t over the seeds")
+
+
 def _spread(r: Mapping[str, Any]) -> Verdict:
     spread = need(r, "spread")
     median = max(s["median_std"] for s in spread.values())
@@ -159,6 +255,17 @@ CLAIMS = (
           "(BLIP-base; SD3-M)", "pairs of trained label-to-image generators ranked in opposite orders; the guidance "
           "pair over training seeds",
           decide=_reversal),
+    Claim("02.area-feldman", "§1 table", "CReL's area is on par with Feldman's",
+          f"{PAPER_TABLE[('CReL', 0.1)][2]} against {PAPER_TABLE[('Feldman', 0.1)][2]}",
+          "CReL − Feldman area per seed, as a share of Feldman's", decide=_area_par),
+    Claim("02.runtime", "§1 further claims", "CReL's runtime grows linearly in the dimension, Feldman's grid "
+          "exponentially", "stated", "seconds per calibration point at d = 2 to 7", decide=_runtime),
+    Claim("02.marginal", "§1 limitations", "Coverage is marginal only: it can fail for some conditions", "stated",
+          "coverage per bin of x on the test folds", decide=_marginal),
+    Claim("02.reconstruction", "§1 limitations", "Coverage relies on the LGM's reconstruction quality", "stated",
+          "similarity lost by the LGM's space on the trained generators", decide=_reconstruction),
+    Claim("02.concentration", "§1 further claims", "The CReL winner's scores are the more concentrated, hence its "
+          "rank reversal", "BLIP-base", "sd of ρ of the guidance pair over training seeds", decide=_concentration),
     Claim("02.coco", "§1 image-to-text table", "On MS-COCO, BLIP-base is 4th by CLIP-SIM but 1st by CReL-CLIP",
           "4th → 1st", "CLIP-SIM and CReL-CLIP of BLIP and GIT captioners",
           missing=_offline("the BLIP and GIT weights and CLIP (the notebook's online run, params/, runs them)")),

@@ -74,6 +74,7 @@ class PairOverSeeds:
     mean: SeedComparison  # mean rho, w = 2 - w = 4
     crel: SeedComparison  # CReL-rho, w = 4 - w = 2
     classes_w4_higher: tuple[int, ...]  # per replicate: classes whose CReL is higher at w = 4
+    sd: SeedComparison  # the standard deviation of rho over the samples, w = 4 - w = 2 (the paper's reason)
 
     @property
     def verdict(self) -> str:
@@ -91,8 +92,13 @@ def compare(record: dict) -> PairOverSeeds:
 
     higher = tuple(int(np.sum(np.asarray(r["w4"]["crel_per_class"]) > np.asarray(r["w2"]["crel_per_class"])))
                    for r in (record["replicates"][k] for k in seeds))
+    reps = [record["replicates"][k] for k in seeds]
+    # the sampling error of a standard deviation over n samples: sd / sqrt(2 (n - 1)) (normal theory)
+    sd = compare_over_seeds([r["w4"]["rho_sd"] - r["w2"]["rho_sd"] for r in reps],
+                            [math.hypot(*(r[w]["rho_sd"] / math.sqrt(2 * (r[w]["n"] - 1)) for w in ("w2", "w4")))
+                             for r in reps])
     return PairOverSeeds(seeds=tuple(int(k) for k in seeds), mean=over(im.MEAN), crel=over(im.WORST),
-                         classes_w4_higher=higher)
+                         classes_w4_higher=higher, sd=sd)
 
 
 def comparison_rows(pair: PairOverSeeds) -> list[dict]:
@@ -114,8 +120,8 @@ def glued(pair: PairOverSeeds, file: str) -> dict:
                 "verdict": c.verdict}
 
     return {"file": file, "seeds": list(pair.seeds), "mean_w2_minus_w4": one(pair.mean),
-            "crel_w4_minus_w2": one(pair.crel), "classes_w4_higher": list(pair.classes_w4_higher),
-            "verdict": pair.verdict}
+            "crel_w4_minus_w2": one(pair.crel), "sd_w4_minus_w2": one(pair.sd),
+            "classes_w4_higher": list(pair.classes_w4_higher), "verdict": pair.verdict}
 
 
 def stored_record(channels: int, root: Path | None = None) -> tuple[dict, str]:

@@ -210,7 +210,7 @@ SHORT = {"01": "ensemble PR curves", "02": "CReL", "03": "regret", "04": "IRS, D
 CLAIMS_PAGE = "claims.md"
 # README's "What we found": a paper with a ledger states these claims of it, with their verdicts, between markers
 README_CLAIMS = {"01": ("**01 (ensemble PR curves).**", ("01.band-order", "01.failures", "01.model-uncertainty")),
-                 "02": ("**02 (CReL).**", ("02.guarantee", "02.coverage-cvae", "02.area-pcp")),
+                 "02": ("**02 (CReL).**", ("02.guarantee", "02.area-pcp", "02.reversal")),
                  "03": ("**03 (regret).**", ("03.best-heads", "03.best-whole", "03.scale")),
                  "04": ("**04 (IRS).**", ("04.intervals", "04.diadm-irs", "04.conditional"))}
 FINDINGS_BLOCK = re.compile(r"(<!-- findings:begin -->\n).*?(\n<!-- findings:end -->)", re.S)

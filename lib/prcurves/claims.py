@@ -117,6 +117,21 @@ def _correction(r: Mapping[str, Any]) -> Verdict:
                    "correction leaves 0 % (spec §5.6)")
 
 
+def _no_guarantee(r: Mapping[str, Any]) -> Verdict:
+    cover = need(r, "band_coverage")
+    below = [c for c, v in cover.items() if v["upper"] < v["nominal"]]
+    nominal = next(iter(cover.values()))["nominal"]
+    verdict = HOLDS if below else UNDECIDED
+    return Verdict(verdict, "a left-out member inside the others' band on " + "; ".join(
+        f"C = {c}: {interval(v['coverage'], v['lower'], v['upper'])}" for c, v in cover.items())
+        + f" of the grid (nominal {nominal:.0%})",
+        "leave one member out, the 10th–90th band of the others, the share of the grid holding the member; Student's "
+        "t over the members; holds when a band covers less than its nominal share beyond its interval (it is no "
+        "prediction interval); exchangeable continuous members would give "
+        f"{next(iter(cover.values()))['exchangeable']:.3f} [derived]" + ("" if below else ", and no C falls below "
+                                                                           "the nominal share here"))
+
+
 CLAIMS = (
     Claim("01.band-order", "C5", "Band widths: C = 1 widest, C = 2 and C = 4 narrowest, C = 8 wider again",
           " / ".join(f"{PAPER_TABLE[c]['width']}" for c in (1, 2, 4, 8)), "mean width of the 10th–90th percentile "
@@ -134,6 +149,8 @@ CLAIMS = (
     Claim("01.feature-space", "§1 limitations", "The conclusions depend on the feature space the kNN estimator "
           "uses", "stated", "best C, order of C and significance in three other feature spaces",
           decide=_feature_space),
+    Claim("01.no-guarantee", "§1 limitations", "Percentile bands carry no formal guarantee", "stated",
+          "share of a left-out member's curve inside the other members' band", decide=_no_guarantee),
     Claim("01.correction", "§1 limitations", "Pointwise t-tests need a multiple-testing correction", "stated",
           "significant share with and without a correction", decide=_correction),
 )

@@ -302,3 +302,31 @@ def mean_difference(a: np.ndarray, b: np.ndarray, *, level: float = 0.95) -> dic
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se if se > 0 else 0.0
     d = float(a.mean() - b.mean())
     return {"difference": d, "lower": d - half, "upper": d + half}
+
+
+def band_coverage(members: np.ndarray, *, lo: float = 10, hi: float = 90, level: float = 0.95) -> dict:
+    """How often the [lo, hi] percentile band of the other members holds a member's precision (leave one out): the
+    percentile band carries no formal guarantee (spec 01 §1, limitations), and this measures what it does cover.
+
+    members: (M, G) precision curves on the common recall grid. For each member m, the band of the other M − 1
+    members (NumPy's "linear" percentiles, as `ensemble_band`) and the share of the grid where m lies inside it
+    (ties inside). Returns {"coverage": the mean share, "lower", "upper" (Student's t over the M shares at `level`),
+    "nominal": (hi − lo) / 100, "exchangeable": the share a new exchangeable continuous draw falls inside, the
+    interpolated positions' distance (1 + (n − 1) hi/100) − (1 + (n − 1) lo/100) over n + 1 with n = M − 1
+    [derived: the new draw's rank among n + 1 is uniform, and the band's ends lie linearly between order
+    statistics, so it does not depend on the members' distribution], "members": M}."""
+    curves = check_finite_curves("members", np.asarray(members, np.float64))
+    m = len(curves)
+    if m < 3:
+        raise ValueError(f"band_coverage needs at least 3 members, got {m}.")
+    check_probability("level", level)
+    shares = np.empty(m)
+    for i in range(m):
+        others = np.delete(curves, i, axis=0)
+        p_lo, p_hi = np.percentile(others, [lo, hi], axis=0)
+        shares[i] = np.mean((curves[i] >= p_lo) & (curves[i] <= p_hi))
+    mean = float(shares.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, m - 1) * shares.std(ddof=1) / np.sqrt(m))
+    n = m - 1
+    return {"coverage": mean, "lower": mean - half, "upper": mean + half, "nominal": (hi - lo) / 100,
+            "exchangeable": (n - 1) * (hi - lo) / 100 / (n + 1), "members": m}
