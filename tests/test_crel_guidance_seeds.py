@@ -87,3 +87,20 @@ def test_the_new_ledger_rules_flip_with_their_evidence():
     assert cc._runtime({"runtime": cubic}).verdict == "fails"
     sd = {"per_seed": [-0.002, -0.0021, -0.0019], "mean": -0.002, "lower": -0.0023, "upper": -0.0017}
     assert cc._concentration({"guidance_seeds": {"sd_w4_minus_w2": sd}}).verdict == "holds"
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.02])
+def test_the_halfspace_intersection_of_a_gaussian_latent_covers_the_disk_share(alpha):
+    """The measured cause of 02's DQR row: 64 halfspaces u·z ≤ q_{1−α}(u·z) of a standard 2-D Gaussian jointly
+    cover 1 − exp(−z²/2), checked by simulation against the closed form."""
+    from scipy.stats import norm
+
+    from lib.crel import claims as cc
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(200_000, 2))
+    angles = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    u = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    inside = (z @ u.T <= norm.ppf(1 - alpha)).all(axis=1).mean()
+    assert inside == pytest.approx(cc.gaussian_halfspace_coverage(alpha), abs=0.004)
+    assert cc.gaussian_halfspace_coverage(alpha) < 1 - alpha
