@@ -254,7 +254,7 @@ def _reversal(r: Mapping[str, Any]) -> Verdict:
     ours = (f"{len(reversed_pairs)} of {ranking['n_pairs']} pairs of trained generators reversed (Kendall τ "
             f"{ranking['tau']:.2f} between the rankings)")
     seeds = r.get("guidance_seeds")
-    if seeds is None:
+    if not seeds:  # not recorded, or recorded empty: the seeds were measured for another preset
         why = ("no pair reversed among these generators" if not reversed_pairs else "a reversal exists on this "
                "draw, but each generator was trained once and the LGM fit and fold split drawn once")
         return Verdict(UNDECIDED, ours, why)
