@@ -92,6 +92,25 @@ class NotMeasured(KeyError):
     """A result the claim reads is absent from the run (its preset skipped the stage)."""
 
 
+class NotRecorded(NotMeasured):
+    """A result no notebook records yet, though its run could measure it: `record` says what a notebook would
+    have to record for the claim to be decided."""
+
+    def __init__(self, path: str, record: str) -> None:
+        super().__init__(path)
+        self.record = record
+
+
+def need_record(results: Mapping[str, Any], *keys: str, record: str) -> Any:
+    """`need`, for a result no notebook records yet: NotRecorded naming `record` (what a notebook would record)."""
+    try:
+        return need(results, *keys)
+    except NotRecorded:
+        raise
+    except NotMeasured as err:
+        raise NotRecorded(err.args[0], record) from None
+
+
 def need(results: Mapping[str, Any], *keys: str) -> Any:
     """results[k1][k2]...; NotMeasured naming the path when the run did not record it (absent, None or empty)."""
     value: Any = results
@@ -113,6 +132,9 @@ def judge(claims: Iterable[Claim], results: Mapping[str, Any]) -> list[tuple[Cla
             continue
         try:
             verdict = claim.decide(results)
+        except NotRecorded as err:
+            verdict = Verdict(UNDECIDED, "not measured by this run", f"the notebook does not record {err.args[0]}; "
+                                                                    f"to decide it, it would record {err.record}")
         except NotMeasured as err:
             verdict = Verdict(UNDECIDED, "not measured by this run", f"this run did not record {err.args[0]} "
                                                                     "(its preset skips the stage)")
