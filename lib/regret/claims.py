@@ -229,8 +229,8 @@ def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
     names = {PAPER_METHOD_NAMES[m]: m for m in ("mc_dropout", "ensemble", "ddu", "evidential")
              if f"ce/{m}" in table}
     need(r, "table", "ce/evidential")
-    rs = {name: table[f"ce/{m}"]["r_s(Â,Ê)"] for name, m in names.items()}
-    pgap = {name: table[f"ce/{m}"]["P-gap"] for name, m in names.items()}
+    rs = {name: need(r, "table", f"ce/{m}", "r_s(Â,Ê)") for name, m in names.items()}
+    pgap = {name: need(r, "table", f"ce/{m}", "P-gap") for name, m in names.items()}
     ci = {name: _fisher(rho, n) for name, rho in rs.items()}
     below = [name for name in names if name != evidential and ci[name][1] < ci[evidential][0]]
     premise = HOLDS if below else FAILS if all(ci[evidential][1] < ci[m][0] for m in names if m != evidential) \
@@ -253,10 +253,10 @@ def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
 
 
 def _f3_loss(r: Mapping[str, Any]) -> Verdict:
-    table, n = need(r, "table"), need(r, "n_test")
+    n = need(r, "n_test")
     parts, sides, near = [], [], 0
     for method in F3_METHODS:
-        ce, zero_one = table[f"ce/{method}"]["r_s(A*,E*)"], need(r, "table", f"zero_one/{method}")["r_s(A*,E*)"]
+        ce, zero_one = (need(r, "table", f"{loss}/{method}", "r_s(A*,E*)") for loss in ("ce", "zero_one"))
         (ce_lo, ce_hi), (zo_lo, zo_hi) = _fisher(ce, n, Z_975), _fisher(zero_one, n, Z_975)
         lower, upper = ce_lo - zo_hi, ce_hi - zo_lo
         sides.append(side_of(lower, upper))
@@ -301,9 +301,9 @@ def _density(r: Mapping[str, Any]) -> Verdict:
 
 def _approximation(r: Mapping[str, Any]) -> Verdict:
     trend = need(r, "whole_width_trend")
-    slopes = {m: t["CE AuReC per accuracy point"] for m, t in trend.items()}
+    slopes = {m: need(r, "whole_width_trend", m, "CE AuReC per accuracy point") for m in trend}
     ours = "CE AuReC per accuracy point as the networks widen: " + ", ".join(
-        f"{m} {v:+.4f} ({trend[m]['widths']} widths)" for m, v in slopes.items())
+        f"{m} {v:+.4f} ({need(r, 'whole_width_trend', m, 'widths')} widths)" for m, v in slopes.items())
     rule = ("the whole networks at growing width (same data, recipe and seed): a regret that falls with capacity "
             "holds an approximation part, which E* does not separate from the estimation part; holds when every "
             "method's slope lies below 0 with its interval")
