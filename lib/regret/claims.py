@@ -372,7 +372,8 @@ CLAIMS = (
     Claim("03.f2-pgap", "§1.4 F2", "Evidential has r_s(Â, Ê) = 0.999 yet the lowest CE Pareto-gap",
           f"r_s(Â,Ê) {_paper('ce', 'evidential', 'r_s(Â,Ê)')}, P-gap {_paper('ce', 'evidential', 'P-gap')} (lowest)",
           "CE P-gap of the four methods and their r_s(Â, Ê)", decide=_f2_pgap),
-    Claim("03.f3-loss", "§1.4 F3", "The true r_s(A*, E*) falls from ≈ 0.88 under CE to ≈ 0.21 under 0/1 loss",
+    Claim("03.f3-loss", "§1.4 F3", "The true r_s(A*, E*) falls when the loss changes from CE to 0/1 (the paper: "
+          "from ≈ 0.88 to ≈ 0.21; the CE level is 03.truth-correlation's)",
           " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS),
           "r_s(A*, E*) of each method's decomposition under CE and under 0/1 loss", decide=_f3_loss),
     Claim("03.dinkelbach", "§1.1 theorem", "By Dinkelbach's theorem the optimal selector keeps its form for the "
