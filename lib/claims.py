@@ -11,7 +11,8 @@ interval, the verdict, and why. The verdicts are four, and a sentence anywhere s
 - **not testable offline**: what the claim needs is not on this machine (a model, a dataset, a GPU); `why` names it.
 
 A claim whose stage the run skipped (a preset that does not compute it) is *undecided* with "not measured by this
-run", never a guess. `ledger_list` renders a ledger for a notebook's last section and for the cross-paper page
+run", never a guess; so is a claim whose value no notebook records yet (`need_record`), and its `why` names the
+record that would decide it. `ledger_list` renders a ledger for a notebook's last section and for the cross-paper page
 (`lib.make.results` writes docs/results/claims.md from the executed notebooks).
 """
 

@@ -16,6 +16,8 @@ from lib.irs import claims as irs_claims
 from lib.regret import claims as regret_claims
 
 METHODS = ("MC-Dropout", "Deep Ensemble", "DDU", "Evidential")
+NEW_03 = ("03.f1-ddu", "03.f1-evidential", "03.f2-pgap", "03.f3-loss", "03.dinkelbach", "03.label-density",
+          "03.approximation")
 KEYS = {"mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble", "ddu": "DDU", "evidential": "Evidential"}
 
 
@@ -220,3 +222,22 @@ def test_every_claim_gets_a_verdict_on_the_executed_run(number):
     else:
         assert v["04.nn-cost"].verdict == OFFLINE and v["04.coverage-k"].ours == "not measured by this run"
         assert v["04.vote"].verdict in (UNDECIDED, FAILS) and "τ" in v["04.vote"].ours
+
+
+def test_a_run_of_fewer_methods_extractors_or_stages_leaves_the_new_claims_undecided_without_raising():
+    r = _results_03()
+    for name in ("ddu", "evidential"):
+        del r["table"][f"ce/{name}"], r["table"][f"zero_one/{name}"]
+        del r["proxy"][KEYS[name]], r["aurec_ranking"]["heads/ce"]["difference"][KEYS[name]]
+    r["label_density"] = {"ce/1": r["label_density"]["ce/1"], "ce/all": r["label_density"]["ce/10"]}
+    new = [c for c in regret_claims.CLAIMS if c.id in NEW_03]  # the older claims assume all four methods
+    v = {c.id: x for c, x in claims.judge(new, r)}
+    assert all(v[c].verdict == UNDECIDED and v[c].ours == "not measured by this run"
+               for c in ("03.f1-ddu", "03.f1-evidential", "03.f2-pgap", "03.f3-loss"))
+    assert v["03.label-density"].verdict == HOLDS  # "all" is the reference, not a draw
+    r = _results_04()
+    r["seed_compare"] = None
+    del r["vote"], r["toy"]["pixels/memorise-0.1"], r["toy"]["resnet56/memorise-0.1"]
+    v = _v(irs_claims, r)
+    assert all(v[c].verdict == UNDECIDED and v[c].ours == "not measured by this run"
+               for c in ("04.recall", "04.coverage-low", "04.diadm-everywhere", "04.vote"))

@@ -186,6 +186,7 @@ def _excess(ranking: Mapping[str, Any], method: str) -> str:
 def _f1_ddu(r: Mapping[str, Any]) -> Verdict:
     ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
     ddu, methods = PAPER_METHOD_NAMES["ddu"], list(proxy)
+    need(r, "aurec_ranking", "heads/ce", "difference", ddu), need(r, "proxy", ddu)  # a run without DDU
     far = {m: proxy[m]["far-OOD AuROC"] for m in methods}
     poor = _behind_best(ranking, ddu)
     ours = f"far-OOD AuROC {_ranked(far)}; {_excess(ranking, ddu)}"
@@ -205,6 +206,7 @@ def _f1_ddu(r: Mapping[str, Any]) -> Verdict:
 def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
     ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
     evidential, methods = PAPER_METHOD_NAMES["evidential"], list(proxy)
+    need(r, "aurec_ranking", "heads/ce", "difference", evidential), need(r, "proxy", evidential)
     paper = "; ".join(f"{c} {_ranked({PAPER_METHOD_NAMES[m]: PAPER_PROXY[m][i] for m in PAPER_PROXY})}"
                       for i, c in ((1, PROXIES[0]), (0, PROXIES[1]), (2, PROXIES[2])))
     ours = "; ".join(f"{c} {_ranked({m: proxy[m][c] for m in methods})}" for c in PROXIES)
@@ -278,7 +280,8 @@ def _density(r: Mapping[str, Any]) -> Verdict:
     by_loss: dict[str, dict[int, Mapping[str, float]]] = {}
     for key, row in rows.items():
         loss, k = key.split("/")
-        by_loss.setdefault(loss, {})[int(k)] = row
+        if k.isdigit():  # "all" is the reference, not a draw
+            by_loss.setdefault(loss, {})[int(k)] = row
     parts, changed = [], []
     for loss, ks in sorted(by_loss.items()):
         k0 = min(ks)
@@ -287,8 +290,8 @@ def _density(r: Mapping[str, Any]) -> Verdict:
             changed.append(loss)
         from_k = stable.get(loss)
         parts.append(f"{loss}: at k = {k0} τ {row['median_tau']:.2f} [{row['low']:.2f}, {row['high']:.2f}], same "
-                     f"order in {row['share_same']:.0%} of draws; stable from "
-                     + (f"k = {from_k}" if from_k is not None else "no k measured"))
+                     f"order in {row['share_same']:.0%} of draws; "
+                     + (f"stable from k = {from_k}" if from_k is not None else "stable at no k measured"))
     verdict = HOLDS if changed else FAILS
     return Verdict(verdict, "; ".join(parts),
                    "k of each image's ~51 CIFAR-10H annotations drawn as p*, the methods' AuReC ranking against the "
