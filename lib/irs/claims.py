@@ -157,7 +157,8 @@ def _toy_ratio(r: Mapping[str, Any], column: str, above: float, rule: str) -> Ve
     sides = [side_of(*cis[e], above=above) for e in names]
     verdict = HOLDS if all(s == HOLDS for s in sides) else FAILS if all(s == FAILS for s in sides) else UNDECIDED
     return Verdict(verdict, ours + "; intervals " + ", ".join(f"[{cis[e][0]:.2f}, {cis[e][1]:.2f}]" for e in names),
-                   f"{rule}; n = {n:,} per set")
+                   f"{rule}; n = {n:,} per set, each metric taken as a proportion of n images (their k-NN "
+                   "indicators are not independent, so the Wilson interval is approximate)")
 
 
 def _recall(r: Mapping[str, Any]) -> Verdict:

@@ -233,18 +233,18 @@ def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
     need(r, "table", "ce/evidential")
     rs = {name: need(r, "table", f"ce/{m}", "r_s(Â,Ê)") for name, m in names.items()}
     pgap = {name: need(r, "table", f"ce/{m}", "P-gap") for name, m in names.items()}
-    ci = {name: _fisher(rho, n) for name, rho in rs.items()}
-    below = [name for name in names if name != evidential and ci[name][1] < ci[evidential][0]]
-    premise = HOLDS if below else FAILS if all(ci[evidential][1] < ci[m][0] for m in names if m != evidential) \
-        else UNDECIDED
+    ci, wide = ({name: _fisher(rho, n, z) for name, rho in rs.items()} for z in (Z_95, Z_975))
+    above = [side_of(wide[evidential][0] - wide[m][1], wide[evidential][1] - wide[m][0])  # Evidential − m
+             for m in names if m != evidential]
+    premise = HOLDS if HOLDS in above else FAILS if above and all(s == FAILS for s in above) else UNDECIDED
     lowest_rs = min(rs, key=rs.get)
     ours = (f"CE P-gap {_ranked(pgap, higher_better=False)}; r_s(Â,Ê) of Evidential "
             f"{interval(rs[evidential], *ci[evidential])} (paper {_paper('ce', 'evidential', 'r_s(Â,Ê)')}), lowest "
             f"{lowest_rs} {interval(rs[lowest_rs], *ci[lowest_rs])}")
     rule = ("holds when Evidential's CE P-gap is decidedly the lowest (paired intervals) while its r_s(Â,Ê) lies "
-            "decidedly above another method's (Fisher-z 95 % over the test images): a more entangled estimate by "
-            "rank correlation with the better front; fails when another method's P-gap is decidedly lower or "
-            "Evidential's r_s(Â,Ê) is decidedly the lowest")
+            "decidedly above another method's (the difference of two Fisher-z intervals at 97.5 % over the test "
+            "images): a more entangled estimate by rank correlation with the better front; fails when another "
+            "method's P-gap is decidedly lower or Evidential's r_s(Â,Ê) is decidedly the lowest")
     pairs = r.get("pgap_pairs", {}).get("heads/ce")
     if pairs is None:
         return Verdict(FAILS if premise == FAILS else UNDECIDED, ours + " (P-gap without interval)",
