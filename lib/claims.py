@@ -11,7 +11,8 @@ interval, the verdict, and why. The verdicts are four, and a sentence anywhere s
 - **not testable offline**: what the claim needs is not on this machine (a model, a dataset, a GPU); `why` names it.
 
 A claim whose stage the run skipped (a preset that does not compute it) is *undecided* with "not measured by this
-run", never a guess. `ledger_list` renders a ledger for a notebook's last section and for the cross-paper page
+run", never a guess; so is a claim whose value no notebook records yet (`need_record`), and its `why` names the
+record that would decide it. `ledger_list` renders a ledger for a notebook's last section and for the cross-paper page
 (`lib.make.results` writes docs/results/claims.md from the executed notebooks).
 """
 
@@ -92,6 +93,25 @@ class NotMeasured(KeyError):
     """A result the claim reads is absent from the run (its preset skipped the stage)."""
 
 
+class NotRecorded(NotMeasured):
+    """A result no notebook records yet, though its run could measure it: `record` says what a notebook would
+    have to record for the claim to be decided."""
+
+    def __init__(self, path: str, record: str) -> None:
+        super().__init__(path)
+        self.record = record
+
+
+def need_record(results: Mapping[str, Any], *keys: str, record: str) -> Any:
+    """`need`, for a result no notebook records yet: NotRecorded naming `record` (what a notebook would record)."""
+    try:
+        return need(results, *keys)
+    except NotRecorded:
+        raise
+    except NotMeasured as err:
+        raise NotRecorded(err.args[0], record) from None
+
+
 def need(results: Mapping[str, Any], *keys: str) -> Any:
     """results[k1][k2]...; NotMeasured naming the path when the run did not record it (absent, None or empty)."""
     value: Any = results
@@ -113,6 +133,9 @@ def judge(claims: Iterable[Claim], results: Mapping[str, Any]) -> list[tuple[Cla
             continue
         try:
             verdict = claim.decide(results)
+        except NotRecorded as err:
+            verdict = Verdict(UNDECIDED, "not measured by this run", f"the notebook does not record {err.args[0]}; "
+                                                                    f"to decide it, it would record {err.record}")
         except NotMeasured as err:
             verdict = Verdict(UNDECIDED, "not measured by this run", f"this run did not record {err.args[0]} "
                                                                     "(its preset skips the stage)")

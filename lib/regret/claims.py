@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, need
-from lib.regret.experiment import PAPER_COLUMNS, PAPER_METHOD_NAMES, PAPER_TABLE
+from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of
+from lib.regret.experiment import PAPER_COLUMNS, PAPER_METHOD_NAMES, PAPER_PROXY, PAPER_TABLE
 
 PAPER_CE_ORDER = sorted(("mc_dropout", "ensemble", "ddu", "evidential"),
                         key=lambda m: PAPER_TABLE[("CIFAR-10H", "ce", m)][0])  # the paper's CE ranking, best first
@@ -115,6 +115,223 @@ def _truth_correlation(r: Mapping[str, Any]) -> Verdict:
                    "lower (the whole networks' temperature study moves it, notebook section on calibration)")
 
 
+# ------------------------------------------------------------------------------------------------------------
+# The findings F1-F3 (spec §1.4) and the stated limitations
+# ------------------------------------------------------------------------------------------------------------
+FISHER_SE = 1.03  # Fisher z of a Spearman correlation: se = 1.03 / sqrt(n - 3) (Fieller et al.)
+Z_95, Z_975 = 1.96, 2.241  # two intervals at 97.5 % each: their difference's interval holds 95 % (Bonferroni)
+F3_METHODS = ("mc_dropout", "ensemble", "ddu")  # the paper's ≈ 0.88 under CE (Evidential's is 0.293)
+PROXIES = ("far-OOD AuROC", "near-OOD AuROC", "AL NAUC")  # higher is better, as the paper's §1.3 table
+PROXY_RECORD = ("proxy_pairs: {\"heads/<column>\": {\"A − B\": [mean, lower, upper]}} for the far-OOD AuROC, "
+                "near-OOD AuROC and AL NAUC columns (paired bootstrap over the OOD and test images; AL over seeds)")
+
+
+def _fisher(rho: float, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The interval of a Spearman correlation of n pairs (Fisher z)."""
+    half = z * FISHER_SE / math.sqrt(n - 3)
+    return math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)
+
+
+def _pair(pairs: Mapping[str, Any], a: str, b: str) -> tuple[float, float, float]:
+    """(mean, lower, upper) of metric(a) − metric(b) from a record {"A − B": [mean, lower, upper]} of either order."""
+    if f"{a} − {b}" in pairs:
+        return tuple(pairs[f"{a} − {b}"])
+    mean, lower, upper = pairs[f"{b} − {a}"]
+    return -mean, -upper, -lower
+
+
+def _extreme(pairs: Mapping[str, Any], method: str, others, *, higher_better: bool, worst: bool = False) -> str:
+    """HOLDS when `method` is decidedly the best (or the worst) of `others` and itself, each paired difference's
+    interval on its side of 0; FAILS when another is decidedly better (worse) than it; else UNDECIDED."""
+    sign = (1 if higher_better else -1) * (-1 if worst else 1)
+    sides = []
+    for other in others:
+        if other != method:
+            mean, lower, upper = _pair(pairs, method, other)
+            sides.append(side_of(*sorted((sign * lower, sign * upper))))
+    return HOLDS if all(s == HOLDS for s in sides) else FAILS if FAILS in sides else UNDECIDED
+
+
+def _and(*verdicts: str) -> str:
+    """A claim of several parts: holds when every part holds, fails when one fails."""
+    return HOLDS if all(v == HOLDS for v in verdicts) else FAILS if FAILS in verdicts else UNDECIDED
+
+
+def _behind_best(ranking: Mapping[str, Any], method: str) -> str:
+    """HOLDS when `method` is decidedly behind the best AuReC (`aurec_ranking`: its excess over the best lies above
+    0), FAILS when it is decidedly the best, else UNDECIDED."""
+    if ranking["best"] != method:
+        return HOLDS if ranking["difference"][method][1] > 0 else UNDECIDED
+    lead = [d[1] for m, d in ranking["difference"].items() if m != method]
+    return FAILS if lead and min(lead) > 0 else UNDECIDED
+
+
+def _is_best(ranking: Mapping[str, Any], method: str) -> str:
+    verdict = _behind_best(ranking, method)
+    return {HOLDS: FAILS, FAILS: HOLDS}.get(verdict, UNDECIDED)
+
+
+def _ranked(values: Mapping[str, float], higher_better: bool = True) -> str:
+    order = sorted(values, key=values.get, reverse=higher_better)
+    return ", ".join(f"{m} {values[m]:.3f}" for m in order)
+
+
+def _excess(ranking: Mapping[str, Any], method: str) -> str:
+    if ranking["best"] == method:
+        return f"{method} best (CE AuReC {ranking['aurec'][method]:.3f})"
+    d = ranking["difference"][method]
+    return f"{method} +{d[0]:.3f} [{d[1]:.3f}, {d[2]:.3f}] CE AuReC over the best ({ranking['best']})"
+
+
+def _f1_ddu(r: Mapping[str, Any]) -> Verdict:
+    ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
+    ddu, methods = PAPER_METHOD_NAMES["ddu"], list(proxy)
+    need(r, "aurec_ranking", "heads/ce", "difference", ddu), need(r, "proxy", ddu)  # a run without DDU
+    far = {m: proxy[m]["far-OOD AuROC"] for m in methods}
+    poor = _behind_best(ranking, ddu)
+    ours = f"far-OOD AuROC {_ranked(far)}; {_excess(ranking, ddu)}"
+    pairs = r.get("proxy_pairs", {}).get("heads/far-OOD AuROC")
+    rule = ("holds when DDU's far-OOD AuROC is decidedly the best (paired intervals above 0) and its CE AuReC "
+            "decidedly behind the best (paired bootstrap over the test images); fails when either part is decided "
+            "against. Offline stand-ins for OpenOOD (MNIST and uniform noise, heads on frozen features); DDU on the "
+            "8 DCIC datasets is 03.dcic")
+    if pairs is None:
+        return Verdict(FAILS if poor == FAILS else UNDECIDED, ours + " (AuROC without interval)",
+                       f"{rule}; the AuROCs are recorded without an interval, so the OOD part is not decided: it "
+                       f"needs {PROXY_RECORD}")
+    best_far = _extreme(pairs, ddu, methods, higher_better=True)
+    return Verdict(_and(best_far, poor), ours, rule)
+
+
+def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
+    ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
+    evidential, methods = PAPER_METHOD_NAMES["evidential"], list(proxy)
+    need(r, "aurec_ranking", "heads/ce", "difference", evidential), need(r, "proxy", evidential)
+    paper = "; ".join(f"{c} {_ranked({PAPER_METHOD_NAMES[m]: PAPER_PROXY[m][i] for m in PAPER_PROXY})}"
+                      for i, c in ((1, PROXIES[0]), (0, PROXIES[1]), (2, PROXIES[2])))
+    ours = "; ".join(f"{c} {_ranked({m: proxy[m][c] for m in methods})}" for c in PROXIES)
+    ours += f"; {_excess(ranking, evidential)}"
+    best = _is_best(ranking, evidential)
+    rule = ("holds when Evidential is decidedly the worst at far- and near-OOD AuROC and at AL NAUC (paired "
+            "intervals) and decidedly the best CE AuReC (paired bootstrap over the test images); fails when a part is "
+            "decided against. Offline stand-ins for OpenOOD and OpenML-6 (heads on frozen features, one active-"
+            f"learning run); the paper's: {paper}")
+    all_pairs = r.get("proxy_pairs", {})
+    if not all(f"heads/{c}" in all_pairs for c in PROXIES):
+        return Verdict(FAILS if best == FAILS else UNDECIDED, ours + " (proxies without interval)",
+                       f"{rule}; the proxies are recorded without an interval, so their part is not decided: it "
+                       f"needs {PROXY_RECORD}")
+    worst = [_extreme(all_pairs[f"heads/{c}"], evidential, methods, higher_better=True, worst=True) for c in PROXIES]
+    return Verdict(_and(*worst, best), ours, rule)
+
+
+def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
+    table, n = need(r, "table"), need(r, "n_test")
+    evidential = PAPER_METHOD_NAMES["evidential"]
+    names = {PAPER_METHOD_NAMES[m]: m for m in ("mc_dropout", "ensemble", "ddu", "evidential")
+             if f"ce/{m}" in table}
+    need(r, "table", "ce/evidential")
+    rs = {name: need(r, "table", f"ce/{m}", "r_s(Â,Ê)") for name, m in names.items()}
+    pgap = {name: need(r, "table", f"ce/{m}", "P-gap") for name, m in names.items()}
+    ci, wide = ({name: _fisher(rho, n, z) for name, rho in rs.items()} for z in (Z_95, Z_975))
+    above = [side_of(wide[evidential][0] - wide[m][1], wide[evidential][1] - wide[m][0])  # Evidential − m
+             for m in names if m != evidential]
+    premise = HOLDS if HOLDS in above else FAILS if above and all(s == FAILS for s in above) else UNDECIDED
+    lowest_rs = min(rs, key=rs.get)
+    ours = (f"CE P-gap {_ranked(pgap, higher_better=False)}; r_s(Â,Ê) of Evidential "
+            f"{interval(rs[evidential], *ci[evidential])} (paper {_paper('ce', 'evidential', 'r_s(Â,Ê)')}), lowest "
+            f"{lowest_rs} {interval(rs[lowest_rs], *ci[lowest_rs])}")
+    rule = ("holds when Evidential's CE P-gap is decidedly the lowest (paired intervals) while its r_s(Â,Ê) lies "
+            "decidedly above another method's (the difference of two Fisher-z intervals at 97.5 % over the test "
+            "images): a more entangled estimate by rank correlation with the better front; fails when another "
+            "method's P-gap is decidedly lower or Evidential's r_s(Â,Ê) is decidedly the lowest")
+    pairs = r.get("pgap_pairs", {}).get("heads/ce")
+    if pairs is None:
+        return Verdict(FAILS if premise == FAILS else UNDECIDED, ours + " (P-gap without interval)",
+                       f"{rule}; the P-gap is recorded without an interval, so its part is not decided: it needs "
+                       "pgap_pairs: {\"heads/ce\": {\"A − B\": [mean, lower, upper]}} (a paired bootstrap of the "
+                       "P-gap over the test images, as aurec_ranking's)")
+    return Verdict(_and(_extreme(pairs, evidential, names, higher_better=False), premise), ours, rule)
+
+
+def _f3_loss(r: Mapping[str, Any]) -> Verdict:
+    n = need(r, "n_test")
+    parts, sides, near = [], [], 0
+    for method in F3_METHODS:
+        ce, zero_one = (need(r, "table", f"{loss}/{method}", "r_s(A*,E*)") for loss in ("ce", "zero_one"))
+        (ce_lo, ce_hi), (zo_lo, zo_hi) = _fisher(ce, n, Z_975), _fisher(zero_one, n, Z_975)
+        lower, upper = ce_lo - zo_hi, ce_hi - zo_lo
+        sides.append(side_of(lower, upper))
+        near += _fisher(zero_one, n)[0] <= _paper("zero_one", method, "r_s(A*,E*)") <= _fisher(zero_one, n)[1]
+        fall = interval(ce - zero_one, lower, upper)
+        parts.append(f"{PAPER_METHOD_NAMES[method]} {ce:.3f} → {zero_one:.3f}, fall {fall}")
+    paper = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS)
+    verdict = HOLDS if all(s == HOLDS for s in sides) else FAILS if FAILS in sides else UNDECIDED
+    return Verdict(verdict, "; ".join(parts),
+                   "the fall of each method's true r_s(A*,E*) from CE to 0/1 on the same test images, its interval the "
+                   "difference of two Fisher-z intervals at 97.5 % (95 % together, whatever their dependence); holds "
+                   f"when every fall lies above 0 (paper {paper}). The size differs: the CE level is 03.truth-"
+                   f"correlation's; the 0/1 level's 95 % interval covers the paper's value for {near} of "
+                   f"{len(F3_METHODS)} methods")
+
+
+def _density(r: Mapping[str, Any]) -> Verdict:
+    rows, stable = need(r, "label_density"), need(r, "label_density_stable_k")
+    by_loss: dict[str, dict[int, Mapping[str, float]]] = {}
+    for key, row in rows.items():
+        loss, k = key.split("/")
+        if k.isdigit():  # "all" is the reference, not a draw
+            by_loss.setdefault(loss, {})[int(k)] = row
+    parts, changed = [], []
+    for loss, ks in sorted(by_loss.items()):
+        k0 = min(ks)
+        row = ks[k0]
+        if row["low"] < 1:
+            changed.append(loss)
+        from_k = stable.get(loss)
+        parts.append(f"{loss}: at k = {k0} τ {row['median_tau']:.2f} [{row['low']:.2f}, {row['high']:.2f}], same "
+                     f"order in {row['share_same']:.0%} of draws; "
+                     + (f"stable from k = {from_k}" if from_k is not None else "stable at no k measured"))
+    verdict = HOLDS if changed else FAILS
+    return Verdict(verdict, "; ".join(parts),
+                   "k of each image's ~51 CIFAR-10H annotations drawn as p*, the methods' AuReC ranking against the "
+                   "one with all annotations (Kendall τ, central 90 % over the draws; stable: at least 90 % of the "
+                   "draws give the same order from that k on); holds when sparse labels reorder the methods (the "
+                   "interval at the sparsest k reaches below τ = 1 under some loss), fails when at the sparsest k it "
+                   "is τ = 1 under every loss (one label per image would do)"
+                   + (f"; they are reordered under {', '.join(changed)}" if changed else ""))
+
+
+def _approximation(r: Mapping[str, Any]) -> Verdict:
+    trend = need(r, "whole_width_trend")
+    slopes = {m: need(r, "whole_width_trend", m, "CE AuReC per accuracy point") for m in trend}
+    ours = "CE AuReC per accuracy point as the networks widen: " + ", ".join(
+        f"{m} {v:+.4f} ({need(r, 'whole_width_trend', m, 'widths')} widths)" for m, v in slopes.items())
+    rule = ("the whole networks at growing width (same data, recipe and seed): a regret that falls with capacity "
+            "holds an approximation part, which E* does not separate from the estimation part; holds when every "
+            "method's slope lies below 0 with its interval")
+    ci = r.get("whole_width_slope_ci")
+    if ci is None:
+        return Verdict(UNDECIDED, ours + " (one seed per width: no interval)",
+                       f"{rule}; one seed per width gives the slope no interval: it needs whole_width_slope_ci: "
+                       "{method: [slope, lower, upper]} over training seeds at each width")
+    sides = [side_of(-ci[m][2], -ci[m][1]) for m in slopes]
+    return Verdict(HOLDS if all(s == HOLDS for s in sides) else UNDECIDED, ours, rule)
+
+
+def _dinkelbach(r: Mapping[str, Any]) -> Verdict:
+    record = ("theorem_lp_by_problem: {loss: {problem: lib.regret.theorem_lp.lp_summary of that problem's rows}} "
+              "with the ratio problems P_Ri/rho and P_Re/rho (the second is not solved yet)")
+    found = {loss: [need_record(r, "theorem_lp_by_problem", loss, p, record=record) for p in ("P_Ri/rho", "P_Re/rho")]
+             for loss in need(r, "theorem_lp")}
+    ok = all(f["all_threshold_form"] and f["lambda_in_range"] for fs in found.values() for f in fs)
+    lams = [f[k] for fs in found.values() for f in fs for k in ("lambda_min", "lambda_max")]
+    return Verdict(HOLDS if ok else FAILS, f"{sum(f['problems'] for fs in found.values() for f in fs)} ratio "
+                                           f"problems: λ from the duals in [{min(lams):.3f}, {max(lams):.3f}]",
+                   "min Ri/ρ and min Re/ρ solved as LPs (Charnes–Cooper, HiGHS) with their Dinkelbach step's duals; "
+                   "holds when every optimum has the threshold form with λ in [½, 1]")
+
+
 _ORDER = ", ".join(PAPER_METHOD_NAMES[m] for m in PAPER_CE_ORDER)
 _TRUTH = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')}" for m in ("mc_dropout", "ensemble", "ddu")) + " (CE)"
 _APPA = f"AuReC {PAPER_TABLE[('APPA-REAL', 'squared', 'ensemble')][0]} (Deep Ensemble, squared loss)"
@@ -146,4 +363,28 @@ CLAIMS = (
     Claim("03.appa", "§1.2 table", "The APPA-REAL regression rows", _APPA,
           "AuReC on APPA-REAL", missing="needs APPA-REAL's face images (the notebook's synthetic-age stand-in "
                                         "replaces them)"),
+    Claim("03.f1-ddu", "§1.4 F1, §1.3 table", "DDU has the best far-OOD AuROC but poor regret",
+          f"far-OOD AuROC {PAPER_PROXY['ddu'][1]} (best), CE AuReC {PAPER_PROXY['ddu'][3]} (third of four)",
+          "far-OOD AuROC of the four methods on offline stand-ins, and DDU's CE AuReC behind the best",
+          decide=_f1_ddu),
+    Claim("03.f1-evidential", "§1.4 F1, §1.3 table",
+          "Evidential is the worst at OOD detection and active learning but the best at CE regret",
+          f"near/far AuROC {PAPER_PROXY['evidential'][0]} / {PAPER_PROXY['evidential'][1]}, AL NAUC "
+          f"{PAPER_PROXY['evidential'][2]} (all worst); CE AuReC {PAPER_PROXY['evidential'][3]} (best)",
+          "near- and far-OOD AuROC and AL NAUC on offline stand-ins, and the CE AuReC ranking", decide=_f1_evidential),
+    Claim("03.f2-pgap", "§1.4 F2", "Evidential has r_s(Â, Ê) = 0.999 yet the lowest CE Pareto-gap",
+          f"r_s(Â,Ê) {_paper('ce', 'evidential', 'r_s(Â,Ê)')}, P-gap {_paper('ce', 'evidential', 'P-gap')} (lowest)",
+          "CE P-gap of the four methods and their r_s(Â, Ê)", decide=_f2_pgap),
+    Claim("03.f3-loss", "§1.4 F3", "The true r_s(A*, E*) falls when the loss changes from CE to 0/1 (the paper: "
+          "from ≈ 0.88 to ≈ 0.21; the CE level is 03.truth-correlation's)",
+          " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS),
+          "r_s(A*, E*) of each method's decomposition under CE and under 0/1 loss", decide=_f3_loss),
+    Claim("03.dinkelbach", "§1.1 theorem", "By Dinkelbach's theorem the optimal selector keeps its form for the "
+          "selective ratios Ri/ρ and Re/ρ; only τ shifts", "a theorem (Dinkelbach)",
+          "the ratio problems solved as LPs on CIFAR-10H, each on its own", decide=_dinkelbach),
+    Claim("03.label-density", "§1.4 stated limitations", "The benchmark needs dense human soft labels", "stated",
+          "the CE and 0/1 AuReC rankings with p* from k annotations per image, over draws", decide=_density),
+    Claim("03.approximation", "§1.4 stated limitations", "Regret measured against an empirical p* mixes "
+          "approximation error with estimation error", "stated",
+          "the whole networks' CE AuReC as their width (capacity) grows at fixed data", decide=_approximation),
 )
