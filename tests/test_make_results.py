@@ -57,7 +57,7 @@ def test_a_wide_dict_of_rows_is_cut_into_tables_that_fit_the_column_and_keep_eve
     assert len(tables) > 1 and tables[0].startswith(f"| `wide` (1 of {len(tables)}) |")
     assert all(len(line) <= TABLE_CHARS for t in tables for line in t.splitlines())
     headers = [h.strip() for t in tables for h in t.splitlines()[0].split("|")[2:-1]]
-    assert headers == columns  # every column once, in order
+    assert headers == [c.replace("_", " ") for c in columns]  # every column once, in order, in a reader's words
     assert all(f"| row{r} |" in t for t in tables for r in range(3))  # every row in every part
     assert column_groups(10, {"a": 200, "b": 5}) == [["a"], ["b"]]  # a column wider than the budget stands alone
 
@@ -223,14 +223,17 @@ def test_a_list_the_notebook_named_the_columns_of_is_a_labelled_table_and_a_miss
 
     text = results.value_tables({"toy": {"resnet56/real": [1.01, 0.06, None], "pixels/real": [0.99, 1.6, 0.7]},
                                  COLUMNS_KEY: {"toy": ["irs_adj", "fid", "source_hit"]}})
-    assert "| `toy` | irs_adj | fid | source_hit |" in text
-    assert "| resnet56/real | 1.01 | 0.06 | — |" in text
+    assert "| `toy` | IRS_∞,a | FID | source hit |" in text  # the columns and rows in a reader's words
+    assert "| ResNet-56/real | 1.01 | 0.06 | — |" in text
     assert "None" not in text and "[1.01" not in text and COLUMNS_KEY not in text
+    flags = results.value_tables({"spaces": {"fourier": {"same_best": True, "fraction": 0.5}}})
+    assert "| Fourier | yes | 0.5 |" in flags and "True" not in flags
 
 
 RAW = {"a Python None": r"\bNone\b", "a NaN": r"\bnan\b", "a placeholder '?'": r"(?:from scratch|run in) \?",
        "a dict's repr": r"\{'", "a list of unrounded floats": r"\[-?\d+\.\d{6,}", "a 16-digit float": r"\d\.\d{12,}",
-       "an unrendered block": r"written by `make results` from the claims ledger\)"}
+       "an unrendered block": r"written by `make results` from the claims ledger\)",
+       "a Python bool in a table": r"\| (?:True|False) \|"}
 
 
 def test_no_generated_page_nor_the_readme_shows_a_placeholder_or_a_raw_dump():

@@ -40,6 +40,7 @@ from lib.glue import COLUMNS_KEY, IncompleteRun, read_complete_results, read_res
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
+from lib.tables import reader_name
 from lib.templates import PLACEHOLDER, TemplateError, findings_template, findings_text, render, split_template
 
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
@@ -49,6 +50,8 @@ VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that descri
 def _cell(value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, bool):  # a reader's words, not Python's
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list) and all(v is None or isinstance(v, (int, float)) for v in value):
@@ -84,7 +87,9 @@ def _rows_tables(name: str, rows: list[tuple[str, dict]]) -> list[str]:
     """A dict of rows as Markdown tables no wider than TABLE_CHARS: the columns cut into groups (`column_groups`),
     each group a table of every row, its header naming the part ("`name` (1 of 3)")."""
     cols = list(dict.fromkeys(c for _, v in rows for c in v))
-    cells = {c: [_cell(v.get(c, "")) for _, v in rows] for c in cols}
+    cells = {reader_name(c): [_cell(v.get(c, "")) for _, v in rows] for c in cols}
+    cols = list(cells)
+    rows = [(reader_name(str(k)), v) for k, v in rows]
     widths = {c: max(len(c), *(len(x) for x in cells[c])) for c in cols}
     groups = column_groups(max(len(f"`{name}` (1 of 9)"), *(len(str(k)) for k, _ in rows)), widths)  # the part label
     tables = []
@@ -114,7 +119,8 @@ def value_tables(results: Mapping[str, Any]) -> str:
         if all(isinstance(v, dict) for _, v in rows):
             parts += _rows_tables(name, rows)
         else:
-            parts.append(f"| `{name}` | value |\n|---|---|\n" + "\n".join(f"| {k} | {_cell(v)} |" for k, v in rows))
+            parts.append(f"| `{name}` | value |\n|---|---|\n"
+                         + "\n".join(f"| {reader_name(str(k))} | {_cell(v)} |" for k, v in rows))
     return "\n\n".join(parts)
 
 
