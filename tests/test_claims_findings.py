@@ -241,3 +241,18 @@ def test_a_run_of_fewer_methods_extractors_or_stages_leaves_the_new_claims_undec
     v = _v(irs_claims, r)
     assert all(v[c].verdict == UNDECIDED and v[c].ours == "not measured by this run"
                for c in ("04.recall", "04.coverage-low", "04.diadm-everywhere", "04.vote"))
+
+
+def test_the_conditional_claim_says_how_much_room_the_unconditional_arm_leaves():
+    """04.conditional: the direction decided over seeds, and the size's cause: 1 / IRS_∞,a of the unconditional arm
+    bounds the ratio a generator as diverse as the real data would reach."""
+    from lib.irs import claims as ic
+
+    key = "resnet56 / class − unconditional / log IRS_inf ratio"
+    seeds = {"mean": 0.15, "lower": 0.09, "upper": 0.22, "seeds": 3, "per seed": "0.147; 0.134; 0.186",
+             "verdict": "holds"}
+    one = {"mean": 0.06, "lower": -0.07, "upper": 0.19, "seeds": 1, "per seed": "0.06", "verdict": "undecided"}
+    record = {"gen_headline": {"extractor": "resnet56", "unconditional": [0.25, 2.0]}, "seed_compare": {key: seeds},
+              "gen_compare": {key: one}}
+    verdict = ic._conditional(record)
+    assert verdict.verdict == "holds" and "would be 4.0 times it" in verdict.why and "a ratio of 33" in verdict.why
