@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,20 @@ def test_the_conditional_claim_says_how_much_room_the_unconditional_arm_leaves()
               "gen_compare": {key: one}}
     verdict = ic._conditional(record)
     assert verdict.verdict == "holds" and "would be 4.0 times it" in verdict.why and "a ratio of 33" in verdict.why
+
+
+def test_the_zero_one_scale_claim_names_the_accuracy_the_papers_values_need():
+    """03.scale-zero-one: fails when every AuReC exceeds every paper value; the oracle ≈ mean E* · d / 2 gives the
+    disagreement d the paper's best value needs."""
+    from lib.regret import claims as rc
+
+    def table(aurec: float) -> dict:
+        methods = ("mc_dropout", "ensemble", "ddu", "evidential")
+        return {f"zero_one/{m}": {"AuReC": aurec, "oracle_AuReC": 0.011, "mean_E*": 0.14,
+                                  "accuracy_vs_argmax_p*": 0.835} for m in methods}
+
+    verdict = rc._scale_zero_one({"table": table(0.09)})
+    k = 0.14 / 0.165
+    needed = math.sqrt(2 * 0.003 / k)
+    assert verdict.verdict == "fails" and f"d ≤ {needed:.3f}" in verdict.why
+    assert rc._scale_zero_one({"table": table(0.01)}).verdict == "undecided"

@@ -109,7 +109,9 @@ def _conditional(r: Mapping[str, Any]) -> Verdict:
     """The direction over seeds (`_over_seeds`), and the measured cause of its size against the paper's: how much
     room the unconditional arm leaves (a generator as diverse as the real data has IRS_∞,a 1)."""
     verdict = _over_seeds(r, "class", "log IRS_inf ratio")
-    uncond = need(r, "gen_headline", "unconditional")[0]
+    uncond = (r["gen_headline"].get("unconditional") or [None])[0]
+    if not uncond:
+        return verdict
     return Verdict(verdict.verdict, verdict.ours,
                    verdict.why + f"; the size: the unconditional arm already reaches IRS_∞,a {uncond:.2f} (width 32), "
                    f"so even a generator as diverse as the real data would be {1 / uncond:.1f} times it, where the "
