@@ -34,7 +34,6 @@ from lib.params import check_choice, check_int
 from lib.progress import progress as progress_bar
 
 OPTIMISERS = ("adam", "sgd")
-SCHEDULES = ("constant", "cosine_epochs", "cosine_steps")
 # batch_loss(indices of the batch (b,) int64, epoch) -> the scalar loss to minimise
 BatchLoss = Callable[[torch.Tensor, int], torch.Tensor]
 

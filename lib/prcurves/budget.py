@@ -258,13 +258,6 @@ def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
                             for b, a in zip(below, ever_above)]}
 
 
-def read_studies(paths: list[Path]) -> list[dict]:
-    """The rows of several study CSVs, in order."""
-    if not paths:
-        raise ValueError("no study files given.")
-    return [row for path in paths for row in read_study(path)]
-
-
 def frontier_entry(complexity: int, budgets: tuple[int, ...], num_members: int) -> Entry:
     """The cache entry of one complexity's frontier rows, keyed by the study's whole spec."""
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))

@@ -147,19 +147,3 @@ def sample_member(model: nn.Module, num_samples: int, seed: int) -> np.ndarray:
     """(num_samples, 2) float32 samples of a trained member, in the ring's units, from `seed`."""
     generator = torch.Generator().manual_seed(derive_seed(seed, SAMPLES_STREAM))
     return (model.sample(num_samples, generator) * model.scale + model.shift).numpy().astype(np.float32)
-
-
-def family_ensemble(family: str, points: np.ndarray, *, base_seed: int, num_members: int, num_steps: int,
-                    batch_size: int, num_samples: int, settings: FamilySettings,
-                    progress: bool = False) -> dict[str, np.ndarray]:
-    """M members of `family` trained one after the other: {"samples": (M, num_samples, 2) float32, "history":
-    (M, epochs) float32 mean epoch losses, "parameters": (1,) the parameter count of a member}."""
-    samples, history = [], []
-    for i in range(num_members):
-        seed = member_seed(base_seed, family, i)
-        model, losses = train_member(family, points, seed=seed, num_steps=num_steps, batch_size=batch_size,
-                                     settings=settings, progress=progress)
-        samples.append(sample_member(model, num_samples, seed))
-        history.append(losses)
-    return {"samples": np.stack(samples), "history": np.stack(history),
-            "parameters": np.array([num_parameters(family, settings)])}
