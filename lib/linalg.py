@@ -17,6 +17,21 @@ def linear_fit(x: np.ndarray, y: np.ndarray) -> dict:
     return {"slope": float(slope), "intercept": float(intercept), "r2": float(r2)}
 
 
+def slope_interval(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """(slope, lower, upper) of the least-squares line of y on x, Student's t interval on n − 2 degrees of freedom
+    (the points taken as independent, with one noise variance)."""
+    from scipy.stats import t as student
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3:
+        raise ValueError(f"a slope's interval needs at least 3 points, got {len(x)}")
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    se = float(np.sqrt(resid @ resid / (len(x) - 2) / np.sum((x - x.mean()) ** 2)))
+    half = float(student.ppf(0.5 + level / 2, len(x) - 2)) * se
+    return float(slope), float(slope) - half, float(slope) + half
+
+
 @dataclass
 class PCA:
     """Principal components of rows x: (n, D): codes (x - mean) @ components.T, rows of `components` (k, D)

@@ -14,6 +14,7 @@ from typing import Any
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, side_of, t_interval
 from lib.crel.conditional import PAPER_SPREAD
 from lib.crel.experiment import PAPER_TABLE
+from lib.linalg import slope_interval
 
 COVERAGE_TOLERANCE = 0.02  # as notebook 04's ledger: a coverage "as stated" reaches above 1 - alpha - this
 ALPHA = 0.1  # the α of the paper's headline rows
@@ -116,19 +117,6 @@ def _area_par(r: Mapping[str, Any]) -> Verdict:
                    f"when it lies outside")
 
 
-def _slope(x: list[float], y: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(slope, lower, upper) of the least-squares line of y on x, Student's t with n − 2 degrees of freedom."""
-    import numpy as np
-    from scipy.stats import t as student
-
-    xa, ya = np.asarray(x, float), np.asarray(y, float)
-    b, a = np.polyfit(xa, ya, 1)
-    resid = ya - (a + b * xa)
-    se = float(np.sqrt(resid @ resid / (len(xa) - 2) / np.sum((xa - xa.mean()) ** 2)))
-    half = float(student.ppf(0.5 + level / 2, len(xa) - 2)) * se
-    return float(b), float(b) - half, float(b) + half
-
-
 def _runtime(r: Mapping[str, Any]) -> Verdict:
     import math
 
@@ -138,8 +126,8 @@ def _runtime(r: Mapping[str, Any]) -> Verdict:
 
         raise NotMeasured("runtime (at least three dimensions)")
     dims = sorted(runtime)
-    crel = _slope([math.log(d) for d in dims], [math.log(runtime[d][0]) for d in dims])
-    feldman = _slope(dims, [math.log(runtime[d][1]) for d in dims])
+    crel = slope_interval([math.log(d) for d in dims], [math.log(runtime[d][0]) for d in dims])
+    feldman = slope_interval(dims, [math.log(runtime[d][1]) for d in dims])
     linear = HOLDS if crel[2] < 1 else FAILS if crel[1] > 1 else UNDECIDED
     grows = side_of(feldman[1], feldman[2])
     verdict = HOLDS if (linear, grows) == (HOLDS, HOLDS) else FAILS if FAILS in (linear, grows) else UNDECIDED

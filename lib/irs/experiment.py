@@ -490,10 +490,11 @@ def e3_rows(config: IRSConfig, name: str, extracted: dict, generated: dict[str, 
         label = f"memorise-{g:g}"
         r = irs.retrieval_result(n_train, gen_idx[label], config.alpha_e)
         hit = float(np.mean(gen_idx[label] == generated[label]["sources"]))
+        adj = irs.adjusted_score(r, real)
         rows.append({"extractor": name, "g": g, "source_hit": hit, "irs_alpha": r["irs_alpha"],
                      "irs_inf": r["estimate"], "lower": r["lower"], "upper": r["upper"],
                      "covers_g": bool(r["lower"] <= g <= r["upper"]), "irs_inf_real": real["estimate"],
-                     "irs_adj": irs.adjusted_score(r, real)["estimate"]})
+                     "irs_adj": adj["estimate"], "irs_adj_lower": adj["lower"], "irs_adj_upper": adj["upper"]})
     return rows
 
 
