@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 # keys holding wall-clock times (a clock inside a list, as a record's "seconds" column, is compared like any value)
-CLOCK = re.compile(r"seconds|minutes|train min|runtime|elapsed|(^|_)times?($|_)|(^|_)s$|per_s$")
+CLOCK = re.compile(r"seconds|minutes|train min|runtime|elapsed|(^|_)times?($|_)|(^|_)s$|per_s$|_s_per_")
 RTOL, ATOL = 1e-6, 1e-12
+DIFFERING_SHOWN = 5  # the numeric leaves that differ most (relative), named in a comparison
 
 
 def _leaves(value: Any, where: str = "") -> Iterator[tuple[str, Any]]:
@@ -46,11 +47,12 @@ def _leaves(value: Any, where: str = "") -> Iterator[tuple[str, Any]]:
 def compare(fresh: Any, stored: Any) -> dict:
     """{"equal": every leaf the same (NaN equal to NaN), "max_abs", "max_rel" (over the numeric leaves), "worst"
     (where the largest relative difference is), "leaves" (how many were compared), "mismatched" (leaves whose
-    structure, shape or non-numeric value differs: named)}."""
+    structure, shape or non-numeric value differs: named), "differing" ([where, largest absolute, largest relative
+    difference] of the DIFFERING_SHOWN numeric leaves that differ most)}."""
     a, b = dict(_leaves(fresh)), dict(_leaves(stored))
     mismatched = sorted(set(a) ^ set(b))
     max_abs = max_rel = 0.0
-    worst, equal = "", not mismatched
+    worst, equal, differing = "", not mismatched, []
     for where in sorted(set(a) & set(b)):
         x, y = a[where], b[where]
         xa, ya = np.asarray(x), np.asarray(y)
@@ -70,6 +72,7 @@ def compare(fresh: Any, stored: Any) -> dict:
             diff = np.where(np.isnan(diff), np.inf, diff)
             scale = np.maximum(np.abs(xf), np.abs(yf))
             rel = np.where(same, 0.0, diff / np.maximum(scale, ATOL))
+            differing.append((where, float(diff.max()), float(rel.max())))
             if float(diff.max()) > max_abs:
                 max_abs = float(diff.max())
             if float(rel.max()) > max_rel:
@@ -78,7 +81,8 @@ def compare(fresh: Any, stored: Any) -> dict:
             mismatched.append(where)
             equal = False
     return {"equal": equal, "max_abs": max_abs, "max_rel": max_rel, "worst": worst or None,
-            "leaves": len(set(a) & set(b)), "mismatched": mismatched}
+            "leaves": len(set(a) & set(b)), "mismatched": mismatched,
+            "differing": [list(d) for d in sorted(differing, key=lambda d: -d[2])[:DIFFERING_SHOWN]]}
 
 
 def _same_object(x: Any, y: Any) -> bool:

@@ -523,7 +523,7 @@ def test_verify_compares_nested_results_leaf_by_leaf_without_clocks():
     a = {"rows": [{"auc": 0.5, "runtime_s": 1.0}], "w": np.ones(3), "name": "x", "seconds": 4.0}
     b = {"rows": [{"auc": 0.5, "runtime_s": 9.0}], "w": np.ones(3), "name": "x", "seconds": 1.0}
     assert compare(a, b) == {"equal": True, "max_abs": 0.0, "max_rel": 0.0, "worst": None, "leaves": 3,
-                             "mismatched": []}
+                             "mismatched": [], "differing": []}
     c = compare({**a, "w": np.array([1.0, 1.0, 1.5]), "name": "y"}, b)
     assert (c["equal"], c["max_abs"], c["worst"], c["mismatched"]) == (False, 0.5, "/w", ["/name"])
     assert compare({"w": np.ones(2)}, {"w": np.ones(3)})["mismatched"] == ["/w (shape (2,) against (3,))"]

@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                                       if k["mismatched"] else ""))
         print(f"{c['entry']}: recomputed in {c['seconds']:.1f} s; {k['leaves']} values compared, {what}: "
               f"{'within' if ok else 'NOT within'} rtol {args.rtol:g}")
+        for where, absolute, relative in k.get("differing", [])[:3] if not k["equal"] else []:
+            print(f"    {where}: {absolute:.3g} ({relative:.3g} relative)")
     return 1 if failed else 0
 
 
