@@ -39,10 +39,13 @@ LITERALS_KEY = ("workbook", "literals")
 
 def say(text: str) -> None:
     """Display `text` (Markdown, dedented and stripped) as the cell's output: `text/markdown` for front ends,
-    reports and books, the same text as `text/plain` for consoles."""
+    reports and books, the same text as `text/plain` for consoles. A generated set's short label in it ("class c32
+    100% w2") is said in words (`lib.tables.set_names`)."""
     from IPython.display import display
 
-    body = textwrap.dedent(text).strip()
+    from lib.tables import set_names
+
+    body = set_names(textwrap.dedent(text).strip())
     display({"text/markdown": body, "text/plain": body}, raw=True)
 
 

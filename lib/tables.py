@@ -130,6 +130,29 @@ _WORD = re.compile(r"[^\s/()+]+")
 _SNAKE = re.compile(r"[a-z][a-z0-9]+(?:_[A-Za-z0-9.*]+)+")  # not r_s or p_ood: one letter, then an index
 
 
+# A generated set's label (`lib.diffusion.family.GeneratedSet.label`: "class c32 48% w2", "diadm c32 100% held-out
+# cond.") and what it says: the arm, its width (channels), the share of the training budget, the guidance scale
+SET_LABEL = re.compile(r"\b(?P<arm>class|diadm|unconditional) c(?P<width>\d+) (?P<budget>[\d.]+)%"
+                       r"(?: w(?P<guidance>[\d.]+))?(?P<heldout> held-out cond\.)?")
+SET_ARMS = {"class": "class-conditional", "diadm": "DiADM", "unconditional": "unconditional"}
+
+
+def set_name(match: re.Match) -> str:
+    """A set label's reader name: "class-conditional, width 32, 48 % of the budget, guidance 2" (the full budget
+    unsaid), for prose and figures (`set_names`); tables keep the short label, which the notebooks explain."""
+    text = f"{SET_ARMS[match['arm']]}, width {match['width']}"
+    if float(match["budget"]) != 100:
+        text += f", {match['budget']} % of the budget"
+    if match["guidance"] is not None:
+        text += f", guidance {match['guidance']}"
+    return text + (", held-out conditions" if match["heldout"] else "")
+
+
+def set_names(text: str) -> str:
+    """`text` with every generated set's label in it said in words (`set_name`)."""
+    return SET_LABEL.sub(set_name, text)
+
+
 def reader_name(label: object) -> object:
     """`label` with each code name in it replaced by its READER_NAMES entry (a word not listed whose parts are joined
     by "_" shows them apart); a label that is not a string is returned as it is."""

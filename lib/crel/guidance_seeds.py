@@ -105,7 +105,7 @@ def comparison_rows(pair: PairOverSeeds) -> list[dict]:
     """One row per score: the difference per seed, its mean, interval, the seeds' spread, the training standard
     deviation it implies, and the verdict on "difference > 0"."""
     rows = []
-    for name, c in ((f"{im.MEAN}: w = 2 − w = 4", pair.mean), (f"{im.WORST}: w = 4 − w = 2", pair.crel)):
+    for name, c in ((f"{im.MEAN}, w2 − w4", pair.mean), (f"{im.WORST}, w4 − w2", pair.crel)):
         rows.append({"difference": name, "per seed": "; ".join(f"{e:+.4f}" for e in c.effects),
                      "sampling se": "; ".join(f"{e:.4f}" for e in c.sampling_se), "mean": c.mean,
                      "lower": c.lower, "upper": c.upper, "seeds": c.seeds,

@@ -12,6 +12,7 @@ from lib.crel.evaluation import DecodedSet
 from lib.data.banana import sample_y
 from lib.data.cifar10 import CLASSES
 from lib.plotting import PALETTE
+from lib.tables import set_names
 
 DECODED_LABEL = r"Dec($S^\gamma$ grid points)"  # the legend entry of the decoded grid points of the set
 
@@ -72,7 +73,7 @@ def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(
             row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=7, labelpad=1)
             for side in row[2 * k + 1].spines.values():
                 side.set(color="red", linewidth=1.5)
-        row[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+        row[0].set_ylabel(set_names(label).replace(", ", ",\n", 1), rotation=0, ha="right", va="center", fontsize=8)
     for k, c in enumerate(classes):
         axes[0][2 * k].set_title(CLASSES[c], fontsize=8, loc="left")
     fig.subplots_adjust(wspace=0.05, hspace=0.35, left=0.16, right=0.99, top=0.92, bottom=0.05)

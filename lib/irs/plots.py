@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from lib.plotting import PALETTE
+from lib.tables import set_names
 
 MARKERS = "os^vDP*Xhp<>"
 
@@ -41,7 +42,7 @@ def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
     features; one marker per generator, named in a single legend (no labels piled on the points)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for k, (label, row) in enumerate(table.iterrows()):
-        style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=label)
+        style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=set_names(label))
         for ax, x in zip(axes, ("fid", "recall", "coverage")):
             ax.scatter(row[x], row["irs_adj"], **style)
     for ax, x in zip(axes, ("FID (on these features)", "recall", "coverage")):
@@ -73,7 +74,8 @@ def generator_grid_figure(grids: dict[str, dict], train: np.ndarray, labels: lis
     for i, label in enumerate(labels):
         g = grids[label]
         pick = np.linspace(0, len(g["grid"]) - 1, count).round().astype(int)
-        for j, (images, title) in enumerate(((g["grid"][pick], label), (train[g["idx"][pick]], "nearest training"))):
+        named = set_names(label).replace(", ", ",\n", 1)  # the arm, then what sets it apart, on two lines
+        for j, (images, title) in enumerate(((g["grid"][pick], named), (train[g["idx"][pick]], "nearest training"))):
             ax = axes[2 * i + j]
             ax.imshow(np.concatenate(list(images), axis=1), interpolation="nearest")
             ax.set_xticks([])
