@@ -13,16 +13,16 @@ from lib.tables import set_names
 MARKERS = "os^vDP*Xhp<>"
 
 
-def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int) -> plt.Figure:
-    """Section 1: bias (+- sd) of IRS_inf and the coverage of its 90 % interval against n / N, one line per
-    true s / N. The x ticks are the simulated ratios only (no minor-tick labels to collide)."""
+def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int, nominal: float) -> plt.Figure:
+    """Section 1: bias (+- sd) of IRS_inf and the coverage of its interval (`nominal`: 1 - 2 alpha_e) against
+    n / N, one line per true s / N. The x ticks are the simulated ratios only (no minor-tick labels to collide)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for i, (truth, grp) in enumerate(sim.groupby("truth")):
         axes[0].errorbar(grp["ratio"], grp["bias"], yerr=grp["sd"], marker="o", capsize=3, color=PALETTE[i],
                          label=f"s / N = {truth:g}")
         axes[1].plot(grp["ratio"], grp["coverage"], marker="o", color=PALETTE[i], label=f"s / N = {truth:g}")
-    se = np.sqrt(0.9 * 0.1 / sim_reps)
-    axes[1].axhspan(0.9 - 2 * se, 0.9 + 2 * se, color="0.85", label="0.90 ± 2 binomial se")
+    se = np.sqrt(nominal * (1 - nominal) / sim_reps)
+    axes[1].axhspan(nominal - 2 * se, nominal + 2 * se, color="0.85", label=f"{nominal:.2f} ± 2 binomial se")
     axes[0].axhline(0, color="k", lw=0.8)
     ratios = sorted(sim["ratio"].unique())
     for ax in axes:
@@ -30,7 +30,7 @@ def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int) -> plt
         ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
         ax.xaxis.set_minor_formatter(NullFormatter())
     axes[0].set(xlabel="n / N", ylabel="bias of IRS_∞ (± sd)", title="MLE on simulated truth")
-    axes[1].set(xlabel="n / N", ylabel="coverage of the 90 % interval", ylim=(0.5, 1.02),
+    axes[1].set(xlabel="n / N", ylabel=f"coverage of the {nominal:.0%} interval", ylim=(0.5, 1.02),
                 title=f"interval coverage, N = {sim_n_train:,}")
     axes[1].legend(fontsize="small")
     fig.tight_layout()
