@@ -114,6 +114,7 @@ READER_NAMES: dict[str, str] = {
     "median_basin_std": "median sd in the best basin", "median_best_share": "median share in the best basin",
     "per_image": "per image", "lgm": "LGM",
     # 03: epistemic uncertainty and regret
+    "P_rho": "P_ρ", "P_Ri/rho": "P_Ri/ρ",
     "ce": "CE", "zero_one": "0/1", "mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble",
     "evidential": "Evidential", "ddu": "DDU", "AuReC_joint": "AuReC (joint)", "oracle_AuReC": "oracle AuReC",
     "mean_E*": "mean E*", "P-gap_ref_range": "P-gap (ref range)", "ties_A*": "ties of A*", "median_tau": "median τ",
@@ -171,10 +172,16 @@ def reader_name(label: object) -> object:
 
 
 def readable(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with READER_NAMES in its column and row labels and in their names (every level); its values and the
-    table itself are unchanged. The names of the row labels go to the header's corner cell ("method · x") when the
-    columns have one level and no name, instead of a header row of their own, empty but for them."""
+    """`table` with READER_NAMES in its column and row labels and in their names (every level) and "yes"/"no" for
+    its boolean columns; the table itself is unchanged. The names of the row labels go to the header's corner cell
+    ("method · x") when the columns have one level and no name, instead of a header row of their own, empty but for
+    them."""
     out = table.rename(index=reader_name, columns=reader_name)
+    flags = [c for c in out.columns if out[c].dtype == bool]  # a reader's yes/no, not Python's True/False
+    if flags:
+        out = out.astype({c: object for c in flags})
+        for c in flags:
+            out[c] = out[c].map({True: "yes", False: "no"})
     out.index.names = [reader_name(name) for name in out.index.names]
     out.columns.names = [reader_name(name) for name in out.columns.names]
     names = [str(name) for name in out.index.names if name is not None]

@@ -102,3 +102,15 @@ def test_readable_puts_the_row_labels_names_in_the_corner_instead_of_a_row_of_th
     pivot = table.copy()
     pivot.columns.name = "score"  # a named header keeps its name; the rows keep theirs
     assert readable(pivot).columns.name == "score" and list(readable(pivot).index.names) == ["method", "x"]
+
+
+def test_a_boolean_column_reads_yes_or_no_and_the_problems_their_greek_names():
+    import pandas as pd
+
+    from lib.tables import readable, reader_name
+
+    table = pd.DataFrame({"covers_g": [True, False], "irs_inf": [0.5, 0.6]}, index=["P_rho", "P_Ri/rho"])
+    shown = readable(table)
+    assert shown["covers g"].tolist() == ["yes", "no"] and shown.index.tolist() == ["P_ρ", "P_Ri/ρ"]
+    assert table["covers_g"].dtype == bool  # the table itself is unchanged
+    assert reader_name("P_Re") == "P_Re"
