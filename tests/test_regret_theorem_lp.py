@@ -78,5 +78,5 @@ def test_the_lp_table_summarises_each_loss_and_problem_over_its_budgets():
     table = lp_table(rows, {"ce": "CE"})
     assert list(table.index) == [("CE", "P_rho")]
     row = table.iloc[0]
-    assert row["budgets"] == 2 and row["max |LP − threshold| / LP"] == 0.004 and row["dual λ"] == "0.60–0.90"
+    assert row["budgets"] == 2 and row["max |LP − threshold| / LP"] == "0.400 %" and row["dual λ"] == "0.60–0.90"
     assert row["threshold form"] == "1 of 2" and row["most fractional rows"] == 2
