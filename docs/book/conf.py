@@ -47,6 +47,8 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
+html_js_files = ["zoom.js"]  # click a figure to see it at full size
+html_favicon = "_static/favicon.svg"
 templates_path = ["_templates"]
 html_additional_pages = {"index": "redirect-to-readme.html"}  # the site's front page is the README
 # no download button: it would offer the stripped source of a notebook page, not the executed copy shown
