@@ -547,3 +547,18 @@ def test_the_committed_cpu_layer_holds_what_moves_with_the_processor():
     al = sorted(n.rsplit("-", 1)[0] for n in names if n.startswith("al-"))
     assert al == sorted([f"al-{m}-epistemic-5000" for m in uq.METHODS] + ["al-ensemble-random-5000"])
     assert [n.rsplit("-", 1)[0] for n in names if n.startswith("pred-")] == ["pred-synth-ddu"]
+
+
+def test_proxy_pairs_bootstrap_the_ood_columns_on_the_same_images_for_every_method():
+    """`proxy_pairs`: a method that separates every OOD set from the test images is decidedly ahead of one that
+    scores at random (the interval above 0), and a copy of a method ties with it (every draw's difference is 0)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    perfect = {"id": rng.uniform(0, 1, n), **{s: rng.uniform(2, 3, n) for s in ("mnist", "blur")}}
+    noise = {"id": rng.uniform(0, 1, n), **{s: rng.uniform(0, 1, n) for s in ("mnist", "blur")}}
+    pairs = ex.proxy_pairs({"A": perfect, "B": noise, "C": dict(perfect)}, reps=200, seed=1)
+    assert set(pairs) == {"heads/near-OOD AuROC", "heads/far-OOD AuROC"}  # blur is near, mnist far
+    diff, lower, upper = pairs["heads/far-OOD AuROC"]["A − B"]
+    assert diff == pytest.approx(1 - ex.ood_aurocs(noise)["mnist"]) and lower > 0.3
+    assert pairs["heads/near-OOD AuROC"]["A − C"] == [0.0, 0.0, 0.0]
+    assert ex.ood_aurocs(perfect) == {"mnist": 1.0, "blur": 1.0}

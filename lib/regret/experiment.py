@@ -623,17 +623,54 @@ def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run) -> dict:
     return out
 
 
-def ood_aurocs(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict,
-               run: Run) -> dict:
-    """{set name: AuROC of the CE Ê separating that OOD set (positive) from the in-distribution inputs}; the
-    predictions cached on `run.device`."""
+def ood_scores(config: RegretConfig, method: str, trained: dict, id_inputs: torch.Tensor, ood: dict,
+               run: Run) -> dict[str, np.ndarray]:
+    """{"id": the CE Ê of each in-distribution input, set name: of each input of that OOD set}; the predictions
+    cached on `run.device`."""
 
     def score(inputs: torch.Tensor, label: str) -> np.ndarray:
         pred = method_prediction(config, method, trained, inputs, label=label, head=config.head, run=run)
         return acquisition_scores(method, pred, config.seed)
 
-    id_score = score(id_inputs, "ood-id")
-    return {name: auroc(negatives=id_score, positives=score(inputs, f"ood-{name}")) for name, inputs in ood.items()}
+    return {"id": score(id_inputs, "ood-id"), **{name: score(inputs, f"ood-{name}") for name, inputs in ood.items()}}
+
+
+def ood_aurocs(scores: dict[str, np.ndarray]) -> dict[str, float]:
+    """{set name: AuROC of Ê separating that OOD set (positive) from the in-distribution inputs} (`ood_scores`)."""
+    return {name: auroc(negatives=scores["id"], positives=s) for name, s in scores.items() if name != "id"}
+
+
+def proxy_pairs(scores: dict[str, dict[str, np.ndarray]], *, reps: int = 1000, seed: int = 0,
+                level: float = 0.95) -> dict[str, dict[str, list[float]]]:
+    """How sure the OOD columns of the proxy table are: {"heads/near-OOD AuROC", "heads/far-OOD AuROC": {"A − B":
+    [difference, lower, upper]}} for every pair of methods (`scores`: {method: `ood_scores`}, all on the same
+    images), the column being the mean AuROC over the sets of NEAR_OOD or FAR_OOD that were run (as
+    `proxy_summary`). A paired bootstrap: each draw resamples the in-distribution images and each OOD set's images
+    once, the same rows for every method; percentile intervals at `level`."""
+    names = list(scores)
+    sets = [s for s in next(iter(scores.values())) if s != "id"]
+    columns = {c: [s for s in sets if s in group] for c, group in (("near-OOD AuROC", NEAR_OOD),
+                                                                   ("far-OOD AuROC", FAR_OOD))}
+    columns = {c: group for c, group in columns.items() if group}
+    check_int("reps", reps, minimum=100)
+
+    def means(rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        aurocs = {m: {s: auroc(negatives=scores[m]["id"][rows["id"]], positives=scores[m][s][rows[s]])
+                      for s in sets} for m in names}
+        return {c: np.array([np.mean([aurocs[m][s] for s in group]) for m in names]) for c, group in columns.items()}
+
+    everything = {s: np.arange(len(scores[names[0]][s])) for s in ["id", *sets]}
+    point = means(everything)
+    rng = np.random.default_rng(seed)
+    draws = [means({s: rng.integers(0, len(rows), len(rows)) for s, rows in everything.items()}) for _ in range(reps)]
+    tail = 100 * (1 - level) / 2
+    out = {}
+    for c in columns:
+        d = np.array([draw[c] for draw in draws])
+        out[f"heads/{c}"] = {f"{a} − {b}": [float(point[c][i] - point[c][j]),
+                                            *np.percentile(d[:, i] - d[:, j], [tail, 100 - tail]).tolist()]
+                             for i, a in enumerate(names) for j, b in enumerate(names) if i < j}
+    return out
 
 
 NEAR_OOD, FAR_OOD = ("gaussian_noise", "blur"), ("mnist", "uniform_noise")
