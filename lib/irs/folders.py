@@ -25,7 +25,7 @@ import torch
 from lib.cache import cache_path
 from lib.cli import command_parser, write_outputs
 from lib.device import pick_device
-from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, get_extractor
+from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, Extractor, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
 from lib.params import check_choice, check_int, check_real
 from lib.run import Run
@@ -100,24 +100,36 @@ def iter_image_folder(root: str, image_size: int, batch: int = 256) -> Iterator[
         yield np.stack(buf)
 
 
+def folder_extractor(name: str, *, weights: str = "", image_size: int = 224,
+                     device: torch.device | str | None = None) -> Extractor:
+    """The extractor `name` with the options a folder command passes it: the user's weights and the image size
+    for swav / inception / dinov2, the image size for efficientnet_lite0, none for the others."""
+    options = {}
+    if name in WITH_USER_WEIGHTS:
+        options = {"weights": weights or None, "image_size": image_size}
+    elif name == "efficientnet_lite0":
+        options = {"image_size": image_size}
+    return get_extractor(name, device=device, **options)
+
+
+def folder_features(folder: str, ex: Extractor, image_size: int, *, label: str) -> np.ndarray:
+    """(n, dim) float32 features of every image under `folder` (`iter_image_folder`), cached per folder, its
+    listing and the extractor (`data/cache/04/folder-<extractor>-<label>-*`)."""
+    folder = str(Path(folder).resolve())
+    key = {"extractor": ex.key, "folder": folder, "image_size": image_size, "files": folder_listing(folder)}
+    path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{label}", key, ".npz")
+    return Run().npz(path, lambda: {"feats": ex.extract_batches(  # the cache alone
+        iter_image_folder(folder, image_size))})["feats"]
+
+
 def folder_score(s: FolderSettings, device: torch.device | str | None = None) -> dict:
     """IRS of a generator from three image folders: cached features (extracted on `device`, default CPU),
     then `image_retrieval_score` (equal n, every chunk of the generated set, no centring: the authors'
     unnormalised Euclidean 1-NN)."""
     validate(s)
-    options = {}
-    if s.extractor in WITH_USER_WEIGHTS:
-        options = {"weights": s.weights or None, "image_size": s.image_size}
-    elif s.extractor == "efficientnet_lite0":
-        options = {"image_size": s.image_size}
-    ex = get_extractor(s.extractor, device=device, **options)
-    feats = {}
-    for name in ("train_dir", "real_dir", "fake_dir"):
-        folder = str(Path(getattr(s, name)).resolve())
-        key = {"extractor": ex.key, "folder": folder, "image_size": s.image_size, "files": folder_listing(folder)}
-        path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{name}", key, ".npz")
-        feats[name] = Run().npz(path, lambda f=folder: {"feats": ex.extract_batches(  # the cache alone
-            iter_image_folder(f, s.image_size))})["feats"]
+    ex = folder_extractor(s.extractor, weights=s.weights, image_size=s.image_size, device=device)
+    feats = {name: folder_features(getattr(s, name), ex, s.image_size, label=name)
+             for name in ("train_dir", "real_dir", "fake_dir")}
     return image_retrieval_score(feats["train_dir"], feats["real_dir"], feats["fake_dir"][: s.n], s.alpha_e,
                                  center=False)
 

@@ -27,7 +27,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "lib.regret.regret_report", "lib.regret.decompose", "lib.regret.estimate", "lib.regret.regret_metrics",
         "lib.regret.aurec", "lib.regret.aurec_interval", "lib.regret.pareto_gap"),
     "04 · Image Retrieval Score": (
-        "lib.irs.irs_report", "lib.irs.image_retrieval_score", "lib.irs.irs_inf", "lib.irs.adjusted_score"),
+        "lib.irs.irs_report", "lib.irs.image_retrieval_score", "lib.irs.irs_inf", "lib.irs.adjusted_score",
+        "lib.irs.embed.embed_folders"),
     "Reading and writing the commands' files": ("lib.cli.read_arrays", "lib.cli.read_array", "lib.cli.write_outputs"),
 }
 HEADER = """# API reference
