@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -95,6 +96,20 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (np.floating, float)):
         return float(value) if np.isfinite(value) else None
     return value
+
+
+def check_out_folder(name: str, out: str | Path) -> Path:
+    """The output folder `out` of a command, checked before any work without creating it: not an existing file,
+    and its nearest existing parent a folder this process can write into. A ValueError names `name`."""
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name}={str(out)!r} is a file, not a folder for results.json and figure.png.")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name}={str(out)!r} cannot be written: {str(parent)!r} is not a writable folder.")
+    return path
 
 
 def write_outputs(out: str | Path, results: dict, fig=None) -> dict[str, Path]:

@@ -102,3 +102,19 @@ def test_read_arrays_reads_npy_and_npz_and_names_the_file_of_every_problem(tmp_p
     np.savez(tmp_path / "empty.npz")
     with pytest.raises(ValueError, match=r"--x: '.*empty\.npz' holds no array"):
         read_arrays(tmp_path / "empty.npz", name="--x")
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("lib.prcurves.own", ["--real", "x.npy", "--ensemble", "a", "y.npy"]),
+    ("lib.crel.own", ["--conditions", "x.npy", "--samples", "y.npy", "--reference", "z.npy"]),
+    ("lib.regret.own", ["--probs", "x.npy", "--soft-labels", "y.npy"]),
+    ("lib.irs.folders", ["--train", "a", "--real", "b", "--fake", "c"]),
+    ("lib.irs.embed", ["a"]),
+])
+def test_an_out_that_cannot_hold_the_results_is_refused_first(tmp_path, capsys, module, argv):
+    taken = tmp_path / "results"
+    taken.write_text("a file")
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(module).main([*argv, "--out", str(taken)])
+    assert stop.value.code == 2
+    assert re.search(r"--out='.*results' is a file, not a folder", capsys.readouterr().err)

@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from lib.cli import command_parser, read_array, write_outputs
+from lib.cli import check_out_folder, command_parser, read_array, write_outputs
 from lib.crel.embeddings import SIMILARITIES, crel_on_embeddings
 from lib.crel.hf_captioners import EmbeddingCReLSettings, random_folds
 from lib.crel.method import min_calibration_points
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     start = time.perf_counter()
     try:
+        check_out_folder("--out", a.out)
         check_int("--epochs", a.epochs, minimum=1)
         arrays = {name: read_array(getattr(a, name), name=f"--{name}") for name in ("conditions", "samples",
                                                                                      "reference")}

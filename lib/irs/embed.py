@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from lib.cache import atomic_write
-from lib.cli import command_parser
+from lib.cli import check_out_folder, command_parser
 from lib.device import pick_device
 from lib.irs.features import EXTRACTORS
 from lib.irs.folders import folder_extractor, folder_features, image_paths
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     start = time.perf_counter()
     try:
+        check_out_folder("--out", a.out)
         feats = embed_folders(a.folders, extractor=a.extractor, weights=a.weights, image_size=a.image_size,
                               device=pick_device(a.device, name="--device"))
     except ValueError as err:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from lib.cache import cache_path
-from lib.cli import command_parser, write_outputs
+from lib.cli import check_out_folder, command_parser, write_outputs
 from lib.device import pick_device
 from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, Extractor, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
@@ -209,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     start = time.perf_counter()
     try:
+        if a.out:
+            check_out_folder("--out", a.out)
         device = pick_device(a.device, name="--device")
         report = irs_report(train=a.train, real=a.real, fake=a.fake, extractor=a.extractor, weights=a.weights,
                             image_size=a.image_size, n=a.n, alpha_e=a.alpha_e, device=device)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from lib.cli import command_parser, read_arrays, write_outputs
+from lib.cli import check_out_folder, command_parser, read_arrays, write_outputs
 from lib.params import check_choice, check_int, check_percentiles, check_probability, check_seed
 from lib.prcurves.experiment import evaluation_sets
 from lib.prcurves.method import DUP_RECALL, as_points, default_k, ensemble_band, pr_curve, summarise
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     start = time.perf_counter()
     try:
+        check_out_folder("--out", a.out)
         real = read_arrays(a.real, name="--real")
         if len(real) != 1:
             raise ValueError(f"--real: {a.real!r} holds {len(real)} arrays; give one.")

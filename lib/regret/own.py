@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from lib.cli import command_parser, read_array, write_outputs
+from lib.cli import check_out_folder, command_parser, read_array, write_outputs
 from lib.params import check_choice, check_finite, check_int, check_real, check_seed
 from lib.progress import progress
 from lib.regret import method as regret
@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     start = time.perf_counter()
     try:
+        check_out_folder("--out", a.out)
         probs = read_probs(a.probs)
         soft = read_array(a.soft_labels, name="--soft-labels")
         score = None if a.score is None else read_array(a.score, name="--score")
