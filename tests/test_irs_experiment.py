@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -179,8 +180,9 @@ def test_paper_scale_folders_run_end_to_end(tmp_path, monkeypatch, capsys):
           "--extractor", "pixels", "--image-size", "32"])
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 30 and printed["fake"]["k_distinct"] == 5 and printed["real"]["k_distinct"] == 30
-    with pytest.raises(ValueError, match=r"fake_dir='.*missing' is not a folder"):
+    with pytest.raises(SystemExit):  # refused as a bad argument (usage, the message, exit status 2)
         main(["--train", str(dirs["train"]), "--real", str(dirs["real"]), "--fake", str(tmp_path / "missing")])
+    assert re.search(r"fake_dir='.*missing' is not a folder", capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("fractions", [[0.25, 0.55, 0.95], [0.5, 0.33], [0.15]])

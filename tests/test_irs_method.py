@@ -265,7 +265,18 @@ def test_all_synthetic_chunks_are_used():
     train, real, fake = rng.normal(size=(500, 6)), rng.normal(size=(200, 6)), rng.normal(size=(650, 6))
     r = irs.image_retrieval_score(train, real, fake)
     assert r["n"] == 200 and len(r["fake_chunks"]) == 3
-    assert r["adjusted"]["estimate"] == pytest.approx(np.mean([c["estimate"] for c in r["adjusted_chunks"]]))
+    assert r["adjusted_mean"] == pytest.approx(np.mean([c["estimate"] for c in r["adjusted_chunks"]]))
+
+
+def test_the_reported_adjusted_estimate_and_its_interval_are_of_one_chunk():
+    """With several chunks the estimate was their mean while its interval was the first chunk's."""
+    rng = np.random.default_rng(5)
+    train, real, fake = rng.normal(size=(500, 6)), rng.normal(size=(200, 6)), rng.normal(size=(650, 6)) * 0.7
+    r = irs.image_retrieval_score(train, real, fake)
+    first = irs.adjusted_score(r["fake_chunks"][0], r["real"])
+    assert r["adjusted"] == first and r["adjusted"]["lower"] <= r["adjusted"]["estimate"] <= r["adjusted"]["upper"]
+    assert r["fake"] == r["fake_chunks"][0]
+    assert len({c["estimate"] for c in r["adjusted_chunks"]}) > 1  # the chunks differ: a mean would not be chunk 0
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])

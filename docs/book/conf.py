@@ -30,7 +30,8 @@ extensions = [
 
 # The book's pages; everything else in the checkout is not a page (a link to such a file becomes a download).
 NOTEBOOK_PAGES = "notebooks/[0-9][0-9]_*.ipynb"
-GUIDES = ["docs/glossary.md", "docs/measurements.md", "docs/teaching.md", "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
+GUIDES = ["docs/own-models.md", "docs/api.md", "docs/glossary.md", "docs/measurements.md", "docs/teaching.md",
+          "docs/sweeps.md", "data/README.md", "benchmarks/README.md"]
 include_patterns = ["README.md", NOTEBOOK_PAGES, "docs/results/claims.md", "docs/results/[0-9][0-9]-*.md",
                     "docs/specs/*.md",
                     "results/*/*/README.md", *GUIDES]

@@ -4,7 +4,8 @@ captions experiment (`lib.crel.captions`) and the BLIP/GIT captioners (`lib.crel
 Per captioner: PCA of the condition x and of the sampled output embeddings (fitted on the LGM images), a CVAE
 on the PCA codes conditioned on PCA(x), DQR + calibration on one sample per image (S^gamma(x)), and the
 reliability score CReL(x) = min over z in S^gamma(x) of rho(PCA^-1(Dec(z; x)), reference) with
-rho = cosine similarity (CLIP-SIM with the image as reference, BERT-SIM with the ground-truth caption).
+rho = cosine similarity (CLIP-SIM with the image as reference, BERT-SIM with the ground-truth caption) by default,
+or another of SIMILARITIES.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from lib.linalg import PCA
 from lib.params import check_choice
 
 LGMS = ("cvae", "flow")
+# rho(y, reference), higher is better: the paper's cosine (CLIP-SIM, BERT-SIM), the inner product, and the negative
+# Euclidean distance (for outputs whose length means something, e.g. regression targets)
+SIMILARITIES = ("cosine", "dot", "neg_euclidean")
 
 
 def cosine_metric(pca_y: PCA):
@@ -29,6 +33,29 @@ def cosine_metric(pca_y: PCA):
     def metric(y_pred: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.cosine_similarity(pca_y.inverse_torch(y_pred), reference, dim=1)
     return metric
+
+
+def similarity_metric(pca_y: PCA, similarity: str):
+    """rho(PCA^-1(y), reference) for the PGD of CReL, one of SIMILARITIES (torch, differentiable, (B,))."""
+    check_choice("similarity", similarity, SIMILARITIES)
+    if similarity == "cosine":
+        return cosine_metric(pca_y)
+
+    def metric(y_pred: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+        y = pca_y.inverse_torch(y_pred)
+        return (y * reference).sum(1) if similarity == "dot" else -torch.linalg.vector_norm(y - reference, dim=1)
+    return metric
+
+
+def sample_similarities(samples: np.ndarray, reference: np.ndarray, similarity: str) -> np.ndarray:
+    """rho of each sampled output with its reference: samples (n, M, D), reference (n, D) -> (n, M) float64."""
+    check_choice("similarity", similarity, SIMILARITIES)
+    if similarity == "cosine":
+        return np.einsum("imd,id->im", samples, reference) / (
+            np.linalg.norm(samples, axis=2) * np.linalg.norm(reference, axis=1)[:, None])
+    if similarity == "dot":
+        return np.einsum("imd,id->im", samples, reference)
+    return -np.linalg.norm(samples - reference[:, None, :], axis=2)
 
 
 @dataclass(frozen=True)
@@ -74,17 +101,19 @@ def calibrated_crel(lgm_pairs: tuple[np.ndarray, np.ndarray], dqr_pairs: tuple[n
 
 @one_thread()  # its PCA, LGM, DQR and PGD moved with the thread count (CReL-BERT by 3e-4 on a small run)
 def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, folds: dict[str, np.ndarray],
-                       s: EmbeddingModelSettings) -> dict:
+                       s: EmbeddingModelSettings, *, similarity: str = "cosine") -> dict:
     """CReL of one captioner from embeddings.
 
     x: (n, p) condition per image (e.g. its CLIP image embedding or one of its captions); samples: (n, M, D)
     embedded sampled outputs; reference: (n, D) what rho compares with; folds: image indices "lgm", "dqr"
     (all M samples each), "cal" (the first sample) and "test" (scored). Coverage-Z is measured on the first
-    sample of each test image, which also starts the PGD.
+    sample of each test image, which also starts the PGD. similarity: rho, one of SIMILARITIES (the paper's cosine
+    by default).
     Returns {"mean_sim", "crel", "crel_per_x", "coverage_z", "gamma", "spread", "test_images", "worst_y",
     "model"}: worst_y (n_test, D) is PCA^-1 of the worst decoded output per test image.
     Runs at one CPU thread whatever `set_threads` chose (`lib.device.one_thread`): the same bits at any NUM_THREADS.
     """
+    check_choice("similarity", similarity, SIMILARITIES)
     lgm_i, dqr_i, cal_i, test_i = (np.asarray(folds[f]) for f in ("lgm", "dqr", "cal", "test"))
     if min(len(lgm_i), len(dqr_i), len(test_i)) < 1 or len(cal_i) < crel.min_calibration_points(s.alpha):
         raise ValueError(f"folds of {len(lgm_i)}/{len(dqr_i)}/{len(cal_i)}/{len(test_i)} images are too few "
@@ -97,10 +126,9 @@ def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray
 
     model = calibrated_crel(pairs(lgm_i), pairs(dqr_i), pairs(cal_i, 1), s)
     x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])
-    rel = model.reliability(x_te, ref, cosine_metric(pca_y), z_init=model.latent(x_te, first), starts=s.pgd_starts,
-                            steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
-    sims = np.einsum("imd,id->im", samples[test_i], ref) / (
-        np.linalg.norm(samples[test_i], axis=2) * np.linalg.norm(ref, axis=1)[:, None])
+    rel = model.reliability(x_te, ref, similarity_metric(pca_y, similarity), z_init=model.latent(x_te, first),
+                            starts=s.pgd_starts, steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
+    sims = sample_similarities(samples[test_i], ref, similarity)
     return {"mean_sim": float(sims.mean()), "sims": sims, "crel": float(rel["score"].mean()),
             "crel_per_x": rel["score"], "coverage_z": float(np.mean(model.contains(x_te, first))),
             "gamma": model.gamma, "spread": float(rel["spread"].mean()), "test_images": test_i,

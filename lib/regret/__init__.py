@@ -6,9 +6,10 @@ regression sandbox with a known p*(y | x); `whole`, whole networks (an airbench-
 method, and the compact form of their predictions; `store_whole`, the command that trains them into the cache and
 the conversion of their first stored files into the stored layer; `experiment`, presets, validation and the cached
 pipeline notebook 03 calls; `plots`, its figures that take more than a few lines (the width study); `theorem_lp`,
-the constrained problems as linear programs over all selectors; `density`, the label-density study (k annotators
-per image); `findings`, the facts notebook 03's reading cells state and their sentences; `claims`, the paper's
-claims and the verdicts the run decides (`lib.claims`). The paper's public
+the constrained problems as linear programs over all selectors; `density`, the label-density study (k annotators per
+image); `findings`, the facts notebook 03's reading cells state and their sentences; `claims`, the paper's claims
+and the verdicts the run decides (`lib.claims`). `own`, the evaluation on your own predictions, uncertainty score
+and soft labels: `regret_report` and the command `python -m lib.regret.own` (docs/own-models.md). The paper's public
 functions are re-exported here, so `lib.regret.<name>` keeps working.
 """
 
@@ -26,6 +27,7 @@ from lib.regret.method import (  # noqa: F401
     attainable_front,
     aurc,
     aurec,
+    aurec_interval,
     aurec_ranking,
     calibration,
     check_loss,
@@ -57,3 +59,12 @@ from lib.regret.method import (  # noqa: F401
     standardise,
     vacuity,
 )
+
+
+def __getattr__(name: str):
+    """`regret_report` on first use (`lib.regret.own` imports more than the paper's method needs)."""
+    if name == "regret_report":
+        from lib.regret.own import regret_report
+
+        return regret_report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.special import digamma, logsumexp
 from scipy.stats import spearmanr
 
-from lib.params import check_choice, check_finite, check_int, check_ndim, check_nonempty, check_nonnegative
+from lib.params import check_choice, check_finite, check_int, check_ndim, check_nonempty, check_nonnegative, check_real
 
 CLASSIFICATION_LOSSES = ("ce", "zero_one")
 REGRESSION_LOSSES = ("squared", "absolute")
@@ -553,6 +553,28 @@ def regret_metrics(A_hat: np.ndarray, E_hat: np.ndarray, A: np.ndarray, E: np.nd
         "oracle_AuReC": aurec(E, E, norm=norm, ties=ties),
         "mean_E*": float(np.mean(E)),
     }
+
+
+def aurec_interval(scores: np.ndarray, regret: np.ndarray, *, reps: int = 500, seed: int = 0, level: float = 0.95,
+                   norm: str = "selective", ties: str = "stable") -> dict:
+    """AuReC of the uncertainty `scores` (n,) against the regret (n,) with a percentile interval at `level` from a
+    bootstrap over the n points: the resampling of `aurec_ranking` (each draw takes n points with replacement from
+    a generator seeded `seed`), for one method. Returns {"estimate", "lower", "upper", "reps", "level"}."""
+    check_int("reps", reps, minimum=100)
+    check_real("level", level, low=0.0, high=1.0, open_low=True, open_high=True)
+    scores, regret = check_scores(scores), check_nonnegative("regret", regret)
+    if scores.shape != regret.shape:
+        raise ValueError(f"scores {scores.shape} and regret {regret.shape} must have the same shape.")
+    n = len(scores)
+    rng = np.random.default_rng(seed)
+    draws = np.empty(reps)
+    for r in range(reps):
+        i = rng.integers(0, n, n)
+        draws[r] = aurec(scores[i], regret[i], norm=norm, ties=ties)
+    tail = 100 * (1 - level) / 2
+    lower, upper = np.percentile(draws, [tail, 100 - tail])
+    return {"estimate": aurec(scores, regret, norm=norm, ties=ties), "lower": float(lower), "upper": float(upper),
+            "reps": reps, "level": level}
 
 
 def aurec_ranking(scores: dict[str, np.ndarray], regrets: dict[str, np.ndarray], *, reps: int = 500, seed: int = 0,
