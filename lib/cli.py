@@ -18,10 +18,10 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from lib.glue import to_jsonable
 from lib.params import check_finite
 
 
@@ -81,23 +81,6 @@ def read_array(path: str | Path, *, name: str) -> np.ndarray:
     return arrays[0]
 
 
-def to_jsonable(value: Any) -> Any:
-    """Arrays as lists, NumPy scalars as Python numbers, NaN and inf as None (JSON has neither), dict keys as str."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        return float(value) if np.isfinite(value) else None
-    return value
-
-
 def check_out_folder(name: str, out: str | Path) -> Path:
     """The output folder `out` of a command, checked before any work without creating it: not an existing file,
     and its nearest existing parent a folder this process can write into. A ValueError names `name`."""
@@ -121,7 +104,7 @@ def write_outputs(out: str | Path, results: dict, fig=None) -> dict[str, Path]:
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(results), indent=1, allow_nan=False)
+    text = json.dumps(to_jsonable(results), indent=1, allow_nan=False)  # lib.glue's: NaN as null, inf as "inf"
     written = {"json": atomic_write(folder / "results.json", lambda tmp: tmp.write_text(text + "\n")), "figure": None}
     if fig is not None:
         written["figure"] = atomic_write(folder / "figure.png", lambda tmp: fig.savefig(tmp, format="png", dpi=110,

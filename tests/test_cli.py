@@ -16,7 +16,7 @@ LIB = Path(lib.__file__).resolve().parent
 PAPERS = ("prcurves", "crel", "regret", "irs")
 COMMANDS = ("lib.prcurves.budget", "lib.prcurves.stored", "lib.regret.store_whole", "lib.irs.folders",
             "lib.crel.hf_captioners", "lib.irs.train_generators", "lib.irs.seed_study", "lib.prcurves.own",
-            "lib.crel.own", "lib.regret.own", "lib.irs.embed")
+            "lib.crel.own", "lib.regret.own", "lib.irs.embed", "lib.crel.guidance_seeds")
 OWN_MODELS = ("lib.prcurves.own", "lib.crel.own", "lib.regret.own", "lib.irs.folders")  # docs/own-models.md
 
 
