@@ -14,6 +14,8 @@ from notebook_runner import (
 )
 
 from lib.crel import experiment as ex
+from lib.crel import guidance_seeds as gs
+from lib.tables import set_names
 
 run = notebook_runner("02_crel_conformal_reliability.ipynb")
 
@@ -30,7 +32,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-collapse", "reading-guarantee", "reading-table", "reading-table-claims",
                          "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary",
-                         "reading-conditional", "reading-spread", "reading-l2i"}
+                         "reading-conditional", "reading-spread", "reading-l2i", "reading-l2i-seeds"}
     assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
     for lgm, shown, label in (("flow", "flow", "exact"), ("cvae", "CVAE", "decoded set")):
         row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]
@@ -44,9 +46,13 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert f"tail sanity {a['tail_sanity']:.2f} / {per_image:.2f}" in text["reading-tail"]
     ranking, real = r["label_to_image_ranking"], r["label_to_image"]["real held-out"]
     l2i_text = " ".join(text["reading-l2i"].split())
-    assert f"Mean ρ ranks *{ranking['best_mean']}* first" in l2i_text
+    assert f"Mean ρ ranks *{set_names(ranking['best_mean'])}* first" in l2i_text  # a set's label in words
     assert f"(Kendall τ between the rankings {ranking['tau']:.2f})" in l2i_text
     assert f"Real held-out images: mean ρ {real['mean']:.3f}, CReL-ρ {real['crel']:.3f}." in l2i_text
+    pair = gs.compare(gs.stored_record(gs.CHANNELS)[0])  # the committed seeds' record, whatever the preset
+    seeds_text = " ".join(text["reading-l2i-seeds"].split())
+    assert f"mean {pair.crel.mean:+.4f} [{pair.crel.lower:+.4f}, {pair.crel.upper:+.4f}]" in seeds_text
+    assert f"*{pair.crel.verdict}*" in seeds_text and f"{len(pair.seeds)} seeds" in seeds_text
 
 
 def test_smoke_run_records_the_synthetic_table(smoke):
