@@ -21,6 +21,7 @@ from lib.crel.flow import FlowSettings, train_flow
 from lib.device import one_thread
 from lib.linalg import PCA
 from lib.params import check_choice
+from lib.progress import progress as progress_bar
 
 LGMS = ("cvae", "flow")
 # rho(y, reference), higher is better: the paper's cosine (CLIP-SIM, BERT-SIM), the inner product, and the negative
@@ -101,14 +102,15 @@ def calibrated_crel(lgm_pairs: tuple[np.ndarray, np.ndarray], dqr_pairs: tuple[n
 
 @one_thread()  # its PCA, LGM, DQR and PGD moved with the thread count (CReL-BERT by 3e-4 on a small run)
 def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray, folds: dict[str, np.ndarray],
-                       s: EmbeddingModelSettings, *, similarity: str = "cosine") -> dict:
+                       s: EmbeddingModelSettings, *, similarity: str = "cosine", progress: bool = False) -> dict:
     """CReL of one captioner from embeddings.
 
     x: (n, p) condition per image (e.g. its CLIP image embedding or one of its captions); samples: (n, M, D)
     embedded sampled outputs; reference: (n, D) what rho compares with; folds: image indices "lgm", "dqr"
     (all M samples each), "cal" (the first sample) and "test" (scored). Coverage-Z is measured on the first
     sample of each test image, which also starts the PGD. similarity: rho, one of SIMILARITIES (the paper's cosine
-    by default).
+    by default). progress: a text bar over the two long steps (the LGM and DQR fits with the calibration, then the
+    worst cases' projected descent).
     Returns {"mean_sim", "crel", "crel_per_x", "coverage_z", "gamma", "spread", "test_images", "worst_y",
     "model"}: worst_y (n_test, D) is PCA^-1 of the worst decoded output per test image.
     Runs at one CPU thread whatever `set_threads` chose (`lib.device.one_thread`): the same bits at any NUM_THREADS.
@@ -124,10 +126,14 @@ def crel_on_embeddings(x: np.ndarray, samples: np.ndarray, reference: np.ndarray
         y = samples[idx] if k is None else samples[idx, :k]
         return np.repeat(pca_x.transform(x[idx]), y.shape[1], 0), pca_y.transform(y.reshape(-1, y.shape[2]))
 
+    bar = progress_bar(total=2, desc="CReL: fits, worst cases", enabled=progress)
     model = calibrated_crel(pairs(lgm_i), pairs(dqr_i), pairs(cal_i, 1), s)
+    bar.update()
     x_te, ref, first = pca_x.transform(x[test_i]), reference[test_i], pca_y.transform(samples[test_i, 0])
     rel = model.reliability(x_te, ref, similarity_metric(pca_y, similarity), z_init=model.latent(x_te, first),
                             starts=s.pgd_starts, steps=s.pgd_steps, lr=s.pgd_lr, seed=s.seed)
+    bar.update()
+    bar.close()
     sims = sample_similarities(samples[test_i], ref, similarity)
     return {"mean_sim": float(sims.mean()), "sims": sims, "crel": float(rel["score"].mean()),
             "crel_per_x": rel["score"], "coverage_z": float(np.mean(model.contains(x_te, first))),

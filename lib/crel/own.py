@@ -70,7 +70,7 @@ def check_folds(n: int, fractions: tuple[float, float, float], alpha: float) -> 
 
 def crel_report(*, conditions: np.ndarray, samples: np.ndarray, reference: np.ndarray, similarity: str = "cosine",
                 alpha: float = 0.1, fractions: tuple[float, float, float] = (0.4, 0.3, 0.2), num_worst: int = 5,
-                seed: int = 0, settings: EmbeddingCReLSettings | None = None) -> dict:
+                seed: int = 0, settings: EmbeddingCReLSettings | None = None, progress: bool = False) -> dict:
     """CReL of your own conditional generator from its sampled outputs (or their embeddings), as notebook 02's
     captions experiment scores captioners (`lib.crel.embeddings.crel_on_embeddings`, spec 02 §2.4-§2.5).
 
@@ -100,7 +100,8 @@ def crel_report(*, conditions: np.ndarray, samples: np.ndarray, reference: np.nd
     x, y, ref = check_inputs(conditions, samples, reference, similarity)
     check_folds(len(x), fractions, alpha)
     s = replace(settings or EmbeddingCReLSettings(), alpha=alpha, fractions=tuple(fractions), seed=seed)
-    res = crel_on_embeddings(x, y, ref, random_folds(len(x), s.fractions, s.seed), s, similarity=similarity)
+    res = crel_on_embeddings(x, y, ref, random_folds(len(x), s.fractions, s.seed), s, similarity=similarity,
+                             progress=progress)
     sims = res["sims"].mean(axis=1)
     rows = [{"index": int(i), "crel": float(c), "mean_similarity": float(m)}
             for i, c, m in zip(res["test_images"], res["crel_per_x"], sims)]
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         arrays = {name: read_array(getattr(a, name), name=f"--{name}") for name in ("conditions", "samples",
                                                                                      "reference")}
         report = crel_report(**arrays, similarity=a.similarity, alpha=a.alpha, num_worst=a.num_worst, seed=a.seed,
-                             settings=EmbeddingCReLSettings(epochs=a.epochs))
+                             settings=EmbeddingCReLSettings(epochs=a.epochs), progress=True)
     except ValueError as err:
         parser.error(str(err))
     report["seconds"] = round(time.perf_counter() - start, 2)
