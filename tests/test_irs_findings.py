@@ -113,10 +113,12 @@ def test_memoriser_facts_split_faithful_extractors_and_detect_over_correction():
     assert findings.memoriser_facts(memoriser_table(), ("resnet20", "pixels"))["over_corrects"] is False
 
 
-def test_memoriser_reading_names_the_spread_and_the_intervals():
+def test_memoriser_reading_names_the_spread_and_leaves_the_intervals_to_the_table():
     config = SimpleNamespace(preset="smoke", extractors=("pixels", "resnet20"), gen_n=250, mem_noise=0.02)
     text = findings.memoriser_reading(memoriser_table(), config)
-    assert "their own source on pixels (99 %): there IRS_∞ is pixels, g = 0.1: 0.100 [0.090, 0.110]" in text
+    assert ("their own source on pixels (99 %): there every interval of IRS_∞ covers g, as the model says it must "
+            "(the table above)") in text
+    assert "[0.090, 0.110]" not in text  # the intervals are the table's, not one long sentence's
     assert "On resnet20 (45 %) the retrievals spread" in text and "and no interval covers g." in text
     assert "0.25 for g = 0.1; 1.20 for g = 0.5, so it over-corrects." in text
 

@@ -195,24 +195,16 @@ def memoriser_facts(e3: pd.DataFrame, extractors: tuple[str, ...]) -> dict:
             "over_corrects": bool((first["irs_adj"] > first["g"]).all())}
 
 
-def _recovered(e3: pd.DataFrame, names: list[str]) -> str:
-    rows = e3[e3["extractor"].isin(names)]
-    return "; ".join(f"{r.extractor}, g = {r.g:g}: {r.irs_inf:.3f} [{r.lower:.3f}, {r.upper:.3f}]"
-                     for r in rows.itertuples())
-
-
 def memoriser_reading(e3: pd.DataFrame, config: Any) -> str:
     """E3's reading: on which extractors the copies retrieve their source, IRS_inf there, the adjusted score."""
     f = memoriser_facts(e3, config.extractors)
     faithful, spread, hits = f["faithful"], f["spread"], f["hits"]
     faithful_text = "" if not faithful else (
-        f": there IRS_∞ is {_recovered(e3, faithful)}, "
-        + ("every interval covering g, as the model says it must" if f["faithful_cover"] else
-           "not every interval covering g"))
+        ": there " + ("every interval of IRS_∞ covers g, as the model says it must" if f["faithful_cover"] else
+                      "not every interval of IRS_∞ covers g") + " (the table above)")
     spread_text = "" if not spread else (
         f"On {', '.join(f'{name} ({pct(hits[name])})' for name in spread)} the retrievals spread to "
-        f"neighbours ({_recovered(e3, spread)}), and {'not every' if f['spread_cover_any'] else 'no'} interval "
-        "covers g. ")
+        f"neighbours, and {'not every' if f['spread_cover_any'] else 'no'} interval covers g. ")
     faithful_hits = ", ".join(f"{name} ({pct(hits[name])})" for name in faithful) or "no extractor"
     return f"""
 **Reading** (`{config.preset}` preset, n = {config.gen_n:,} per set, pixel noise σ = {config.mem_noise:g}). The copies
