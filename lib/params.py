@@ -370,7 +370,7 @@ def _values(config: Any, paths: list[str]) -> str:
     values = [_setting(config, p) for p in paths]
     if all(v == values[0] for v in values):
         return _short(values[0])
-    return "; ".join(f"{p}: {_short(v, 24)}" for p, v in zip(paths, values))
+    return "; ".join(f"{p}: {_short(v, 24, 24)}" for p, v in zip(paths, values))
 
 
 def _setting(config: Any, path: str) -> Any:
@@ -379,9 +379,19 @@ def _setting(config: Any, path: str) -> Any:
     return config
 
 
-def _short(value: Any, width: int = 48) -> str:
-    """A setting's value as a table cell: tuples as lists, None as "None", cut at `width` characters."""
-    text = repr(list(value) if isinstance(value, tuple) else value)
+def _short(value: Any, width: int = 48, list_width: int = 72) -> str:
+    """A setting's value as a table cell: a list or tuple as its items in brackets, strings unquoted (as many as fit
+    in `list_width` characters, then how many there are in all), None as "None", anything else as its repr cut at
+    `width`."""
+    if isinstance(value, (list, tuple)):
+        items = [v if isinstance(v, str) else repr(list(v) if isinstance(v, tuple) else v) for v in value]
+        if len(", ".join(items)) + 2 <= list_width:
+            return f"[{', '.join(items)}]"
+        kept: list[str] = []
+        while len(", ".join([*kept, items[len(kept)]])) <= list_width - 18:
+            kept.append(items[len(kept)])
+        return f"[{', '.join(kept)}, …] ({len(items)} in all)"
+    text = repr(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
