@@ -59,22 +59,33 @@ def mark_worst(ax_z: plt.Axes, ax_y: plt.Axes, rel: dict) -> None:
 
 
 
-def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(range(10))) -> plt.Figure:
-    """One row per set (`lib.crel.images.generator_crel` results by label): for each class in `classes`, a typical
-    sample beside the decoded worst case of S^gamma(x) (framed), with CReL(x) under it."""
-    fig, axes = plt.subplots(len(results), 2 * len(classes), squeeze=False,
-                             figsize=(0.62 * 2 * len(classes), 0.8 * len(results) + 0.4))
-    for row, (label, r) in zip(axes, results.items()):
-        for k, c in enumerate(classes):
-            typical = r["typical_images"][np.flatnonzero(r["typical_labels"] == c)[0]]
-            for ax, image in ((row[2 * k], typical), (row[2 * k + 1], r["worst_images"][c])):
-                ax.imshow(image, interpolation="nearest")
-                ax.set_xticks([]), ax.set_yticks([])
-            row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=7, labelpad=1)
-            for side in row[2 * k + 1].spines.values():
-                side.set(color="red", linewidth=1.5)
-        row[0].set_ylabel(set_names(label).replace(", ", ",\n", 1), rotation=0, ha="right", va="center", fontsize=8)
-    for k, c in enumerate(classes):
-        axes[0][2 * k].set_title(CLASSES[c], fontsize=8, loc="left")
-    fig.subplots_adjust(wspace=0.05, hspace=0.35, left=0.16, right=0.99, top=0.92, bottom=0.05)
+def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(range(10)),
+                     per_row: int = 5) -> plt.Figure:
+    """One row per set (`lib.crel.images.generator_crel` results by label) and block of `per_row` classes (the blocks
+    stacked, so that the figure stays narrow enough to read at the page's width): for each class, a typical sample
+    beside the decoded worst case of S^gamma(x) (framed), with CReL(x) under it."""
+    blocks = [classes[i:i + per_row] for i in range(0, len(classes), per_row)]
+    width = max(len(b) for b in blocks)
+    fig, axes = plt.subplots(len(results) * len(blocks), 2 * width, squeeze=False,
+                             figsize=(0.95 * 2 * width + 1.8, 1.2 * len(results) * len(blocks) + 0.6))
+    for b, block in enumerate(blocks):
+        for i, (label, r) in enumerate(results.items()):
+            row = axes[b * len(results) + i]
+            for k in range(width):
+                if k >= len(block):
+                    row[2 * k].axis("off"), row[2 * k + 1].axis("off")
+                    continue
+                c = block[k]
+                typical = r["typical_images"][np.flatnonzero(r["typical_labels"] == c)[0]]
+                for ax, image in ((row[2 * k], typical), (row[2 * k + 1], r["worst_images"][c])):
+                    ax.imshow(image, interpolation="nearest")
+                    ax.set_xticks([]), ax.set_yticks([])
+                row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=9, labelpad=1)
+                for side in row[2 * k + 1].spines.values():
+                    side.set(color="red", linewidth=1.5)
+                if i == 0:
+                    row[2 * k].set_title(CLASSES[c], fontsize=10, loc="left")
+            row[0].set_ylabel(set_names(label).replace(", ", ",\n"), rotation=0, ha="right", va="center",
+                              fontsize=9)
+    fig.subplots_adjust(wspace=0.05, hspace=0.45, left=0.14, right=0.99, top=0.95, bottom=0.03)
     return fig
