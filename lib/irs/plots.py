@@ -16,7 +16,7 @@ MARKERS = "os^vDP*Xhp<>"
 def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int, nominal: float) -> plt.Figure:
     """Section 1: bias (+- sd) of IRS_inf and the coverage of its interval (`nominal`: 1 - 2 alpha_e) against
     n / N, one line per true s / N. The x ticks are the simulated ratios only (no minor-tick labels to collide)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")  # room for the figure title
     for i, (truth, grp) in enumerate(sim.groupby("truth")):
         axes[0].errorbar(grp["ratio"], grp["bias"], yerr=grp["sd"], marker="o", capsize=3, color=PALETTE[i],
                          label=f"s / N = {truth:g}")
@@ -33,14 +33,13 @@ def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int, nomina
     axes[1].set(xlabel="n / N", ylabel=f"coverage of the {nominal:.0%} interval", ylim=(0.5, 1.02),
                 title=f"interval coverage, N = {sim_n_train:,}")
     axes[1].legend(fontsize="small")
-    fig.tight_layout()
     return fig
 
 
 def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
     """Section 4: IRS_inf,a of every toy generator against FID, recall and coverage on one extractor's
     features; one marker per generator, named in a single legend (no labels piled on the points)."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, layout="constrained")  # room for the title
     for k, (label, row) in enumerate(table.iterrows()):
         style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=set_names(label))
         for ax, x in zip(axes, ("fid", "recall", "coverage")):
@@ -50,7 +49,6 @@ def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
     axes[0].set_ylabel("IRS_∞,a")
     axes[1].set_title(f"toy generators on {extractor} features")
     axes[2].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="generator")
-    fig.tight_layout()
     return fig
 
 
@@ -87,7 +85,7 @@ def generator_grid_figure(grids: dict[str, dict], train: np.ndarray, labels: lis
 
 def generator_trend_figure(trends: dict, extractor: str) -> plt.Figure:
     """Section 5: IRS_inf,a (left) and FID (right) of each arm against the fraction of the training budget."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")  # room for the figure title
     for i, (arm, points) in enumerate(sorted(trends["fractions"].items())):
         fractions = sorted(points)
         for ax, k in zip(axes, (0, 1)):
@@ -97,5 +95,4 @@ def generator_trend_figure(trends: dict, extractor: str) -> plt.Figure:
     for ax in axes:
         ax.set_xlabel("fraction of the training budget")
     axes[1].legend(title=f"{extractor} features")
-    fig.tight_layout()
     return fig
