@@ -82,13 +82,13 @@ def resolved_table(config: Any, presets: Mapping[str, Any], namespace: Mapping[s
 
 def labelled(table: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     """`table` with its columns `by` as the row labels, drawn without a header row of their own (pandas gives index
-    names one, empty but for them): one label column's name moves to the header's corner cell; the names of
-    several are dropped, their values saying what they are ("paired_t", "bh")."""
+    names one, empty but for them): their names move to the header's corner cell ("s_true · n"), so that no label
+    column is left unnamed."""
     out = table.set_index(by)
     if isinstance(by, str):
         out.columns.name, out.index.name = by, None
     else:
-        out.index.names = [None] * len(by)
+        out.columns.name, out.index.names = " · ".join(by), [None] * len(by)
     return out
 
 

@@ -206,6 +206,4 @@ def lp_table(rows: list[dict], loss_names: Mapping[str, str] | None = None) -> p
                     "dual λ": f"{lams.min():.2f}–{lams.max():.2f}" if len(lams) else "",
                     "threshold form": f"{int(group['threshold_form'].sum())} of {len(group)}",
                     "most fractional rows": int(group["fractional"].max())})
-    table = pd.DataFrame(out).set_index(["loss", "problem"])
-    table.index.names = [None, None]
-    return table
+    return pd.DataFrame(out).set_index(["loss", "problem"])  # the names go to the corner cell when shown
