@@ -70,10 +70,10 @@ def test_k_out_of_range_is_refused():
 
 
 def test_backend_choice_follows_dimension_and_size():
-    """A k-d tree in low dimension, faiss's brute force otherwise."""
+    """A k-d tree in low dimension, a float32 GEMM brute force otherwise."""
     assert knn.choose_backend(2, 50_000) == "kdtree" and knn.choose_backend(knn.KDTREE_MAX_DIM, 1_000) == "kdtree"
-    assert knn.choose_backend(knn.KDTREE_MAX_DIM + 1, 50_000) == "faiss" and knn.choose_backend(512, 10**6) == "faiss"
-    assert knn.choose_backend(2, knn.KDTREE_MIN_BASE - 1) == "faiss"
+    assert knn.choose_backend(knn.KDTREE_MAX_DIM + 1, 50_000) == "gemm" and knn.choose_backend(512, 10**6) == "gemm"
+    assert knn.choose_backend(2, knn.KDTREE_MIN_BASE - 1) == "gemm"
     assert knn.choose_backend(512, 10, "kdtree") == "kdtree"
     with pytest.raises(ValueError, match="backend='ball'"):
         knn.exact_knn(np.zeros((2, 2)), np.zeros((3, 2)), 1, backend="ball")
@@ -88,19 +88,20 @@ def lattice_or_continuous(kind, dim, rng):
 @pytest.mark.parametrize("kind", ["lattice", "continuous"])
 @pytest.mark.parametrize("dim", [2, 3])
 @pytest.mark.parametrize("k, margin", [(1, 16), (30, 0), (45, 16)])
-def test_kdtree_and_faiss_give_identical_neighbours_and_counts(kind, dim, k, margin):
-    """Exact either way: the same neighbour indices (ties by lower index), the same float64 radii and
+def test_every_backend_gives_identical_neighbours_and_counts(kind, dim, k, margin):
+    """Exact every way: the same neighbour indices (ties by lower index), the same float64 radii and
     the same per-group counts (every point at the k-th distance counted) as brute force."""
     rng = np.random.default_rng(dim * 100 + k)
     base, queries = lattice_or_continuous(kind, dim, rng)
     groups = rng.integers(0, 3, len(base))
-    knns = {b: knn.exact_knn(queries, base, k, margin=margin, backend=b) for b in ("faiss", "kdtree")}
+    knns = {b: knn.exact_knn(queries, base, k, margin=margin, backend=b) for b in ("gemm", "faiss", "kdtree")}
     counts = {b: knn.neighbourhood_counts(queries, base, groups, k, margin=margin, backend=b)
-              for b in ("faiss", "kdtree")}
-    for key in ("indices", "distances"):
-        np.testing.assert_array_equal(knns["kdtree"][key], knns["faiss"][key])
-    for key in ("radius", "counts"):
-        np.testing.assert_array_equal(counts["kdtree"][key], counts["faiss"][key])
+              for b in ("gemm", "faiss", "kdtree")}
+    for other in ("gemm", "faiss"):
+        for key in ("indices", "distances"):
+            np.testing.assert_array_equal(knns["kdtree"][key], knns[other][key])
+        for key in ("radius", "counts"):
+            np.testing.assert_array_equal(counts["kdtree"][key], counts[other][key])
     dist, idx = brute_knn(queries, base, k)
     np.testing.assert_array_equal(knns["kdtree"]["indices"], idx)
     radius, brute = brute_counts(queries, base, groups, k)
