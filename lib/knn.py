@@ -82,20 +82,14 @@ def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndar
     return np.asarray(queries, np.float64) - center, base_c
 
 
-def _rows_per_chunk(requested: int | None, width: int, dim: int, budget_bytes: int = 1 << 27) -> int:
-    """Query rows per chunk so that a (rows, width, dim) float64 temporary stays within the budget."""
-    fit = max(1, budget_bytes // (8 * width * dim))
-    return min(fit, requested) if requested else min(fit, 4096)
-
-
 def _sq_norms(x: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", x, x)
 
 
 def _augmented(x: np.ndarray, *extra) -> np.ndarray:
-    """float32 [x, extra columns, zeros]: (n, D + len(extra)) padded to a multiple of 16 columns; an extra is a
+    """float32 [x, extra columns, zeros]: (n, D + len(extra)) padded to a multiple of 4 columns; an extra is a
     scalar or an (n,) array."""
-    width = -(-(x.shape[1] + len(extra)) // 16) * 16
+    width = -(-(x.shape[1] + len(extra)) // 4) * 4
     out = np.zeros((len(x), width), np.float32)
     out[:, : x.shape[1]] = x
     for j, column in enumerate(extra):
@@ -108,32 +102,34 @@ class _CandidateSearch:
 
     "gemm": float32 ||x||^2 - 2 q.x, one BLAS product per block of queries, then `torch.topk`; "faiss": faiss's
     float32 brute force; "kdtree": a cKDTree (float64). A call returns the candidates' indices (nq, num) and
-    `last` (nq,) float64: no base point outside the candidates has a smaller approximate squared distance.
-    `error(q_norm, reach)` bounds |approximate - exact| for base points of norm <= reach: the bound grows with
-    the norms of the pair, not with the largest norm of the base, so heavy-tailed outliers do not widen it.
+    their approximate squared distances (nq, num) float64: no base point outside the candidates has a smaller one
+    than the largest of its row. `error(q_norm, reach)` bounds |approximate - exact| for base points of norm <=
+    reach: the bound grows with the norms of the pair, not with the largest norm of the base, so heavy-tailed
+    outliers do not widen it. `norms` (N,): the base points' norms.
     """
 
     def __init__(self, base_c: np.ndarray, backend: str):
         self.backend = choose_backend(base_c.shape[1], len(base_c), backend)
         self.dim = base_c.shape[1]
+        self.norms = np.sqrt(_sq_norms(base_c))
         if self.backend == "kdtree":
             self.tree = cKDTree(base_c, balanced_tree=False, compact_nodes=False)
             self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
         elif self.backend == "faiss":
             self.base32 = base_c.astype(np.float32)
         else:  # [x, ||x||^2]: one GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x, no pass over the (nq, N) block after it
-            self.base32 = _augmented(base_c, _sq_norms(base_c), 1.0)
+            self.base32 = _augmented(base_c, _sq_norms(base_c))
 
     def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
         if self.backend == "kdtree":
             dist, idx = self.tree.query(q, k=num, workers=self.workers)
-            return idx.reshape(len(q), num).astype(np.int64), dist.reshape(len(q), num)[:, -1] ** 2
+            return idx.reshape(len(q), num).astype(np.int64), dist.reshape(len(q), num) ** 2
         if self.backend == "faiss":
             sq, idx = knn_search(q, self.base32, num)
-            return idx, sq[:, -1].astype(np.float64)
+            return idx, sq.astype(np.float64)
         approx = np.matmul(_augmented(-2.0 * q, 1.0), self.base32.T)  # numpy's BLAS: plain float32 arithmetic
         values, idx = torch.topk(torch.from_numpy(approx), num, dim=1, largest=False, sorted=False)
-        return idx.numpy(), _sq_norms(q) + values.numpy().max(axis=1)
+        return idx.numpy(), _sq_norms(q)[:, None] + values.numpy()
 
     def error(self, q_norm: np.ndarray, reach: np.ndarray) -> np.ndarray:
         """Worst case, twice over, u = 2^-24: gemm (D + 4) u (|q| + |x|)^2 (the accumulation of D + 1 products,
@@ -148,24 +144,40 @@ class _CandidateSearch:
 def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearch, k: int, margin: int):
     """Float64 squared distances (nq, k + margin) to the candidates of `search`, sorted by (distance, index),
     their indices, and a per-row flag, True where a point outside the candidates might lie within the k-th
-    distance (ties at it included). Elsewhere every point within the k-th distance is a candidate."""
+    distance (ties at it included). Elsewhere every point within the k-th distance is a candidate. Candidates
+    whose error bounds put them beyond the k-th distance are not refined: their distance is inf."""
     if not 1 <= k <= len(base_c):
         raise ValueError(f"k={k} must lie in [1, {len(base_c)}] (the number of base points).")
     num = min(k + margin, len(base_c))
     if num == len(base_c):  # every point is a candidate
-        idx, last = np.broadcast_to(np.arange(num), (len(q), num)), None
+        idx = np.broadcast_to(np.arange(num), (len(q), num))
+        rows, cols = np.nonzero(np.ones(idx.shape, bool))
     else:
-        idx, last = search(q, num)
-    diff = q[:, None, :] - base_c[idx]
-    sq, idx = _stable_by_index(np.einsum("ijd,ijd->ij", diff, diff), idx)
-    if last is None:
+        idx, approx = search(q, num)
+        q_norm = np.sqrt(_sq_norms(q))
+        err = search.error(q_norm[:, None], search.norms[idx])
+        kth_upper = np.partition(approx + err, k - 1, axis=1)[:, k - 1]  # >= the exact k-th squared distance
+        rows, cols = np.nonzero(approx - err <= kth_upper[:, None] * (1 + 8 * (q.shape[1] + 2) * EPS64))
+    sq = np.full(idx.shape, np.inf)
+    sq[rows, cols] = _pair_sq(q, base_c, rows, idx[rows, cols])
+    sq, idx = _stable_by_index(sq, idx)
+    if num == len(base_c):
         return sq, idx, np.zeros(len(q), bool)
     r2 = sq[:, k - 1]
-    q_norm = np.sqrt(_sq_norms(q))
     # a point within the k-th distance has norm <= |q| + r_k; the slack covers float64 rounding of sq and norms
     reach = (q_norm + np.sqrt(r2)) * (1 + 1e-9)
-    lower = last - search.error(q_norm, reach)
+    lower = approx.max(axis=1) - search.error(q_norm, reach)
     return sq, idx, ~(lower > r2 * (1 + 8 * (q.shape[1] + 2) * EPS64))  # NaN (overflow) counts as unsure
+
+
+def _pair_sq(a: np.ndarray, b: np.ndarray, rows: np.ndarray, cols: np.ndarray, step: int = 4096) -> np.ndarray:
+    """Exact float64 squared distances between a[rows] and b[cols]: (P,) float64, the squares of the exact
+    differences summed by einsum (every exact distance of this module and of `lib.manifold` is taken so)."""
+    out = np.empty(len(rows))
+    for p0 in range(0, len(rows), step):
+        diff = (a[rows[p0 : p0 + step]] - b[cols[p0 : p0 + step]])[:, None, :]
+        out[p0 : p0 + step] = np.einsum("ijd,ijd->ij", diff, diff)[:, 0]
+    return out
 
 
 def _within_kth(q: np.ndarray, base_c: np.ndarray, base_sq: np.ndarray, k: int) -> list:
@@ -190,20 +202,20 @@ def _within_kth(q: np.ndarray, base_c: np.ndarray, base_sq: np.ndarray, k: int) 
     return out
 
 
-def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16,
+def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 8,
               query_chunk: int | None = None, backend: str = "auto") -> dict:
     """Exact k nearest base points of each query, in float64.
 
     queries: (nq, D), base: (N, D) float. Returns {"distances": (nq, k) float64 Euclidean, ascending;
-    "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks sized so that
-    the refinement's temporaries stay near 128 MB (or `query_chunk` rows). backend: the candidate
+    "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks of at most
+    `query_chunk` rows, fewer where the search's (rows, N) float32 block would pass 128 MB. backend: the candidate
     search, "auto" (`choose_backend`), "gemm", "faiss" or "kdtree"; the result does not depend on it.
     """
     queries, base_c = _centred(queries, base)
     search = _CandidateSearch(base_c, backend)
     base_sq = _sq_norms(base_c)
     dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
-    for q0, q in _query_chunks(queries, query_chunk, k + margin, base_c):
+    for q0, q in _query_chunks(queries, query_chunk, base_c):
         sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
         rows = np.flatnonzero(unsure)
         for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base_c, base_sq, k)):
@@ -212,10 +224,11 @@ def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16
     return {"distances": dist, "indices": idx}
 
 
-def _query_chunks(queries: np.ndarray, requested: int | None, width: int, base_c: np.ndarray):
-    """(first row, rows) blocks of the queries: the (rows, width, D) float64 refinement temporary stays near
-    128 MB, and so does the (rows, N) float32 block of the gemm search."""
-    step = min(_rows_per_chunk(requested, width, base_c.shape[1]), max(1, (1 << 25) // len(base_c)))
+def _query_chunks(queries: np.ndarray, requested: int | None, base_c: np.ndarray):
+    """(first row, rows) blocks of the queries, `requested` rows (default 4096) or fewer, so that the (rows, N)
+    float32 block of the gemm search stays within 128 MB (the refinement works on a few thousand pairs at a
+    time)."""
+    step = min(requested or 4096, max(1, (1 << 25) // len(base_c)))
     for q0 in range(0, len(queries), step):
         yield q0, queries[q0 : q0 + step]
 
@@ -227,7 +240,7 @@ def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarray, k: int, *,
-                         margin: int = 16, query_chunk: int | None = None, backend: str = "auto") -> dict:
+                         margin: int = 8, query_chunk: int | None = None, backend: str = "auto") -> dict:
     """For each query z: r_k(z), its k-th smallest distance to `base` (1-indexed), and, per group g,
     #{x in base with groups[x] == g and d(z, x) <= r_k(z)}: every point at the k-th distance counts,
     so ties can push the total above k. Exact in float64.
@@ -241,7 +254,7 @@ def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarr
     groups = np.asarray(groups, np.int64)
     num_groups = int(groups.max()) + 1
     radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
-    for q0, q in _query_chunks(queries, query_chunk, k + margin, base_c):
+    for q0, q in _query_chunks(queries, query_chunk, base_c):
         sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
         r2 = sq[:, k - 1]
         inside = sq <= r2[:, None]
