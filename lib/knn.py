@@ -28,6 +28,7 @@ from scipy.spatial import cKDTree
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 U32 = 2.0**-24  # float32 unit roundoff
+GROUP = 32  # columns per group in `_smallest`
 BACKENDS = ("auto", "gemm", "faiss", "kdtree")
 KDTREE_MAX_DIM = 4  # benchmarks/bench_knn.py: the tree wins at D <= 4 at every size tried (1.8-4x), not always above
 KDTREE_MIN_BASE = 1_000  # the smallest size measured (tree 1.8x faster there); below, faiss needs no build
@@ -74,12 +75,27 @@ def _search_blocks(queries: np.ndarray, base: np.ndarray, k: int, base_chunk: in
     return best_d, best_i
 
 
-def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Queries and base moved to the base's mean (float64): centring shrinks the float32 cancellation
-    error of ||q||^2 + ||x||^2 - 2 q.x."""
-    center = np.asarray(base, np.float64).mean(axis=0)
-    base_c = np.asarray(base, np.float64) - center
-    return np.asarray(queries, np.float64) - center, base_c
+class _Centred:
+    """A base (N, D) moved to its mean in float64, a block of rows at a time, so that no float64 copy of the whole
+    base exists (each element rounds as float64(x) - mean over the whole array would). Centring shrinks the
+    float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x. `sq` (N,): the centred points' squared norms."""
+
+    def __init__(self, base: np.ndarray, step: int = 4096):
+        self.points, self.step = np.asarray(base), step
+        self.mean = self.points.mean(axis=0, dtype=np.float64)  # the same sum, row after row, as float64 copies'
+        self.sq = np.concatenate([_sq_norms(block) for _, block in self.blocks()])
+        self.norms = np.sqrt(self.sq)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def rows(self, which) -> np.ndarray:
+        """float64 rows (an index array or a slice), centred."""
+        return np.asarray(self.points[which], np.float64) - self.mean
+
+    def blocks(self):
+        for r0 in range(0, len(self.points), self.step):
+            yield r0, self.rows(slice(r0, r0 + self.step))
 
 
 def _sq_norms(x: np.ndarray) -> np.ndarray:
@@ -108,17 +124,22 @@ class _CandidateSearch:
     outliers do not widen it. `norms` (N,): the base points' norms.
     """
 
-    def __init__(self, base_c: np.ndarray, backend: str):
-        self.backend = choose_backend(base_c.shape[1], len(base_c), backend)
-        self.dim = base_c.shape[1]
-        self.norms = np.sqrt(_sq_norms(base_c))
+    def __init__(self, base: _Centred, backend: str):
+        self.dim, self.norms = base.points.shape[1], base.norms
+        self.backend = choose_backend(self.dim, len(base), backend)
         if self.backend == "kdtree":
-            self.tree = cKDTree(base_c, balanced_tree=False, compact_nodes=False)
+            self.tree = cKDTree(np.concatenate([b for _, b in base.blocks()]), balanced_tree=False,
+                                compact_nodes=False)
             self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
-        elif self.backend == "faiss":
-            self.base32 = base_c.astype(np.float32)
-        else:  # [x, ||x||^2]: one GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x, no pass over the (nq, N) block after it
-            self.base32 = _augmented(base_c, _sq_norms(base_c))
+            return
+        # gemm: [x, ||x||^2], so that one GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x; whole groups of rows for
+        # `_smallest` (the extra rows' columns are set to inf)
+        rows = len(base) if self.backend == "faiss" else -(-len(base) // GROUP) * GROUP
+        width = self.dim if self.backend == "faiss" else _augmented(base.rows(slice(0, 1)), 0.0).shape[1]
+        self.base32 = np.zeros((rows, width), np.float32)
+        for r0, block in base.blocks():
+            rows = slice(r0, r0 + len(block))
+            self.base32[rows] = block if self.backend == "faiss" else _augmented(block, base.sq[rows])
 
     def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
         if self.backend == "kdtree":
@@ -128,8 +149,9 @@ class _CandidateSearch:
             sq, idx = knn_search(q, self.base32, num)
             return idx, sq.astype(np.float64)
         approx = np.matmul(_augmented(-2.0 * q, 1.0), self.base32.T)  # numpy's BLAS: plain float32 arithmetic
-        values, idx = torch.topk(torch.from_numpy(approx), num, dim=1, largest=False, sorted=False)
-        return idx.numpy(), _sq_norms(q)[:, None] + values.numpy()
+        approx[:, len(self.norms) :] = np.inf
+        values, idx = _smallest(approx, num)
+        return idx, _sq_norms(q)[:, None] + values
 
     def error(self, q_norm: np.ndarray, reach: np.ndarray) -> np.ndarray:
         """Worst case, twice over, u = 2^-24: gemm (D + 4) u (|q| + |x|)^2 (the accumulation of D + 1 products,
@@ -141,15 +163,33 @@ class _CandidateSearch:
         return 2.0 * (self.dim + 10) * U32 * scale
 
 
-def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearch, k: int, margin: int):
+def _smallest(block: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `num` smallest values of each row of block (rows, N) float32 and their columns, in no order.
+
+    The rows are cut into groups of GROUP columns: the num smallest values lie in the num groups with the smallest
+    minima (any other group's minimum is at least the largest of those num minima), so `torch.topk` runs over the
+    group minima and then over num * GROUP values, not over all N (3-4x less time than one topk over the block).
+    """
+    rows, width = block.shape
+    if width < 4 * GROUP * num:
+        values, idx = torch.topk(torch.from_numpy(block), num, dim=1, largest=False, sorted=False)
+        return values.numpy(), idx.numpy()
+    groups = torch.from_numpy(block).view(rows, -1, GROUP)
+    best = torch.topk(torch.amin(groups, dim=2), num, dim=1, largest=False, sorted=False).indices
+    pool = torch.gather(groups, 1, best[:, :, None].expand(-1, -1, GROUP)).reshape(rows, -1)
+    values, pos = torch.topk(pool, num, dim=1, largest=False, sorted=False)
+    return values.numpy(), (torch.gather(best, 1, pos // GROUP) * GROUP + pos % GROUP).numpy()
+
+
+def _exact_candidates(q: np.ndarray, base: _Centred, search: _CandidateSearch, k: int, margin: int):
     """Float64 squared distances (nq, k + margin) to the candidates of `search`, sorted by (distance, index),
     their indices, and a per-row flag, True where a point outside the candidates might lie within the k-th
     distance (ties at it included). Elsewhere every point within the k-th distance is a candidate. Candidates
     whose error bounds put them beyond the k-th distance are not refined: their distance is inf."""
-    if not 1 <= k <= len(base_c):
-        raise ValueError(f"k={k} must lie in [1, {len(base_c)}] (the number of base points).")
-    num = min(k + margin, len(base_c))
-    if num == len(base_c):  # every point is a candidate
+    if not 1 <= k <= len(base):
+        raise ValueError(f"k={k} must lie in [1, {len(base)}] (the number of base points).")
+    num = min(k + margin, len(base))
+    if num == len(base):  # every point is a candidate
         idx = np.broadcast_to(np.arange(num), (len(q), num))
         rows, cols = np.nonzero(np.ones(idx.shape, bool))
     else:
@@ -159,9 +199,9 @@ def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearc
         kth_upper = np.partition(approx + err, k - 1, axis=1)[:, k - 1]  # >= the exact k-th squared distance
         rows, cols = np.nonzero(approx - err <= kth_upper[:, None] * (1 + 8 * (q.shape[1] + 2) * EPS64))
     sq = np.full(idx.shape, np.inf)
-    sq[rows, cols] = _pair_sq(q, base_c, rows, idx[rows, cols])
+    sq[rows, cols] = _pair_sq(q, base, rows, idx[rows, cols])
     sq, idx = _stable_by_index(sq, idx)
-    if num == len(base_c):
+    if num == len(base):
         return sq, idx, np.zeros(len(q), bool)
     r2 = sq[:, k - 1]
     # a point within the k-th distance has norm <= |q| + r_k; the slack covers float64 rounding of sq and norms
@@ -170,33 +210,34 @@ def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearc
     return sq, idx, ~(lower > r2 * (1 + 8 * (q.shape[1] + 2) * EPS64))  # NaN (overflow) counts as unsure
 
 
-def _pair_sq(a: np.ndarray, b: np.ndarray, rows: np.ndarray, cols: np.ndarray, step: int = 4096) -> np.ndarray:
-    """Exact float64 squared distances between a[rows] and b[cols]: (P,) float64, the squares of the exact
-    differences summed by einsum (every exact distance of this module and of `lib.manifold` is taken so)."""
+def _pair_sq(q: np.ndarray, base: _Centred, rows: np.ndarray, cols: np.ndarray, step: int = 4096) -> np.ndarray:
+    """Exact float64 squared distances between centred queries q[rows] and base points cols: (P,) float64, the
+    squares of the exact differences summed by einsum (every exact distance here and in `lib.manifold`)."""
     out = np.empty(len(rows))
     for p0 in range(0, len(rows), step):
-        diff = (a[rows[p0 : p0 + step]] - b[cols[p0 : p0 + step]])[:, None, :]
+        diff = (q[rows[p0 : p0 + step]] - base.rows(cols[p0 : p0 + step]))[:, None, :]
         out[p0 : p0 + step] = np.einsum("ijd,ijd->ij", diff, diff)[:, 0]
     return out
 
 
-def _within_kth(q: np.ndarray, base_c: np.ndarray, base_sq: np.ndarray, k: int) -> list:
+def _within_kth(q: np.ndarray, base: _Centred, k: int) -> list:
     """For each query row, (squared distances, indices) of every base point within its k-th smallest exact
     float64 distance, sorted by (distance, index). A float64 product ||q||^2 + ||x||^2 - 2 q.x (error below
     (D + 5) eps64 (|q| + |x|)^2 / 2) picks the few points that can be that close; exact differences decide."""
     out = []
-    step = max(1, (1 << 27) // (8 * len(base_c)))
-    reach = np.sqrt(base_sq.max())
+    step = max(1, (1 << 27) // (8 * len(base)))
+    reach = base.norms.max()
     for r0 in range(0, len(q), step):
         rows = q[r0 : r0 + step]
         q_sq = _sq_norms(rows)
-        approx = q_sq[:, None] + base_sq[None, :] - 2.0 * (rows @ base_c.T)
+        approx = np.empty((len(rows), len(base)))
+        for b0, block in base.blocks():
+            approx[:, b0 : b0 + len(block)] = q_sq[:, None] + base.sq[b0 : b0 + len(block)] - 2.0 * (rows @ block.T)
         err = 2.0 * (q.shape[1] + 10) * EPS64 * (np.sqrt(q_sq) + reach) ** 2
         kth = np.partition(approx, k - 1, axis=1)[:, k - 1]
         for row in range(len(rows)):
             ids = np.flatnonzero(approx[row] <= kth[row] + 2.0 * err[row])
-            diff = rows[row][None, None, :] - base_c[ids][None]
-            sq, ids = _stable_by_index(np.einsum("ijd,ijd->ij", diff, diff), ids[None])
+            sq, ids = _stable_by_index(_pair_sq(rows, base, np.full(len(ids), row), ids)[None], ids[None])
             keep = sq[0] <= sq[0, k - 1]
             out.append((sq[0, keep], ids[0, keep]))
     return out
@@ -211,26 +252,25 @@ def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 8,
     `query_chunk` rows, fewer where the search's (rows, N) float32 block would pass 128 MB. backend: the candidate
     search, "auto" (`choose_backend`), "gemm", "faiss" or "kdtree"; the result does not depend on it.
     """
-    queries, base_c = _centred(queries, base)
-    search = _CandidateSearch(base_c, backend)
-    base_sq = _sq_norms(base_c)
+    base = _Centred(base)
+    search = _CandidateSearch(base, backend)
     dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
-    for q0, q in _query_chunks(queries, query_chunk, base_c):
-        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
+    for q0, q in _query_chunks(queries, query_chunk, base):
+        sq, ids, unsure = _exact_candidates(q, base, search, k, margin)
         rows = np.flatnonzero(unsure)
-        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base_c, base_sq, k)):
+        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base, k)):
             sq[row, :k], ids[row, :k] = row_sq[:k], row_ids[:k]
         dist[q0 : q0 + len(q)], idx[q0 : q0 + len(q)] = np.sqrt(sq[:, :k]), ids[:, :k]
     return {"distances": dist, "indices": idx}
 
 
-def _query_chunks(queries: np.ndarray, requested: int | None, base_c: np.ndarray):
-    """(first row, rows) blocks of the queries, `requested` rows (default 4096) or fewer, so that the (rows, N)
-    float32 block of the gemm search stays within 128 MB (the refinement works on a few thousand pairs at a
-    time)."""
-    step = min(requested or 4096, max(1, (1 << 25) // len(base_c)))
+def _query_chunks(queries: np.ndarray, requested: int | None, base: _Centred):
+    """(first row, rows moved to the base's mean, float64) blocks of the queries, `requested` rows (default 4096)
+    or fewer, so that the (rows, N) float32 block of the gemm search stays within 128 MB (the refinement works
+    on a few thousand pairs at a time)."""
+    step = min(requested or 4096, max(1, (1 << 25) // len(base)))
     for q0 in range(0, len(queries), step):
-        yield q0, queries[q0 : q0 + step]
+        yield q0, np.asarray(queries[q0 : q0 + step], np.float64) - base.mean
 
 
 def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,21 +288,20 @@ def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarr
     queries: (nq, D); base: (N, D); groups: (N,) int in [0, G). Returns {"radius": (nq,) float64,
     "counts": (nq, G) int64}. backend: as in `exact_knn`; the result does not depend on it.
     """
-    queries, base_c = _centred(queries, base)
-    search = _CandidateSearch(base_c, backend)
-    base_sq = _sq_norms(base_c)
+    base = _Centred(base)
+    search = _CandidateSearch(base, backend)
     groups = np.asarray(groups, np.int64)
     num_groups = int(groups.max()) + 1
     radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
-    for q0, q in _query_chunks(queries, query_chunk, base_c):
-        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
+    for q0, q in _query_chunks(queries, query_chunk, base):
+        sq, ids, unsure = _exact_candidates(q, base, search, k, margin)
         r2 = sq[:, k - 1]
         inside = sq <= r2[:, None]
         rows = np.repeat(np.arange(len(q)), inside.sum(1))
         flat = np.bincount(rows * num_groups + groups[ids[inside]], minlength=len(q) * num_groups)
         block = flat.reshape(len(q), num_groups)
         rows = np.flatnonzero(unsure)
-        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base_c, base_sq, k)):
+        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base, k)):
             r2[row], block[row] = row_sq[k - 1], np.bincount(groups[row_ids], minlength=num_groups)
         radius[q0 : q0 + len(q)], counts[q0 : q0 + len(q)] = np.sqrt(r2), block
     return {"radius": radius, "counts": counts}
