@@ -8,11 +8,11 @@ float32, as extractor features are. Per case:
   (float32, not exact);
 - PRDC, k = 5, real vs fake of equal size (the 50,000 case has none: `prdc` holds three N x N float32 matrices, 30 GB):
   ours beside `prdc.compute_prdc`.
-Each contender runs in its own process, pinned to one core with one thread (its peak memory is the growth of the
-peak RSS over the loaded inputs), one repeat per process, the contenders taking turns so that a shared machine's
-load falls on all of them; times are medians. Exactness: our k-NN indices against a float64 brute force (direct
-differences, stable order) on a sample of queries, and our PRDC values against `prdc`'s. `--profile`: how many
-rows and pairs the refinement decides.
+Each contender runs in its own process, pinned to one core with one thread (its memory: the peak RSS during the
+call less the RSS before it, inputs loaded), one repeat per process, the contenders taking turns so that a shared
+machine's load falls on all of them; times are medians. Exactness: our k-NN indices against a float64 brute force
+(direct differences, stable order) on a sample of queries, and our PRDC values against `prdc`'s. `--profile`: how
+many rows and pairs the refinement decides.
 Usage: python benchmarks/bench_exact_knn.py [--repeats 3] [--big-queries 2000] [--cases gauss-5000x64 ...]
 """
 
@@ -23,7 +23,6 @@ import contextlib
 import io
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -84,14 +83,27 @@ def run_contender(task: str, impl: str, path: str, profile: bool) -> dict:
     import lib.knn  # noqa: F401
     import lib.manifold  # noqa: F401
 
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _reset_peak_rss()
     start = time.perf_counter()
     out = CONTENDERS[task][impl](data, torch)
     seconds = time.perf_counter() - start
-    peak_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    peak_mb = (_status_kb("VmHWM") - before) / 1024
     result = path.replace(".npz", f"-{task}-{impl}.npz")
     np.savez(result, **out)
     return {"seconds": seconds, "peak_mb": peak_mb, "result": result, "profile": counters}
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak_rss() -> int:
+    """Reset this process's peak RSS to its current RSS (Linux: 5 to /proc/self/clear_refs); return it, kB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _status_kb("VmRSS")
 
 
 def _count_refinement() -> dict:
@@ -102,7 +114,9 @@ def _count_refinement() -> dict:
     counts = {"rows": 0, "fallback_rows": 0, "fallback_s": 0.0, "pairs_exact": 0}
 
     def wrap(module, name, count):
-        original = getattr(module, name)
+        original = getattr(module, name, None)
+        if original is None:  # another version of the library (the "before" run of benchmarks/README.md)
+            return
 
         def wrapped(*args, **kwargs):
             start = time.perf_counter()
@@ -114,6 +128,8 @@ def _count_refinement() -> dict:
     wrap(knn, "_exact_candidates", lambda a, t: counts.__setitem__("rows", counts["rows"] + len(a[0])))
     wrap(knn, "_within_kth", lambda a, t: counts.update(fallback_rows=counts["fallback_rows"] + len(a[0]),
                                                         fallback_s=counts["fallback_s"] + t))
+    wrap(knn, "_brute_force_sq", lambda a, t: counts.update(fallback_rows=counts["fallback_rows"] + len(a[0]),
+                                                            fallback_s=counts["fallback_s"] + t))  # before
     wrap(knn, "_pair_sq", lambda a, t: counts.__setitem__("pairs_exact", counts["pairs_exact"] + len(a[2])))
     wrap(manifold, "_pair_sq", lambda a, t: counts.__setitem__("pairs_exact", counts["pairs_exact"] + len(a[2])))
     return counts

@@ -78,20 +78,28 @@ def _search_blocks(queries: np.ndarray, base: np.ndarray, k: int, base_chunk: in
 class _Centred:
     """A base (N, D) moved to its mean in float64, a block of rows at a time, so that no float64 copy of the whole
     base exists (each element rounds as float64(x) - mean over the whole array would). Centring shrinks the
-    float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x. `sq` (N,): the centred points' squared norms."""
+    float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x. One pass makes `sq` (N,), the centred points'
+    squared norms, and `f32`, float32 [x, ||x||^2, zeros] padded to whole groups of GROUP rows (zeros), so that one
+    GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x."""
 
-    def __init__(self, base: np.ndarray, step: int = 4096):
-        self.points, self.step = np.asarray(base), step
+    def __init__(self, base: np.ndarray, step: int = 256):
+        self.points, self.step = np.asarray(base), step  # blocks small enough to stay in cache
         self.mean = self.points.mean(axis=0, dtype=np.float64)  # the same sum, row after row, as float64 copies'
-        self.sq = np.concatenate([_sq_norms(block) for _, block in self.blocks()])
+        num, dim = self.points.shape
+        self.sq, self.f32 = np.empty(num), np.zeros((-(-num // GROUP) * GROUP, -(-(dim + 1) // 4) * 4), np.float32)
+        for r0, block in self.blocks():
+            rows = slice(r0, r0 + len(block))
+            self.sq[rows] = _sq_norms(block)
+            self.f32[rows, :dim], self.f32[rows, dim] = block, self.sq[rows]
         self.norms = np.sqrt(self.sq)
 
     def __len__(self) -> int:
         return len(self.points)
 
     def rows(self, which) -> np.ndarray:
-        """float64 rows (an index array or a slice), centred."""
-        return np.asarray(self.points[which], np.float64) - self.mean
+        """float64 rows (an index array or a slice), centred: float64(x) - mean, in one pass."""
+        points = self.points[which]
+        return np.subtract(points, self.mean, out=np.empty(points.shape), dtype=np.float64)
 
     def blocks(self):
         for r0 in range(0, len(self.points), self.step):
@@ -131,15 +139,10 @@ class _CandidateSearch:
             self.tree = cKDTree(np.concatenate([b for _, b in base.blocks()]), balanced_tree=False,
                                 compact_nodes=False)
             self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
-            return
-        # gemm: [x, ||x||^2], so that one GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x; whole groups of rows for
-        # `_smallest` (the extra rows' columns are set to inf)
-        rows = len(base) if self.backend == "faiss" else -(-len(base) // GROUP) * GROUP
-        width = self.dim if self.backend == "faiss" else _augmented(base.rows(slice(0, 1)), 0.0).shape[1]
-        self.base32 = np.zeros((rows, width), np.float32)
-        for r0, block in base.blocks():
-            rows = slice(r0, r0 + len(block))
-            self.base32[rows] = block if self.backend == "faiss" else _augmented(block, base.sq[rows])
+        elif self.backend == "faiss":
+            self.base32 = np.ascontiguousarray(base.f32[: len(base), : self.dim])
+        else:
+            self.base32 = base.f32  # the extra rows' columns are set to inf
 
     def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
         if self.backend == "kdtree":
