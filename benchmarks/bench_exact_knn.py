@@ -11,8 +11,9 @@ float32, as extractor features are. Per case:
 Each contender runs in its own process, pinned to one core with one thread (its memory: the peak RSS during the
 call less the RSS before it, inputs loaded), one repeat per process, the contenders taking turns so that a shared
 machine's load falls on all of them; times are medians. Exactness: our k-NN indices against a float64 brute force
-(direct differences, stable order) on a sample of queries, and our PRDC values against `prdc`'s. `--profile`: how
-many rows and pairs the refinement decides.
+(direct differences, stable order) on a sample of queries, and our PRDC values against `prdc`'s (timed on the
+float32 features; compared also on float64 copies, untimed, since on float32 it rounds its distances to float32).
+`--profile`: how many rows and pairs the refinement decides.
 Usage: python benchmarks/bench_exact_knn.py [--repeats 3] [--big-queries 2000] [--cases gauss-5000x64 ...]
 """
 
@@ -163,16 +164,23 @@ def prdc_ours(data, torch):
     return {key: np.float64(value) for key, value in out.items()}
 
 
-def prdc_peer(data, torch):
+def prdc_peer(data, torch, dtype=np.float32):
     import prdc
 
+    real, fake = data["real"].astype(dtype), data["fake"].astype(dtype)
     with contextlib.redirect_stdout(io.StringIO()):  # it prints the set sizes
-        out = prdc.compute_prdc(real_features=data["real"], fake_features=data["fake"], nearest_k=K)
+        out = prdc.compute_prdc(real_features=real, fake_features=fake, nearest_k=K)
     return {key: np.float64(value) for key, value in out.items()}
 
 
+def prdc_peer64(data, torch):
+    """prdc on float64 copies: on float32 features it rounds its distances to float32 (sklearn returns them in
+    the input's dtype), so ties at a radius can differ from the float64 decision; this run is not timed."""
+    return prdc_peer(data, torch, np.float64)
+
+
 CONTENDERS = {"knn": {"ours": knn_ours, "faiss": knn_faiss, "torch": knn_torch},
-              "prdc": {"ours": prdc_ours, "prdc": prdc_peer}}
+              "prdc": {"ours": prdc_ours, "prdc": prdc_peer, "prdc64": prdc_peer64}}
 
 
 def in_subprocess(task: str, impl: str, path: str, profile: bool) -> dict:
@@ -218,10 +226,14 @@ def bench_case(case: str, folder: Path, args) -> list[dict]:
             row["checked"], row["differ"], row["rel_err"] = brute_force_check(path, runs["ours"][-1]["result"],
                                                                               args.sample)
         else:
-            with np.load(runs["ours"][-1]["result"]) as a, np.load(runs["prdc"][-1]["result"]) as b:
+            # density: prdc takes (1/k) * mean of the counts, we take their sum / (k M): equal up to rounding
+            with np.load(runs["ours"][-1]["result"]) as a:
                 row["values"] = {key: float(a[key]) for key in a.files}
-                # density: prdc takes (1/k) * mean of the counts, we take their sum / (k M): equal up to rounding
-                row["same"] = all(abs(a[key] - b[key]) <= 1e-12 for key in a.files)
+            for peer in ("prdc", "prdc64"):
+                result = (runs["prdc"][-1] if peer == "prdc" else in_subprocess(task, peer, path, False))["result"]
+                with np.load(result) as b:
+                    row[f"same_{peer}"] = all(abs(row["values"][key] - b[key]) <= 1e-12 for key in b.files)
+                    row[f"values_{peer}"] = {key: float(b[key]) for key in b.files}
         rows.append(row)
         print_row(row, peers)
     return rows
@@ -233,7 +245,9 @@ def print_row(row: dict, peers: tuple) -> None:
     ratios = " ".join(f"{impl}/ours {row[impl]['median_s'] / ours:.2f}" for impl in peers[1:])
     check = (f"indices identical to float64 brute force in {row['checked'] - row['differ']}/{row['checked']} rows, "
              f"rel. distance diff <= {row['rel_err']:.1e}" if row["task"] == "knn"
-             else f"values identical to prdc (density to 1e-12): {row['same']} {row['values']}")
+             else f"values equal to prdc's on float64 / float32 features (density to 1e-12): {row['same_prdc64']} / "
+                  f"{row['same_prdc']}; ours {row['values']}" + ("" if row["same_prdc"] else f", prdc float32 "
+                                                                  f"{row['values_prdc']}"))
     print(f"{row['case']:22s} {row['task']:4s} | " + " | ".join(cells) + f" | {ratios} | {check}", flush=True)
     if row["ours"]["profile"]:
         print(f"{'':27s} profile of ours: {row['ours']['profile']}", flush=True)
