@@ -29,6 +29,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 U32 = 2.0**-24  # float32 unit roundoff
 GROUP = 32  # columns per group in `_smallest`
+PAIR_ELEMENTS = 1 << 18  # float64 elements (2 MB) per temporary of the exact pair distances
 BACKENDS = ("auto", "gemm", "faiss", "kdtree")
 KDTREE_MAX_DIM = 4  # benchmarks/bench_knn.py: the tree wins at D <= 4 at every size tried (1.8-4x), not always above
 KDTREE_MIN_BASE = 1_000  # the smallest size measured (tree 1.8x faster there); below, faiss needs no build
@@ -213,10 +214,12 @@ def _exact_candidates(q: np.ndarray, base: _Centred, search: _CandidateSearch, k
     return sq, idx, ~(lower > r2 * (1 + 8 * (q.shape[1] + 2) * EPS64))  # NaN (overflow) counts as unsure
 
 
-def _pair_sq(q: np.ndarray, base: _Centred, rows: np.ndarray, cols: np.ndarray, step: int = 4096) -> np.ndarray:
+def _pair_sq(q: np.ndarray, base: _Centred, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Exact float64 squared distances between centred queries q[rows] and base points cols: (P,) float64, the
-    squares of the exact differences summed by einsum (every exact distance here and in `lib.manifold`)."""
+    squares of the exact differences summed by einsum (every exact distance here and in `lib.manifold`); a few
+    hundred pairs at a time, so that the temporaries stay in cache."""
     out = np.empty(len(rows))
+    step = max(1, PAIR_ELEMENTS // q.shape[1])
     for p0 in range(0, len(rows), step):
         diff = (q[rows[p0 : p0 + step]] - base.rows(cols[p0 : p0 + step]))[:, None, :]
         out[p0 : p0 + step] = np.einsum("ijd,ijd->ij", diff, diff)[:, 0]

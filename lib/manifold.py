@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.knn import U32, _augmented, _sq_norms, exact_knn
+from lib.knn import PAIR_ELEMENTS, U32, _augmented, _sq_norms, exact_knn
 from lib.params import check_int
 
 
@@ -26,11 +26,11 @@ def knn_radii(points: np.ndarray, k: int) -> np.ndarray:
     return exact_knn(points, points, k + 1)["distances"][:, k]
 
 
-def _pair_sq(a: np.ndarray, b: np.ndarray, rows: np.ndarray, cols: np.ndarray, mean: np.ndarray,
-             step: int = 4096) -> np.ndarray:
+def _pair_sq(a: np.ndarray, b: np.ndarray, rows: np.ndarray, cols: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Exact float64 squared distances between a[rows] and b[cols], both moved to `mean`: (P,) float64, summed
     as `lib.knn` sums them, so that a distance compared with a radius is the one the radius was taken from."""
     out = np.empty(len(rows))
+    step = max(1, PAIR_ELEMENTS // a.shape[1])
     for p0 in range(0, len(rows), step):
         diff = ((a[rows[p0 : p0 + step]] - mean) - (b[cols[p0 : p0 + step]] - mean))[:, None, :]
         out[p0 : p0 + step] = np.einsum("ijd,ijd->ij", diff, diff)[:, 0]
@@ -49,6 +49,21 @@ def _decide(lo: np.ndarray, hi: np.ndarray, radii: np.ndarray, strict: bool, pai
     return inside
 
 
+def _gemm_side(points: np.ndarray, mean: np.ndarray, scale: float, extra, step: int = 256) -> tuple:
+    """float32 [scale (x - mean), *extra(|x - mean|^2)] (`lib.knn._augmented`) and the squared norms (n,) float64,
+    a block of rows at a time, so that no float64 temporary of the whole set is made."""
+    sq, out = np.empty(len(points)), None
+    for r0 in range(0, len(points), step):
+        block = points[r0 : r0 + step] - mean
+        rows = slice(r0, r0 + len(block))
+        sq[rows] = _sq_norms(block)
+        augmented = _augmented(scale * block, *extra(sq[rows]))
+        if out is None:
+            out = np.empty((len(points), augmented.shape[1]), np.float32)
+        out[rows] = augmented
+    return out, sq
+
+
 def ball_memberships(real: np.ndarray, fake: np.ndarray, real_radii: np.ndarray, fake_radii: np.ndarray,
                      strict: bool, chunk: int = 4096) -> dict:
     """For real (N, D) and fake (M, D) float64 with their k-NN radii: "fake_in_real" (M,) int64, the number of
@@ -64,11 +79,10 @@ def ball_memberships(real: np.ndarray, fake: np.ndarray, real_radii: np.ndarray,
     for the other two.
     """
     mean_r, mean_f = real.mean(0), fake.mean(0)
-    q_sq, x_sq = _sq_norms(real - mean_r), _sq_norms(fake - mean_r)
     e = 4.0 * (real.shape[1] + 16) * U32
     # [-2 q, (1 - e)|q|^2, 1] . [x, 1, (1 - e)|x|^2] = L: one GEMM, no pass over the block after it
-    real32 = _augmented(-2.0 * (real - mean_r), q_sq * (1 - e), 1.0)
-    fake32 = _augmented(fake - mean_r, 1.0, x_sq * (1 - e))
+    real32, q_sq = _gemm_side(real, mean_r, -2.0, lambda sq: (sq * (1 - e), 1.0))
+    fake32, x_sq = _gemm_side(fake, mean_r, 1.0, lambda sq: (1.0, sq * (1 - e)))
     # candidates: L <= radius^2, thresholds rounded up in float32
     ra2 = np.nextafter((real_radii**2 * (1 + 16 * U32)).astype(np.float32), np.float32(np.inf))
     rb2 = np.nextafter((fake_radii**2 * (1 + 16 * U32)).astype(np.float32), np.float32(np.inf))
