@@ -4,18 +4,20 @@ Shared by notebooks 01 (PR curves), 02 (captions) and 04 (retrieval, PRDC). `exa
 `neighbourhood_counts` find k + margin candidates per query by an approximate squared distance, recompute
 their distances in float64 from exact differences, and certify each row: a base point outside the candidates
 is within the k-th distance only if its approximate distance is within the search's rounding bound of it. The
-bound is per pair, (D + 10) u (|q| + |x|)^2 for the float32 search, and a point that close has |x| <= |q| + r_k,
-so heavy-tailed outliers (Student-t features, ReLU features with a few huge norms) no longer widen every row's
-bound: with the earlier bound, based on the largest norm of the base, 21 % of the rows of a 10,000 x 512 t(3)
-cross-set search fell back to a float64 pass, one row at a time (benchmarks/bench_exact_knn.py). The rare rows
-left uncertain get a float64 GEMM pass over the whole base, a block of rows at a time, whose tiny error bound
-leaves a handful of points to decide exactly. Results are the exact float64 ones, ties by lower index.
+bound is per pair, 2 (D + 10) u (|q| + |x|)^2 for the float32 search (u = 2^-24), and a point that close has
+|x| <= |q| + r_k, so heavy-tailed outliers no longer widen every row's bound. The earlier bound used the largest
+norm of the whole base: on 10,000 x 512 Student-t(3) features 38.6 % of the rows of a radius search fell back to
+a float64 pass over the base, one row at a time (benchmarks/README.md). The rare uncertain rows now get a float64
+GEMM pass, a block of rows at a time, whose tiny error bound leaves a handful of points to decide exactly. Results
+are the exact float64 ones (the squares of exact differences of the centred points, summed by einsum), ties by
+lower index.
 
-Candidate searches (`choose_backend`): "gemm", a float32 BLAS product ||x||^2 - 2 q.x and `torch.topk`
-(faster than faiss's brute force at one thread: benchmarks/README.md); "faiss"; and in low dimension a k-d
-tree (`scipy.spatial.cKDTree`), about O(n log N) instead of O(n N) (2-D, as notebook 01's PR curves: 2.2x
-faster than faiss at n = 1,000, 3.7x at 20,000, one thread each; benchmarks/bench_knn.py). All give identical
-results, ties included.
+Candidate searches (`choose_backend`): "gemm", one float32 BLAS product [-2q, 1] . [x, ||x||^2] and `torch.topk`
+over group minima (at one thread 3-4x faster than faiss's brute force here, and never slower than
+`torch.cdist` + `topk`: benchmarks/bench_exact_knn.py); "faiss"; and in low dimension a k-d tree
+(`scipy.spatial.cKDTree`), about O(n log N) instead of O(n N) (2-D, as notebook 01's PR curves: 2.2x faster than
+faiss at n = 1,000, 3.7x at 20,000, one thread each; benchmarks/bench_knn.py). All give identical results, ties
+included.
 """
 
 from __future__ import annotations
