@@ -1,39 +1,50 @@
-"""Exact k-nearest-neighbour search on faiss, chunked so that no N x N matrix is ever built.
+"""Exact k-nearest-neighbour search, chunked so that no N x N matrix is ever built.
 
-Shared by notebooks 01 (PR curves), 02 (captions) and 04 (retrieval). faiss computes squared L2
-distances in float32 (with the ||q||^2 + ||x||^2 - 2 q.x expansion, which loses precision far from
-the origin); `exact_knn` and `neighbourhood_counts` therefore take a few extra float32 candidates,
-recompute their distances in float64, and fall back to a float64 brute-force pass for the rare rows
-where float32 rounding could have hidden a neighbour. Their results are the exact float64 ones.
+Shared by notebooks 01 (PR curves), 02 (captions) and 04 (retrieval, PRDC). `exact_knn` and
+`neighbourhood_counts` find k + margin candidates per query by an approximate squared distance, recompute
+their distances in float64 from exact differences, and certify each row: a base point outside the candidates
+is within the k-th distance only if its approximate distance is within the search's rounding bound of it. The
+bound is per pair, 2 (D + 10) u (|q| + |x|)^2 for the float32 search (u = 2^-24), and a point that close has
+|x| <= |q| + r_k, so heavy-tailed outliers no longer widen every row's bound. The earlier bound used the largest
+norm of the whole base: on 10,000 x 512 Student-t(3) features 38.6 % of the rows of a radius search fell back to
+a float64 pass over the base, one row at a time (benchmarks/README.md). The rare uncertain rows now get a float64
+GEMM pass, a block of rows at a time, whose tiny error bound leaves a handful of points to decide exactly. Results
+are the exact float64 ones (the squares of exact differences of the centred points, summed by einsum), ties by
+lower index.
 
-In low dimension a k-d tree (`scipy.spatial.cKDTree`) finds the same candidates in about O(n log N)
-instead of faiss's O(n N) brute force (2-D, as notebook 01's PR curves: 2.2x faster at n = 1,000, 3.7x
-at 20,000, one thread each; benchmarks/bench_knn.py and benchmarks/README.md):
-`exact_knn` and `neighbourhood_counts` pick the candidate search with `choose_backend` (dimension and
-base size) and refine both the same way, so both backends return identical results, ties included.
+Candidate searches (`choose_backend`): "gemm", one float32 BLAS product [-2q, 1] . [x, ||x||^2] and `torch.topk`
+over group minima (at one thread 3-4x faster than faiss's brute force here, and never slower than
+`torch.cdist` + `topk`: benchmarks/bench_exact_knn.py); "faiss"; and in low dimension a k-d tree
+(`scipy.spatial.cKDTree`), about O(n log N) instead of O(n N) (2-D, as notebook 01's PR curves: 2.2x faster than
+faiss at n = 1,000, 3.7x at 20,000, one thread each; benchmarks/bench_knn.py). All give identical results, ties
+included.
 """
 
 from __future__ import annotations
 
 import faiss
 import numpy as np
+import torch
 from scipy.spatial import cKDTree
 
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
-BACKENDS = ("auto", "faiss", "kdtree")
+U32 = 2.0**-24  # float32 unit roundoff
+GROUP = 32  # columns per group in `_smallest`
+PAIR_ELEMENTS = 1 << 18  # float64 elements (2 MB) per temporary of the exact pair distances
+BACKENDS = ("auto", "gemm", "faiss", "kdtree")
 KDTREE_MAX_DIM = 4  # benchmarks/bench_knn.py: the tree wins at D <= 4 at every size tried (1.8-4x), not always above
 KDTREE_MIN_BASE = 1_000  # the smallest size measured (tree 1.8x faster there); below, faiss needs no build
 
 
 def choose_backend(dim: int, num_base: int, backend: str = "auto") -> str:
     """"kdtree" for low dimension (<= KDTREE_MAX_DIM) and a base of at least KDTREE_MIN_BASE points,
-    else "faiss"; an explicit "faiss" or "kdtree" is returned as is. Both give exact results."""
+    else "gemm"; an explicit "gemm", "faiss" or "kdtree" is returned as is. All give exact results."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} must be one of {BACKENDS}.")
     if backend != "auto":
         return backend
-    return "kdtree" if dim <= KDTREE_MAX_DIM and num_base >= KDTREE_MIN_BASE else "faiss"
+    return "kdtree" if dim <= KDTREE_MAX_DIM and num_base >= KDTREE_MIN_BASE else "gemm"
 
 
 def knn_search(queries: np.ndarray, base: np.ndarray, k: int, *, query_chunk: int = 8192,
@@ -67,110 +78,217 @@ def _search_blocks(queries: np.ndarray, base: np.ndarray, k: int, base_chunk: in
     return best_d, best_i
 
 
-def _float32_error_bound(queries: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """A generous bound (per query) on faiss's float32 error in a squared distance."""
-    dim = queries.shape[1]
-    scale = np.einsum("ij,ij->i", queries, queries) + np.max(np.einsum("ij,ij->i", base, base))
-    return 8.0 * (dim + 2) * EPS32 * scale
+class _Centred:
+    """A base (N, D) moved to its mean in float64, a block of rows at a time, so that no float64 copy of the whole
+    base exists (each element rounds as float64(x) - mean over the whole array would). Centring shrinks the
+    float32 cancellation error of ||q||^2 + ||x||^2 - 2 q.x. One pass makes `sq` (N,), the centred points'
+    squared norms, and `f32`, float32 [x, ||x||^2, zeros] padded to whole groups of GROUP rows (zeros), so that one
+    GEMM with [-2 q, 1] gives ||x||^2 - 2 q.x."""
+
+    def __init__(self, base: np.ndarray, step: int = 256):
+        self.points, self.step = np.asarray(base), step  # blocks small enough to stay in cache
+        self.mean = self.points.mean(axis=0, dtype=np.float64)  # the same sum, row after row, as float64 copies'
+        num, dim = self.points.shape
+        self.sq, self.f32 = np.empty(num), np.zeros((-(-num // GROUP) * GROUP, -(-(dim + 1) // 4) * 4), np.float32)
+        for r0, block in self.blocks():
+            rows = slice(r0, r0 + len(block))
+            self.sq[rows] = _sq_norms(block)
+            self.f32[rows, :dim], self.f32[rows, dim] = block, self.sq[rows]
+        self.norms = np.sqrt(self.sq)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def rows(self, which) -> np.ndarray:
+        """float64 rows (an index array or a slice), centred: float64(x) - mean, in one pass."""
+        points = self.points[which]
+        return np.subtract(points, self.mean, out=np.empty(points.shape), dtype=np.float64)
+
+    def blocks(self):
+        for r0 in range(0, len(self.points), self.step):
+            yield r0, self.rows(slice(r0, r0 + self.step))
 
 
-def _centred(queries: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Queries and base moved to the base's mean (float64): centring shrinks the float32 cancellation
-    error of ||q||^2 + ||x||^2 - 2 q.x in faiss."""
-    center = np.asarray(base, np.float64).mean(axis=0)
-    base_c = np.asarray(base, np.float64) - center
-    return np.asarray(queries, np.float64) - center, base_c
+def _sq_norms(x: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", x, x)
 
 
-def _rows_per_chunk(requested: int | None, width: int, dim: int, budget_bytes: int = 1 << 27) -> int:
-    """Query rows per chunk so that a (rows, width, dim) float64 temporary stays within the budget."""
-    fit = max(1, budget_bytes // (8 * width * dim))
-    return min(fit, requested) if requested else min(fit, 4096)
-
-
-class _CandidateSearch:
-    """The k + margin nearest candidates of query rows, by faiss (float32, brute force) or a cKDTree
-    (float64); `bound` is a per-row bound on the error of the search's own squared distances."""
-
-    def __init__(self, base_c: np.ndarray, backend: str):
-        self.backend = choose_backend(base_c.shape[1], len(base_c), backend)
-        if self.backend == "kdtree":
-            self.tree = cKDTree(base_c, balanced_tree=False, compact_nodes=False)
-            self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
-        else:
-            self.base32 = base_c.astype(np.float32)
-        self.base_c = base_c
-
-    def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.backend == "faiss":
-            sq, idx = knn_search(q, self.base32, num)
-            return sq, idx, _float32_error_bound(q, self.base_c)
-        dist, idx = self.tree.query(q, k=num, workers=self.workers)
-        dist, idx = dist.reshape(len(q), num), idx.reshape(len(q), num)
-        scale = np.einsum("ij,ij->i", q, q) + np.max(np.einsum("ij,ij->i", self.base_c, self.base_c))
-        return dist**2, idx.astype(np.int64), 8.0 * (q.shape[1] + 2) * EPS64 * scale
-
-
-def _exact_candidates(q: np.ndarray, base_c: np.ndarray, search: _CandidateSearch, k: int, margin: int):
-    """Float64 squared distances to the k + margin candidates of `search`, sorted; plus a per-row flag
-    that is True where a point outside the candidates might still lie within the k-th distance."""
-    if not 1 <= k <= len(base_c):
-        raise ValueError(f"k={k} must lie in [1, {len(base_c)}] (the number of base points).")
-    num = min(k + margin, len(base_c))
-    sq32, idx, bound = search(q, num)
-    diff = q[:, None, :] - base_c[idx]
-    sq64 = np.einsum("ijd,ijd->ij", diff, diff)
-    order = np.argsort(sq64, axis=1, kind="stable")
-    sq64, idx = np.take_along_axis(sq64, order, 1), np.take_along_axis(idx, order, 1)
-    if num == len(base_c):  # every point is a candidate
-        return sq64, idx, np.zeros(len(q), bool)
-    return sq64, idx, sq32[:, -1] - bound <= sq64[:, k - 1]
-
-
-def _brute_force_sq(queries: np.ndarray, base: np.ndarray, chunk: int = 4096) -> np.ndarray:
-    """Exact float64 squared distances (nq, N) for a few queries (nq small), base processed in chunks."""
-    out = np.empty((len(queries), len(base)))
-    for b0 in range(0, len(base), chunk):
-        diff = queries[:, None, :] - base[None, b0 : b0 + chunk, :]
-        out[:, b0 : b0 + chunk] = np.einsum("ijd,ijd->ij", diff, diff)
+def _augmented(x: np.ndarray, *extra) -> np.ndarray:
+    """float32 [x, extra columns, zeros]: (n, D + len(extra)) padded to a multiple of 4 columns; an extra is a
+    scalar or an (n,) array."""
+    width = -(-(x.shape[1] + len(extra)) // 4) * 4
+    out = np.zeros((len(x), width), np.float32)
+    out[:, : x.shape[1]] = x
+    for j, column in enumerate(extra):
+        out[:, x.shape[1] + j] = column
     return out
 
 
-def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 16,
+class _CandidateSearch:
+    """The `num` nearest candidates of query rows by an approximate squared distance, and a bound on its error.
+
+    "gemm": float32 ||x||^2 - 2 q.x, one BLAS product per block of queries, then `torch.topk`; "faiss": faiss's
+    float32 brute force; "kdtree": a cKDTree (float64). A call returns the candidates' indices (nq, num) and
+    their approximate squared distances (nq, num) float64: no base point outside the candidates has a smaller one
+    than the largest of its row. `error(q_norm, reach)` bounds |approximate - exact| for base points of norm <=
+    reach: the bound grows with the norms of the pair, not with the largest norm of the base, so heavy-tailed
+    outliers do not widen it. `norms` (N,): the base points' norms.
+    """
+
+    def __init__(self, base: _Centred, backend: str):
+        self.dim, self.norms = base.points.shape[1], base.norms
+        self.backend = choose_backend(self.dim, len(base), backend)
+        if self.backend == "kdtree":
+            self.tree = cKDTree(np.concatenate([b for _, b in base.blocks()]), balanced_tree=False,
+                                compact_nodes=False)
+            self.workers = max(1, faiss.omp_get_max_threads())  # the thread count faiss would use
+        elif self.backend == "faiss":
+            self.base32 = np.ascontiguousarray(base.f32[: len(base), : self.dim])
+        else:
+            self.base32 = base.f32  # the extra rows' columns are set to inf
+
+    def __call__(self, q: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.backend == "kdtree":
+            dist, idx = self.tree.query(q, k=num, workers=self.workers)
+            return idx.reshape(len(q), num).astype(np.int64), dist.reshape(len(q), num) ** 2
+        if self.backend == "faiss":
+            sq, idx = knn_search(q, self.base32, num)
+            return idx, sq.astype(np.float64)
+        approx = np.matmul(_augmented(-2.0 * q, 1.0), self.base32.T)  # numpy's BLAS: plain float32 arithmetic
+        approx[:, len(self.norms) :] = np.inf
+        values, idx = _smallest(approx, num)
+        return idx, _sq_norms(q)[:, None] + values
+
+    def error(self, q_norm: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Worst case, twice over, u = 2^-24: gemm (D + 4) u (|q| + |x|)^2 (the accumulation of D + 1 products,
+        float32 inputs and norm); faiss (D + 5) u (|q| + |x|)^2 (float32 norms, product, sum); the tree's float64
+        sum (D + 2) eps64 d^2."""
+        scale = (q_norm + reach) ** 2
+        if self.backend == "kdtree":
+            return 8.0 * (self.dim + 2) * EPS64 * scale
+        return 2.0 * (self.dim + 10) * U32 * scale
+
+
+def _smallest(block: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `num` smallest values of each row of block (rows, N) float32 and their columns, in no order.
+
+    The rows are cut into groups of GROUP columns: the num smallest values lie in the num groups with the smallest
+    minima (any other group's minimum is at least the largest of those num minima), so `torch.topk` runs over the
+    group minima and then over num * GROUP values, not over all N (3-4x less time than one topk over the block).
+    """
+    rows, width = block.shape
+    if width < 4 * GROUP * num:
+        values, idx = torch.topk(torch.from_numpy(block), num, dim=1, largest=False, sorted=False)
+        return values.numpy(), idx.numpy()
+    groups = torch.from_numpy(block).view(rows, -1, GROUP)
+    best = torch.topk(torch.amin(groups, dim=2), num, dim=1, largest=False, sorted=False).indices
+    pool = torch.gather(groups, 1, best[:, :, None].expand(-1, -1, GROUP)).reshape(rows, -1)
+    values, pos = torch.topk(pool, num, dim=1, largest=False, sorted=False)
+    return values.numpy(), (torch.gather(best, 1, pos // GROUP) * GROUP + pos % GROUP).numpy()
+
+
+def _exact_candidates(q: np.ndarray, base: _Centred, search: _CandidateSearch, k: int, margin: int):
+    """Float64 squared distances (nq, k + margin) to the candidates of `search`, sorted by (distance, index),
+    their indices, and a per-row flag, True where a point outside the candidates might lie within the k-th
+    distance (ties at it included). Elsewhere every point within the k-th distance is a candidate. Candidates
+    whose error bounds put them beyond the k-th distance are not refined: their distance is inf."""
+    if not 1 <= k <= len(base):
+        raise ValueError(f"k={k} must lie in [1, {len(base)}] (the number of base points).")
+    num = min(k + margin, len(base))
+    if num == len(base):  # every point is a candidate
+        idx = np.broadcast_to(np.arange(num), (len(q), num))
+        rows, cols = np.nonzero(np.ones(idx.shape, bool))
+    else:
+        idx, approx = search(q, num)
+        q_norm = np.sqrt(_sq_norms(q))
+        err = search.error(q_norm[:, None], search.norms[idx])
+        kth_upper = np.partition(approx + err, k - 1, axis=1)[:, k - 1]  # >= the exact k-th squared distance
+        rows, cols = np.nonzero(approx - err <= kth_upper[:, None] * (1 + 8 * (q.shape[1] + 2) * EPS64))
+    sq = np.full(idx.shape, np.inf)
+    sq[rows, cols] = _pair_sq(q, base, rows, idx[rows, cols])
+    sq, idx = _stable_by_index(sq, idx)
+    if num == len(base):
+        return sq, idx, np.zeros(len(q), bool)
+    r2 = sq[:, k - 1]
+    # a point within the k-th distance has norm <= |q| + r_k; the slack covers float64 rounding of sq and norms
+    reach = (q_norm + np.sqrt(r2)) * (1 + 1e-9)
+    lower = approx.max(axis=1) - search.error(q_norm, reach)
+    return sq, idx, ~(lower > r2 * (1 + 8 * (q.shape[1] + 2) * EPS64))  # NaN (overflow) counts as unsure
+
+
+def _pair_sq(q: np.ndarray, base: _Centred, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Exact float64 squared distances between centred queries q[rows] and base points cols: (P,) float64, the
+    squares of the exact differences summed by einsum (every exact distance here and in `lib.manifold`); a few
+    hundred pairs at a time, so that the temporaries stay in cache."""
+    out = np.empty(len(rows))
+    step = max(1, PAIR_ELEMENTS // q.shape[1])
+    for p0 in range(0, len(rows), step):
+        diff = (q[rows[p0 : p0 + step]] - base.rows(cols[p0 : p0 + step]))[:, None, :]
+        out[p0 : p0 + step] = np.einsum("ijd,ijd->ij", diff, diff)[:, 0]
+    return out
+
+
+def _within_kth(q: np.ndarray, base: _Centred, k: int) -> list:
+    """For each query row, (squared distances, indices) of every base point within its k-th smallest exact
+    float64 distance, sorted by (distance, index). A float64 product ||q||^2 + ||x||^2 - 2 q.x (error below
+    (D + 5) eps64 (|q| + |x|)^2 / 2) picks the few points that can be that close; exact differences decide."""
+    out = []
+    step = max(1, (1 << 27) // (8 * len(base)))
+    reach = base.norms.max()
+    for r0 in range(0, len(q), step):
+        rows = q[r0 : r0 + step]
+        q_sq = _sq_norms(rows)
+        approx = np.empty((len(rows), len(base)))
+        for b0, block in base.blocks():
+            approx[:, b0 : b0 + len(block)] = q_sq[:, None] + base.sq[b0 : b0 + len(block)] - 2.0 * (rows @ block.T)
+        err = 2.0 * (q.shape[1] + 10) * EPS64 * (np.sqrt(q_sq) + reach) ** 2
+        kth = np.partition(approx, k - 1, axis=1)[:, k - 1]
+        for row in range(len(rows)):
+            ids = np.flatnonzero(approx[row] <= kth[row] + 2.0 * err[row])
+            sq, ids = _stable_by_index(_pair_sq(rows, base, np.full(len(ids), row), ids)[None], ids[None])
+            keep = sq[0] <= sq[0, k - 1]
+            out.append((sq[0, keep], ids[0, keep]))
+    return out
+
+
+def exact_knn(queries: np.ndarray, base: np.ndarray, k: int, *, margin: int = 8,
               query_chunk: int | None = None, backend: str = "auto") -> dict:
     """Exact k nearest base points of each query, in float64.
 
     queries: (nq, D), base: (N, D) float. Returns {"distances": (nq, k) float64 Euclidean, ascending;
-    "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks sized so that
-    the refinement's temporaries stay near 128 MB (or `query_chunk` rows). backend: the candidate
-    search, "auto" (`choose_backend`), "faiss" or "kdtree"; the result does not depend on it.
+    "indices": (nq, k) int64}. Ties keep the lower base index first. Queries go in chunks of at most
+    `query_chunk` rows, fewer where the search's (rows, N) float32 block would pass 128 MB. backend: the candidate
+    search, "auto" (`choose_backend`), "gemm", "faiss" or "kdtree"; the result does not depend on it.
     """
-    queries, base_c = _centred(queries, base)
-    search = _CandidateSearch(base_c, backend)
+    base = _Centred(base)
+    search = _CandidateSearch(base, backend)
     dist, idx = np.empty((len(queries), k)), np.empty((len(queries), k), np.int64)
-    step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
-    for q0 in range(0, len(queries), step):
-        q = queries[q0 : q0 + step]
-        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
-        sq, ids = _stable_by_index(sq, ids)
-        if sq.shape[1] < len(base_c):
-            unsure |= sq[:, -1] <= sq[:, k - 1]  # ties at the k-th distance may continue past the candidates
-        for row in np.flatnonzero(unsure):
-            full = _brute_force_sq(q[row : row + 1], base_c)[0]
-            ids[row, :k] = np.argsort(full, kind="stable")[:k]
-            sq[row, :k] = full[ids[row, :k]]
+    for q0, q in _query_chunks(queries, query_chunk, base):
+        sq, ids, unsure = _exact_candidates(q, base, search, k, margin)
+        rows = np.flatnonzero(unsure)
+        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base, k)):
+            sq[row, :k], ids[row, :k] = row_sq[:k], row_ids[:k]
         dist[q0 : q0 + len(q)], idx[q0 : q0 + len(q)] = np.sqrt(sq[:, :k]), ids[:, :k]
     return {"distances": dist, "indices": idx}
 
 
+def _query_chunks(queries: np.ndarray, requested: int | None, base: _Centred):
+    """(first row, rows moved to the base's mean, float64) blocks of the queries, `requested` rows (default 4096)
+    or fewer, so that the (rows, N) float32 block of the gemm search stays within 128 MB (the refinement works
+    on a few thousand pairs at a time)."""
+    step = min(requested or 4096, max(1, (1 << 25) // len(base)))
+    for q0 in range(0, len(queries), step):
+        yield q0, np.asarray(queries[q0 : q0 + step], np.float64) - base.mean
+
+
 def _stable_by_index(sq: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sort each row by (distance, index), so that ties do not depend on faiss's internal order."""
+    """Sort each row by (distance, index), so that ties do not depend on the search's internal order."""
     order = np.lexsort((ids, sq), axis=1)
     return np.take_along_axis(sq, order, 1), np.take_along_axis(ids, order, 1)
 
 
 def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarray, k: int, *,
-                         margin: int = 16, query_chunk: int | None = None, backend: str = "auto") -> dict:
+                         margin: int = 8, query_chunk: int | None = None, backend: str = "auto") -> dict:
     """For each query z: r_k(z), its k-th smallest distance to `base` (1-indexed), and, per group g,
     #{x in base with groups[x] == g and d(z, x) <= r_k(z)}: every point at the k-th distance counts,
     so ties can push the total above k. Exact in float64.
@@ -178,26 +296,21 @@ def neighbourhood_counts(queries: np.ndarray, base: np.ndarray, groups: np.ndarr
     queries: (nq, D); base: (N, D); groups: (N,) int in [0, G). Returns {"radius": (nq,) float64,
     "counts": (nq, G) int64}. backend: as in `exact_knn`; the result does not depend on it.
     """
-    queries, base_c = _centred(queries, base)
-    search = _CandidateSearch(base_c, backend)
+    base = _Centred(base)
+    search = _CandidateSearch(base, backend)
     groups = np.asarray(groups, np.int64)
     num_groups = int(groups.max()) + 1
     radius, counts = np.empty(len(queries)), np.zeros((len(queries), num_groups), np.int64)
-    step = _rows_per_chunk(query_chunk, k + margin, base_c.shape[1])
-    for q0 in range(0, len(queries), step):
-        q = queries[q0 : q0 + step]
-        sq, ids, unsure = _exact_candidates(q, base_c, search, k, margin)
+    for q0, q in _query_chunks(queries, query_chunk, base):
+        sq, ids, unsure = _exact_candidates(q, base, search, k, margin)
         r2 = sq[:, k - 1]
-        if sq.shape[1] < len(base_c):
-            unsure |= sq[:, -1] <= r2  # a run of ties reaching past the candidates
         inside = sq <= r2[:, None]
         rows = np.repeat(np.arange(len(q)), inside.sum(1))
         flat = np.bincount(rows * num_groups + groups[ids[inside]], minlength=len(q) * num_groups)
         block = flat.reshape(len(q), num_groups)
-        for row in np.flatnonzero(unsure):
-            full = _brute_force_sq(q[row : row + 1], base_c)[0]
-            r2[row] = np.partition(full, k - 1)[k - 1]
-            block[row] = np.bincount(groups[full <= r2[row]], minlength=num_groups)
+        rows = np.flatnonzero(unsure)
+        for row, (row_sq, row_ids) in zip(rows, _within_kth(q[rows], base, k)):
+            r2[row], block[row] = row_sq[k - 1], np.bincount(groups[row_ids], minlength=num_groups)
         radius[q0 : q0 + len(q)], counts[q0 : q0 + len(q)] = np.sqrt(r2), block
     return {"radius": radius, "counts": counts}
 

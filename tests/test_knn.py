@@ -70,10 +70,10 @@ def test_k_out_of_range_is_refused():
 
 
 def test_backend_choice_follows_dimension_and_size():
-    """A k-d tree in low dimension, faiss's brute force otherwise."""
+    """A k-d tree in low dimension, a float32 GEMM brute force otherwise."""
     assert knn.choose_backend(2, 50_000) == "kdtree" and knn.choose_backend(knn.KDTREE_MAX_DIM, 1_000) == "kdtree"
-    assert knn.choose_backend(knn.KDTREE_MAX_DIM + 1, 50_000) == "faiss" and knn.choose_backend(512, 10**6) == "faiss"
-    assert knn.choose_backend(2, knn.KDTREE_MIN_BASE - 1) == "faiss"
+    assert knn.choose_backend(knn.KDTREE_MAX_DIM + 1, 50_000) == "gemm" and knn.choose_backend(512, 10**6) == "gemm"
+    assert knn.choose_backend(2, knn.KDTREE_MIN_BASE - 1) == "gemm"
     assert knn.choose_backend(512, 10, "kdtree") == "kdtree"
     with pytest.raises(ValueError, match="backend='ball'"):
         knn.exact_knn(np.zeros((2, 2)), np.zeros((3, 2)), 1, backend="ball")
@@ -88,22 +88,76 @@ def lattice_or_continuous(kind, dim, rng):
 @pytest.mark.parametrize("kind", ["lattice", "continuous"])
 @pytest.mark.parametrize("dim", [2, 3])
 @pytest.mark.parametrize("k, margin", [(1, 16), (30, 0), (45, 16)])
-def test_kdtree_and_faiss_give_identical_neighbours_and_counts(kind, dim, k, margin):
-    """Exact either way: the same neighbour indices (ties by lower index), the same float64 radii and
+def test_every_backend_gives_identical_neighbours_and_counts(kind, dim, k, margin):
+    """Exact every way: the same neighbour indices (ties by lower index), the same float64 radii and
     the same per-group counts (every point at the k-th distance counted) as brute force."""
     rng = np.random.default_rng(dim * 100 + k)
     base, queries = lattice_or_continuous(kind, dim, rng)
     groups = rng.integers(0, 3, len(base))
-    knns = {b: knn.exact_knn(queries, base, k, margin=margin, backend=b) for b in ("faiss", "kdtree")}
+    knns = {b: knn.exact_knn(queries, base, k, margin=margin, backend=b) for b in ("gemm", "faiss", "kdtree")}
     counts = {b: knn.neighbourhood_counts(queries, base, groups, k, margin=margin, backend=b)
-              for b in ("faiss", "kdtree")}
-    for key in ("indices", "distances"):
-        np.testing.assert_array_equal(knns["kdtree"][key], knns["faiss"][key])
-    for key in ("radius", "counts"):
-        np.testing.assert_array_equal(counts["kdtree"][key], counts["faiss"][key])
+              for b in ("gemm", "faiss", "kdtree")}
+    for other in ("gemm", "faiss"):
+        for key in ("indices", "distances"):
+            np.testing.assert_array_equal(knns["kdtree"][key], knns[other][key])
+        for key in ("radius", "counts"):
+            np.testing.assert_array_equal(counts["kdtree"][key], counts[other][key])
     dist, idx = brute_knn(queries, base, k)
     np.testing.assert_array_equal(knns["kdtree"]["indices"], idx)
     radius, brute = brute_counts(queries, base, groups, k)
     np.testing.assert_array_equal(counts["kdtree"]["counts"], brute)
     if kind == "lattice":
         assert np.any(counts["kdtree"]["counts"].sum(1) > k)  # the ties really are there
+
+
+@pytest.mark.parametrize("num", [1, 5, 13])
+def test_smallest_finds_the_smallest_values_of_each_row_with_ties(num):
+    """By group minima first: the same multiset of values as a full sort, columns that hold those values."""
+    rng = np.random.default_rng(num)
+    block = rng.integers(0, 50, size=(40, 4 * knn.GROUP * num + 7 * knn.GROUP)).astype(np.float32)  # many ties
+    block[:, -5:] = np.inf
+    values, cols = knn._smallest(block, num)
+    np.testing.assert_array_equal(np.sort(values, axis=1), np.sort(block, axis=1)[:, :num])
+    np.testing.assert_array_equal(np.take_along_axis(block, cols, 1), values)
+    assert all(len(set(row)) == num for row in cols)  # no column twice
+
+
+def heavy_tailed_with_ties(rng):
+    """Student-t(1) features (a few points with norms thousands of times the median) with duplicated rows, and
+    queries that copy base points: exact ties at every distance the duplicates share."""
+    base = rng.standard_t(1, size=(1_500, 48))
+    base[500:900] = base[:400]
+    queries = np.concatenate([base[rng.integers(0, 1_500, 60)], rng.standard_t(1, size=(60, 48))])
+    return base, queries
+
+
+@pytest.mark.parametrize("margin", [0, 8])
+def test_heavy_tailed_and_tied_inputs_match_brute_force(margin):
+    rng = np.random.default_rng(margin)
+    base, queries = heavy_tailed_with_ties(rng)
+    groups = rng.integers(0, 3, len(base))
+    for k in (1, 7):
+        result = knn.exact_knn(queries, base, k, margin=margin)
+        dist, idx = brute_knn(queries, base, k)
+        np.testing.assert_array_equal(result["indices"], idx)
+        np.testing.assert_allclose(result["distances"], dist, rtol=1e-12)
+        counts = knn.neighbourhood_counts(queries, base, groups, k, margin=margin)
+        np.testing.assert_array_equal(counts["counts"], brute_counts(queries, base, groups, k)[1])
+    assert np.any(counts["counts"].sum(1) > 7)  # ties at the k-th distance
+
+
+def test_float64_fallback_finds_every_point_within_the_kth_distance():
+    """The pass that uncertain rows get: all points within the k-th distance, ties included, in (distance, index)
+    order, as brute force has them."""
+    rng = np.random.default_rng(4)
+    base, queries = heavy_tailed_with_ties(rng)
+    centred = knn._Centred(base)
+    rows = knn._within_kth(queries - centred.mean, centred, 3)
+    dist = cdist(queries, base)
+    for row, (sq, ids) in enumerate(rows):
+        kth = np.sort(dist[row])[2]
+        expected = np.flatnonzero(dist[row] <= kth)
+        expected = expected[np.lexsort((expected, dist[row][expected]))]
+        np.testing.assert_array_equal(ids, expected)
+        np.testing.assert_allclose(np.sqrt(sq), dist[row][expected], rtol=1e-12)
+    assert max(len(ids) for _, ids in rows) > 3  # duplicates tie

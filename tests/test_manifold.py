@@ -2,7 +2,7 @@ import numpy as np
 import prdc
 import pytest
 
-from lib.manifold import precision_recall_density_coverage
+from lib.manifold import ball_memberships, knn_radii, precision_recall_density_coverage
 
 
 @pytest.mark.parametrize("k", [3, 5, 10])
@@ -38,30 +38,60 @@ def test_dropped_half_lowers_recall_not_precision():
     assert out["precision"] > 0.9 and out["recall"] == pytest.approx(0.5, abs=0.05)
 
 
-def test_ball_counts_agree_with_direct_distances_in_high_dimension():
-    from lib.manifold import _inside_counts
+def direct_memberships(real, fake, real_radii, fake_radii, strict):
+    """The three ball tests on full (real, fake) distance matrices, written from the definitions. A distance is
+    taken as the radii are (`exact_knn`): between points moved to the mean of the set whose ball is tested, its
+    squares summed by einsum, so that an exact tie between a radius and a distance stays an exact tie."""
+    def dist(mean):
+        diff = (real - mean)[:, None, :] - (fake - mean)[None, :, :]
+        return np.sqrt(np.einsum("ijd,ijd->ij", diff, diff))
 
-    rng = np.random.default_rng(7)
-    centres = rng.normal(size=(120, 3072)) * 40 + 100  # pixel-like scale, far from the origin
-    queries = rng.normal(size=(50, 3072)) * 40 + 100
-    direct = np.sqrt(((queries[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
-    radii = np.quantile(direct, rng.uniform(0.01, 0.3, 120), axis=0).diagonal()
+    to_real, to_fake = dist(real.mean(0)), dist(fake.mean(0))
+    in_real = to_real < real_radii[:, None] if strict else to_real <= real_radii[:, None]
+    in_fake = to_fake < fake_radii[None, :] if strict else to_fake <= fake_radii[None, :]
+    covered = to_fake < real_radii[:, None] if strict else to_fake <= real_radii[:, None]  # as exact_knn(real, fake)
+    return {"fake_in_real": in_real.sum(0), "real_in_fake": in_fake.sum(1), "covered": covered.any(1)}
+
+
+def assert_memberships_equal(real, fake, real_radii, fake_radii):
     for strict in (True, False):
-        expected = (direct < radii if strict else direct <= radii).sum(1)
-        assert np.array_equal(_inside_counts(queries, centres, radii, strict, chunk=7), expected)
+        expected = direct_memberships(real, fake, real_radii, fake_radii, strict)
+        got = ball_memberships(real, fake, real_radii, fake_radii, strict, chunk=7)
+        for key in expected:
+            np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{key}, strict={strict}")
 
 
-def test_ball_counts_decide_exact_ties_and_duplicates_as_the_direct_formula():
-    from lib.manifold import _inside_counts
+def test_ball_memberships_agree_with_direct_distances_in_high_dimension():
+    rng = np.random.default_rng(7)
+    real = rng.normal(size=(120, 3072)) * 40 + 100  # pixel-like scale, far from the origin
+    fake = rng.normal(size=(50, 3072)) * 40 + 100
+    direct = np.sqrt(((real[:, None, :] - fake[None, :, :]) ** 2).sum(-1))
+    real_radii = np.quantile(direct, rng.uniform(0.01, 0.3, 120), axis=1).diagonal()
+    fake_radii = np.quantile(direct, rng.uniform(0.01, 0.3, 50), axis=0).diagonal()
+    assert_memberships_equal(real, fake, real_radii, fake_radii)
 
+
+def test_ball_memberships_decide_exact_ties_and_duplicates_as_the_direct_formula():
     rng = np.random.default_rng(8)
     half = rng.integers(-3, 4, size=(40, 512)).astype(float)
-    centres = np.concatenate([half, -half])  # mean exactly 0: every distance is exact in float64
-    queries = np.concatenate([centres[:25], rng.integers(-3, 4, size=(25, 512)).astype(float)])
-    direct = np.sqrt(((queries[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
-    radii = np.sort(np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1)), axis=1)[:, 2]
-    radii[:5] = 0.0  # the copies of the first centres sit exactly on these balls' radii
-    assert (direct == radii).any()
-    for strict in (True, False):
-        expected = (direct < radii if strict else direct <= radii).sum(1)
-        assert np.array_equal(_inside_counts(queries, centres, radii, strict, chunk=7), expected)
+    real = np.concatenate([half, -half])  # mean exactly 0: every distance is exact in float64
+    fake = np.concatenate([real[:25], -real[:25]])  # mean exactly 0 too
+    direct = np.sqrt(((real[:, None, :] - fake[None, :, :]) ** 2).sum(-1))
+    real_radii = np.sort(np.sqrt(((real[:, None] - real[None]) ** 2).sum(-1)), axis=1)[:, 2]
+    real_radii[:5] = 0.0  # the copies of the first points sit exactly on these balls' radii
+    fake_radii = np.sort(direct, axis=0)[3]  # each fake ball's radius is a real point's distance: ties
+    assert (direct == real_radii[:, None]).any() and (direct == fake_radii[None, :]).any()
+    assert_memberships_equal(real, fake, real_radii, fake_radii)
+
+
+def test_ball_memberships_on_heavy_tailed_features():
+    """Student-t(2) features (a few points with huge norms, huge radii) and duplicated points."""
+    rng = np.random.default_rng(9)
+    real, fake = rng.standard_t(2, size=(300, 64)), rng.standard_t(2, size=(200, 64))
+    fake[:20] = real[:20]  # distance-0 pairs, and fake balls whose radius is a distance to a real point
+    real_radii, fake_radii = knn_radii(real, 4), knn_radii(fake, 4)
+    assert_memberships_equal(real, fake, real_radii, fake_radii)
+    for mean, radii in ((real.mean(0), real_radii[:, None]), (fake.mean(0), fake_radii[None, :])):
+        diff = (real - mean)[:, None, :] - (fake - mean)[None, :, :]
+        assert (np.sqrt(np.einsum("ijd,ijd->ij", diff, diff)) == radii).sum() >= 5  # exact ties at the radii
+    assert direct_memberships(real, fake, real_radii, fake_radii, True)["fake_in_real"].max() > 20  # huge balls
