@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, side_of, t_interval
+from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, NotMeasured, Verdict, interval, need, side_of, t_interval
 from lib.crel.conditional import PAPER_SPREAD
 from lib.crel.experiment import PAPER_TABLE
 from lib.linalg import slope_interval
@@ -26,8 +26,6 @@ def _values(r: Mapping[str, Any], lgm: str, method: str, alpha: float, column: s
     out = {row["seed"]: row[column] for row in rows if row["lgm"] == lgm and row["method"] == method
            and row["alpha"] == alpha and row.get(column) is not None}
     if len(out) < 2:
-        from lib.claims import NotMeasured
-
         raise NotMeasured(f"per_seed/{lgm}/{method}/{alpha}/{column}")
     return out
 
@@ -122,8 +120,6 @@ def _runtime(r: Mapping[str, Any]) -> Verdict:
 
     runtime = {int(d): v for d, v in need(r, "runtime").items()}
     if len(runtime) < 3:
-        from lib.claims import NotMeasured
-
         raise NotMeasured("runtime (at least three dimensions)")
     dims = sorted(runtime)
     crel = slope_interval([math.log(d) for d in dims], [math.log(runtime[d][0]) for d in dims])
@@ -159,8 +155,6 @@ def _reconstruction(r: Mapping[str, Any]) -> Verdict:
     sets = {label: v for label, v in need(r, "label_to_image").items() if v.get("rank_mean") is not None}
     gaps = [v["mean"] - v["recon"] for v in sets.values()]
     if len(gaps) < 2:
-        from lib.claims import NotMeasured
-
         raise NotMeasured("label_to_image (two generators)")
     mean, lower, upper = t_interval(gaps)
     return Verdict(side_of(lower, upper), f"mean ρ of the samples − mean ρ of their PCA reconstructions "
