@@ -12,6 +12,7 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.legend import Legend
+from matplotlib.text import Text
 
 from lib.cache import atomic_write
 
@@ -21,6 +22,12 @@ from lib.cache import atomic_write
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#444444", "#D55E00", "#999999", "#F0E442",
              "#8C564B")
 PALETTE = sns.color_palette(list(OKABE_ITO))
+
+
+# The smallest text a figure may show, in CSS px as the book shows the figure at a 1,400 px window (its image scaled
+# down to the text column): a figure whose smallest text falls below it fails the book's reader test
+# (tests/test_browser.py). Its size in the image is `figure_texts`'s, carried to the page by `show`'s metadata.
+MIN_TEXT_PX = 9.0
 
 
 def use_style() -> None:
@@ -52,6 +59,19 @@ def alt_text(fig: plt.Figure) -> str:
         if bits:
             parts.append(", ".join(bits))
     return "Figure. " + "; ".join(parts) if parts else "Figure."
+
+
+def figure_texts(fig: plt.Figure) -> list[tuple[str, float]]:
+    """(text, font size in px of the displayed image) of every visible, non-empty text of `fig`: titles, labels,
+    tick labels, legend entries, annotations. The notebook's image is drawn at `fig.dpi` (IPython's inline display),
+    so a font of s points is s · dpi / 72 px tall in it."""
+    found = []
+    for text in fig.findobj(Text):
+        words = text.get_text().strip()
+        axes = text.axes
+        if words and text.get_visible() and (axes is None or axes.get_visible()):
+            found.append((words, text.get_fontsize() * fig.dpi / 72))
+    return found
 
 
 def legend_beside(ax: plt.Axes, **kwargs) -> Legend:
@@ -137,7 +157,9 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
 
     A figure with a suptitle and no layout engine gets `tight_layout`, so the suptitle cannot sit on the
     axes' titles. The alt text (`alt`, else one built from the figure's titles and labels) travels in the output's
-    metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>.
+    metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>. The metadata also
+    holds the figure's texts and its smallest font in the image's px (`figure_texts`), which the book's reader test
+    reads (a code name in a label, text under MIN_TEXT_PX at the page's width).
     Returns nothing, so a cell ending with `show(...)` prints no stray path.
     """
     from IPython.display import display
@@ -150,7 +172,10 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
             fig.tight_layout()  # room for the suptitle above the axes' own titles
     if name:
         savefig(fig, name, directory)
-    metadata = {"alt": alt or alt_text(fig)}
+    texts = figure_texts(fig)
+    metadata = {"alt": alt or alt_text(fig), "texts": sorted({words for words, _ in texts})}
+    if texts:
+        metadata["min_text_px"] = round(min(px for _, px in texts), 2)
     if covering := legends_over_data(fig):
         metadata["legend_over_data"] = covering
     display(fig, metadata={"image/png": metadata})

@@ -70,6 +70,24 @@ def test_notebook_pages_show_the_executed_outputs_with_alt_text(site):
         assert "application/vnd.workbook.result" not in text and "Traceback" not in text
 
 
+def test_notebook_pages_offer_their_downloads_in_the_header_and_their_figures_text_size(site):
+    """The header's download button of a notebook page (lib.make.book.download_button) links the executed notebook
+    and its source, both files of the build; each figure's <img> carries its smallest text's size (TEXT_PX_CLASS)
+    from lib.plotting.show's metadata, which the reader test scales to the page; code blocks get copy.js."""
+    for notebook in NOTEBOOKS:
+        page = site["out"] / "notebooks" / f"{notebook.stem}.html"
+        text = page.read_text(encoding="utf-8")
+        header = text[text.index("dropdown-workbook-download-buttons"):text.index("</ul>", text.index(
+            "dropdown-workbook-download-buttons"))]
+        links = re.findall(r'href="([^"]+)"', header)
+        assert links == [f"../{book.DOWNLOADS}/{notebook.name}", f"../{book.DOWNLOADS}/source/{notebook.name}"]
+        assert all((page.parent / link).is_file() for link in links)
+        sizes = [float(px) / 10 for px in re.findall(rf'<img[^>]*class="[^"]*{book.TEXT_PX_CLASS}(\d+)', text)]
+        assert sizes and all(5 < px < 40 for px in sizes), f"{page.name}: figures' smallest text {sizes}"
+        assert "_static/copy.js" in text
+    assert "dropdown-workbook-download-buttons" not in (site["out"] / "docs" / "teaching.html").read_text()
+
+
 def test_every_link_and_file_of_the_book_is_on_the_machine(site):
     """Each href/src of every page is an existing file of the build (README's links to notebooks and docs
     included) or a plain link out (a paper, a tool's docs); nothing a page loads comes from another host."""

@@ -147,3 +147,19 @@ def test_the_first_five_colours_stay_apart_for_colour_blind_readers():
     for kind, matrix in CVD.items():
         assert _closest_pair_as_seen(PALETTE[:5], matrix) > 15, kind
     assert len(PALETTE) == 10  # cells index it modulo 10
+
+
+def test_show_records_the_figures_texts_and_its_smallest_font_in_the_images_pixels(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata["image/png"]))
+    fig, (left, right) = plt.subplots(1, 2, dpi=100)
+    left.plot([0, 1], label="randproj")
+    left.legend(fontsize=7)
+    left.text(0.5, 0.5, "0.91", fontsize=6)
+    right.set_visible(False)
+    right.set_title("hidden title", fontsize=3)  # on an invisible axes: not shown, so not counted
+    fig.suptitle("sizes", fontsize=14)
+    show(fig, figure="A")
+    meta = shown[0]
+    assert {"randproj", "0.91", "Figure A: sizes"} <= set(meta["texts"]) and "hidden title" not in meta["texts"]
+    assert meta["min_text_px"] == pytest.approx(6 * 100 / 72, abs=0.01)  # 6 pt at 100 dpi

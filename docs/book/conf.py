@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # lib, for a build started by sphinx-build rather than `python -m lib.make.book`
 from lib.make.book import (  # noqa: E402
-    DOWNLOADS, other_run_note, page_text, results_from_other_runs, set_image_alt_text)
+    DOWNLOADS, download_button, other_run_note, page_text, results_from_other_runs, set_image_alt_text)
 
 project = "Evaluation workbook"
 author = "the workbook's authors"
@@ -48,11 +48,12 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
-html_js_files = ["zoom.js"]  # click a figure to see it at full size
+html_js_files = ["zoom.js", "copy.js"]  # click a figure to see it at full size; a copy button on code
 html_favicon = "_static/favicon.svg"
 templates_path = ["_templates"]
 html_additional_pages = {"index": "redirect-to-readme.html"}  # the site's front page is the README
-# no download button: it would offer the stripped source of a notebook page, not the executed copy shown
+# the theme's download button would offer the stripped source of a notebook page, not the executed copy shown:
+# lib.make.book.download_button adds one that offers both
 html_theme_options = {"show_toc_level": 2, "home_page_in_toc": True, "use_download_button": False}
 html_last_updated_fmt = None
 html_copy_source = False
@@ -123,3 +124,4 @@ def setup(app):
     app.connect("source-read", results_page_note)
     app.connect("build-finished", copy_downloads)
     app.connect("doctree-read", set_image_alt_text)
+    app.connect("html-page-context", download_button, priority=510)  # after the theme's prep_header_buttons

@@ -40,6 +40,9 @@ CONF_DIR = ROOT / "docs" / "book"
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS_PAGES = ROOT / "docs" / "results"  # what `make results` writes
 ALT_KEY = "workbook_image_alts"  # page_text's cell metadata: the alt text of the cell's figures, in output order
+# page_text's cell metadata: the smallest text of each of the cell's figures in its image's px (lib.plotting.show)
+TEXT_PX_KEY = "workbook_image_text_px"
+TEXT_PX_CLASS = "workbook-text-px-"  # + tenths of a px: the <img> class that carries it to the reader test
 
 
 class BookError(RuntimeError):
@@ -175,6 +178,28 @@ def download_links(executed: Path) -> str:
             f' (<a href="../{DOWNLOADS}/source/{name}" download>its source</a>, outputs stripped)')
 
 
+def download_button(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Sphinx `html-page-context` (after the theme's buttons): a notebook page's header gets a download button, as
+    a Jupyter Book page has, offering the executed notebook the page shows, its source with the outputs stripped,
+    and the page printed to PDF. The theme's own button is off (conf.py): it would offer the stripped source as the
+    page's notebook."""
+    if not (pagename.startswith("notebooks/") and pagename.count("/") == 1):
+        return
+    name = f"{pagename.removeprefix('notebooks/')}.ipynb"
+    root = context["pathto"]("", 1).rstrip("/")
+    links = [(f"{root}/{DOWNLOADS}/{name}", "executed .ipynb", "the notebook with the outputs this page shows",
+              "fas fa-code"),
+             (f"{root}/{DOWNLOADS}/source/{name}", "source .ipynb", "the notebook with its outputs stripped",
+              "fas fa-file")]
+    buttons = [{"type": "link", "url": url, "text": text, "tooltip": tip, "icon": icon,
+                "label": f"workbook-download-{i}"} for i, (url, text, tip, icon) in enumerate(links)]
+    buttons.append({"type": "javascript", "javascript": "window.print()", "text": ".pdf", "tooltip": "Print to PDF",
+                    "icon": "fas fa-file-pdf", "label": "workbook-download-pdf"})
+    context.setdefault("header_buttons", []).insert(0, {
+        "type": "group", "tooltip": "Download this notebook", "icon": "fas fa-download", "buttons": buttons,
+        "label": "workbook-download-buttons"})
+
+
 def other_run_note(page: str, runs: Path) -> str | None:
     """The warning a results page (its Markdown `page`) shows when `make results` wrote it from another run than
     the executed notebook in `runs` that the book shows beside it; None when they are the same run."""
@@ -218,10 +243,12 @@ def page_text(executed: Path) -> str:
     for cell in nb.cells:
         if "outputs" in cell:
             cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {MIME_TYPE}]
-            alts = [o.get("metadata", {}).get("image/png", {}).get("alt") for o in cell.outputs
-                    if "image/png" in o.get("data", {})]
-            if any(alts):
-                cell.metadata[ALT_KEY] = alts
+            shown = [o.get("metadata", {}).get("image/png", {}) for o in cell.outputs
+                     if "image/png" in o.get("data", {})]
+            if any(meta.get("alt") for meta in shown):
+                cell.metadata[ALT_KEY] = [meta.get("alt") for meta in shown]
+            if any("min_text_px" in meta for meta in shown):
+                cell.metadata[TEXT_PX_KEY] = [meta.get("min_text_px") for meta in shown]
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     without_progress_bars(nb)
     return nbformat.writes(nb)
@@ -229,18 +256,24 @@ def page_text(executed: Path) -> str:
 
 def set_image_alt_text(app, doctree) -> None:
     """Sphinx `doctree-read`: each notebook figure's <img> gets the alt text `lib.plotting.show` stored in the
-    output's metadata (MyST-NB reads only width and height there), in output order from `page_text`'s list."""
+    output's metadata (MyST-NB reads only width and height there), in output order from `page_text`'s list, and
+    the class TEXT_PX_CLASS + its smallest text's size in tenths of a px (the reader test scales it to the page)."""
     from docutils import nodes
 
     def is_element(name: str, value: str):
         return lambda node: isinstance(node, nodes.container) and node.get(name) == value
 
     for cell in doctree.findall(is_element("nb_element", "cell_code")):
-        alts = iter(cell.get("cell_metadata", {}).get(ALT_KEY, []))
-        for png, alt in zip(cell.findall(is_element("mime_type", "image/png")), alts):
+        metadata = cell.get("cell_metadata", {})
+        pngs = list(cell.findall(is_element("mime_type", "image/png")))
+        for png, alt in zip(pngs, metadata.get(ALT_KEY, [])):
             for image in png.findall(nodes.image):
                 if alt:
                     image["alt"] = alt
+        for png, px in zip(pngs, metadata.get(TEXT_PX_KEY, [])):
+            for image in png.findall(nodes.image):
+                if px is not None:
+                    image["classes"].append(f"{TEXT_PX_CLASS}{round(px * 10)}")
 
 
 def build(runs: Path, out: Path, *, quiet: bool = True) -> Path:
