@@ -188,12 +188,15 @@ def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
 # ------------------------------------------------------------------------------------------------------------
 def ledger_list(judged: Iterable[tuple[Claim, Verdict]]) -> str:
     """The ledger as Markdown a page of any width reads: one item per claim, its id and verdict first, then the
-    paper's words and number, ours with its interval, and why."""
+    paper's words and number, ours with its interval, and why, code names said as the reader's names
+    (`lib.tables.in_readers_words`)."""
+    from lib.tables import in_readers_words
+
     items = []
     for claim, v in judged:
         items.append(f"- **{claim.id} · {v.verdict}.** {claim.words} ({claim.where}; paper: {claim.paper}).  \n"
                      f"  *Measured:* {claim.measure}. *Ours:* {v.ours}.  \n  *Why:* {v.why}.")
-    return "\n".join(items)
+    return in_readers_words("\n".join(items))
 
 
 VERDICT_MARK = re.compile(r"\[(?P<id>\d\d\.[a-z0-9-]+)\] \*{0,2}"
@@ -203,9 +206,11 @@ ITEM = re.compile(r"^- \*\*(?P<id>\d\d\.[a-z0-9-]+) · (?P<verdict>[a-z ]+)\.\*\
 
 def bullet(judged: Iterable[tuple[Claim, Verdict]], ids: Iterable[str]) -> str:
     """The claims `ids` of a ledger as a reader's sentences: "[id] verdict: the claim (ours; why)", joined."""
+    from lib.tables import in_readers_words
+
     by_id = {c.id: (c, v) for c, v in judged}
-    return " ".join(f"[{i}] **{by_id[i][1].verdict}**: {by_id[i][0].words.rstrip('.')} ({by_id[i][1].ours})."
-                    for i in ids)
+    return in_readers_words(" ".join(
+        f"[{i}] **{by_id[i][1].verdict}**: {by_id[i][0].words.rstrip('.')} ({by_id[i][1].ours})." for i in ids))
 
 
 def stated_verdicts(text: str) -> list[tuple[str, str]]:

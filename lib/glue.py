@@ -56,9 +56,11 @@ def glue(name: str, value: Any, *, display: bool = True) -> None:
 
 def _fmt(value: Any, digits: int) -> str:
     """`value` as the summary shows it: floats to `digits` significant digits (whole numbers from 10**digits
-    on), lists and dicts inline, long strings shortened."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
+    on), lists and dicts inline, long strings shortened, booleans as "yes"/"no" and None as "–"."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "–"
     if isinstance(value, float) and abs(value) >= 10 ** digits:
         return f"{value:.0f}"  # 12346, not 1.235e+04
     if isinstance(value, float):
@@ -73,6 +75,7 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 INLINE_ENTRIES = 8  # a dict of at most this many scalars is one row of the main table; a longer one, a table
+ENTRY = "entry"  # the header above a result's table's row labels: the keys of the recorded dict
 
 
 @dataclass
@@ -183,11 +186,11 @@ def _table(name: str, value: Any, names: Sequence[str] | None, digits: int) -> T
     if all(isinstance(v, dict) for _, v in entries):
         columns = list(names) if names is not None else list(dict.fromkeys(c for _, v in entries for c in v))
         rows = [[k, *(_fmt(v[c], digits) if c in v else "" for c in columns)] for k, v in entries]
-        return Table(name, ["", *columns], rows)
+        return Table(name, [ENTRY, *columns], rows)
     if names is not None:
-        return Table(name, ["", *names], [[k, *(_fmt(x, digits) for x in v)] for k, v in entries])
+        return Table(name, [ENTRY, *names], [[k, *(_fmt(x, digits) for x in v)] for k, v in entries])
     if len(entries) > INLINE_ENTRIES and all(_is_scalar(v) for _, v in entries):
-        return Table(name, ["", "value"], [[k, _fmt(v, digits)] for k, v in entries])
+        return Table(name, [ENTRY, "value"], [[k, _fmt(v, digits)] for k, v in entries])
     return None
 
 

@@ -40,12 +40,13 @@ LITERALS_KEY = ("workbook", "literals")
 def say(text: str) -> None:
     """Display `text` (Markdown, dedented and stripped) as the cell's output: `text/markdown` for front ends,
     reports and books, the same text as `text/plain` for consoles. A generated set's short label in it ("class c32
-    100% w2") is said in words (`lib.tables.set_names`)."""
+    100% w2") is said in words, and so is every code name in its prose ("resnet20": "ResNet-20";
+    `lib.tables.in_readers_words`)."""
     from IPython.display import display
 
-    from lib.tables import set_names
+    from lib.tables import in_readers_words
 
-    body = set_names(textwrap.dedent(text).strip())
+    body = in_readers_words(textwrap.dedent(text).strip())
     display({"text/markdown": body, "text/plain": body}, raw=True)
 
 

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 
 from lib.params import resolved_parameters
 
@@ -32,7 +34,9 @@ def _missing(value: object) -> bool:
 def _cell(value: object, digits: int, significant: bool, whole: bool) -> str:
     if _missing(value):
         return ""
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if not isinstance(value, Real):
         return str(value)
     if whole or isinstance(value, Integral):
         return f"{int(value)}"
@@ -40,8 +44,8 @@ def _cell(value: object, digits: int, significant: bool, whole: bool) -> str:
 
 
 def formatted(table: pd.DataFrame, digits: int = 3, *, significant: bool = False, axis: int = 0) -> pd.DataFrame:
-    """`table` with every cell a string: floats to `digits` decimals (`significant`: significant digits), a column
-    whose present values are all whole numbers as integers (`axis=1`: judged per row, for a transposed table
+    """`table` with every cell a string: floats to `digits` decimals (`significant`: significant digits), booleans as
+    "yes"/"no", a column whose present values are all whole numbers as integers (`axis=1`: judged per row, for a transposed table
     whose rows are the quantities), missing values blank. Index and columns are kept."""
     if axis == 1:
         return formatted(table.T, digits, significant=significant).T
@@ -69,26 +73,32 @@ def grouped(table: pd.DataFrame, groups: dict[str, dict[str, str]]) -> pd.DataFr
     return out
 
 
-def resolved_table(config: Any, presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> pd.DataFrame:
+def resolved_table(config: Any, presets: Mapping[str, Any], namespace: Mapping[str, Any]) -> Styler:
     """The table after a notebook's configuration cell: the value this run uses for each parameter that sets its
     config (a parameter left None shows the preset's), and the preset's value where the run's differs
-    (`lib.params.resolved_parameters`)."""
+    (`lib.params.resolved_parameters`). Names and values are code, as a reader passes them to papermill
+    (`-p N_TRAIN 10000`), so they show in code type, not as sentences' words."""
+    from html import escape
+
     rows = resolved_parameters(config, presets, namespace)
     table = pd.DataFrame(rows, columns=["parameter", "value", "preset"]).set_index("parameter")
-    table.columns = ["this run", f"preset {config.preset!r} where it differs"]
+    table.columns = pd.Index(["this run", f"preset {config.preset} where it differs"], name="parameter")
     table.index.name = None
-    return table
+
+    def code(value: object) -> str:
+        return f"<code>{escape(str(value))}</code>" if value != "" else ""
+
+    return table.style.format(code).format_index(code, axis=0)
 
 
 def labelled(table: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
-    """`table` with its columns `by` as the row labels, drawn without a header row of their own (pandas gives index
-    names one, empty but for them): their names move to the header's corner cell ("s_true · n"), so that no label
-    column is left unnamed."""
+    """`table` with its columns `by` as the row labels, named so that no label column is left unnamed: one column's
+    name goes to the header's corner cell, drawn without a header row of its own (pandas gives index names one,
+    empty but for them); several keep that row, each name above its own labels (pandas would put a corner name
+    above the last of them only)."""
     out = table.set_index(by)
     if isinstance(by, str):
         out.columns.name, out.index.name = by, None
-    else:
-        out.columns.name, out.index.names = " · ".join(by), [None] * len(by)
     return out
 
 
@@ -154,6 +164,40 @@ def set_names(text: str) -> str:
     return SET_LABEL.sub(set_name, text)
 
 
+# Code names that are also English words a sentence may use ("an ensemble of DDPMs", "the area of a set"): prose
+# keeps them; every other READER_NAMES entry is a code name wherever it stands as a word of its own.
+ENGLISH_WORDS = frozenset({"ensemble", "area", "student", "fraction", "evidential"})
+
+
+def code_name_pattern() -> str:
+    """A regular expression (JavaScript's and Python's alike) of the code names a reader should not read in prose or
+    a figure: each READER_NAMES entry (but ENGLISH_WORDS) as a word of its own (not inside a path, a file name or a
+    hyphenated word; "efficientnet_lite0/g0.6" is one), and a generated set's short label ("diadm c32 100%"). The
+    book's reader test (tests/test_browser.py) looks for it; `in_readers_words` replaces it."""
+    names = sorted((k for k, v in READER_NAMES.items() if k != v and k not in ENGLISH_WORDS), key=len,
+                   reverse=True)
+    words = "|".join(re.escape(k) for k in names)
+    return rf"(?<![\w./\-])(?:{words})(?![\w\-])|" + re.sub(r"\(\?P<\w+>", "(?:", SET_LABEL.pattern)
+
+
+_CODE_NAME = re.compile(code_name_pattern())
+# what prose keeps as it is: code spans, math, links' targets, HTML tags and Markdown tables' rows (tables keep the
+# short labels that the notebooks explain)
+_VERBATIM = re.compile(r"(`[^`]*`|\$\$.*?\$\$|\$[^$\n]*\$|\]\([^)]*\)|<[^>\n]*>|(?m:^[ \t]*\|[^\n]*$))", re.S)
+
+
+def in_readers_words(text: str) -> str:
+    """Markdown `text` with each code name in its prose said as the reader's name ("resnet20" -> "ResNet-20",
+    "P_Ri/rho" -> "P_Ri/ρ", a set label in words), code spans, math, links' targets, HTML and table rows left as they
+    are: the
+    sentences the library writes from results keyed by code names (reading cells, Findings boxes, ledgers)."""
+    def prose(part: str) -> str:
+        part = SET_LABEL.sub(set_name, part)
+        return _CODE_NAME.sub(lambda m: READER_NAMES.get(m.group(0), m.group(0)), part)
+
+    return "".join(part if i % 2 else prose(part) for i, part in enumerate(_VERBATIM.split(text)))
+
+
 def reader_name(label: object) -> object:
     """`label` with each code name in it replaced by its READER_NAMES entry (a word not listed whose parts are joined
     by "_" shows them apart); a label that is not a string is returned as it is."""
@@ -171,23 +215,41 @@ def reader_name(label: object) -> object:
     return _WORD.sub(word, label)
 
 
+def _reader_value(value: object) -> object:
+    """A cell as a reader reads it: "yes"/"no" for Python's True/False, "–" for None."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    return "–" if value is None else value
+
+
 def readable(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with READER_NAMES in its column and row labels and in their names (every level) and "yes"/"no" for
-    its boolean columns; the table itself is unchanged. The names of the row labels go to the header's corner cell
-    ("method · x") when the columns have one level and no name, instead of a header row of their own, empty but for
-    them."""
+    """`table` with READER_NAMES in its column and row labels and in their names (every level), "yes"/"no" for
+    booleans and "–" for None in any column; the table itself is unchanged. The name of one level of row labels
+    goes to the header's corner cell ("method") when the columns have one level and no name, instead of a header row
+    of its own, empty but for it; several levels keep that row, each name above its own labels."""
     out = table.rename(index=reader_name, columns=reader_name)
-    flags = [c for c in out.columns if out[c].dtype == bool]  # a reader's yes/no, not Python's True/False
-    if flags:
+    flags = [c for c in out.columns if out[c].dtype == bool or out[c].dtype == object]
+    if flags:  # a reader's yes/no, not Python's True/False
         out = out.astype({c: object for c in flags})
         for c in flags:
-            out[c] = out[c].map({True: "yes", False: "no"})
+            out[c] = out[c].map(_reader_value)
     out.index.names = [reader_name(name) for name in out.index.names]
     out.columns.names = [reader_name(name) for name in out.columns.names]
-    names = [str(name) for name in out.index.names if name is not None]
-    if names and out.columns.nlevels == 1 and out.columns.name is None:
-        out.columns.name, out.index.names = " · ".join(names), [None] * out.index.nlevels
+    name = out.index.names[0]
+    if out.index.nlevels == 1 and name is not None and out.columns.nlevels == 1 and out.columns.name is None:
+        out.columns.name, out.index.name = str(name), None
     return out
+
+
+def readable_html(table: pd.DataFrame) -> str:
+    """The HTML a notebook shows for `table` (`use_reader_names`): pandas' own, of the `readable` table, with "–"
+    for a missing number, and without the row labels when they are only pandas' default 0, 1, 2, … (no label
+    to read)."""
+    out = readable(table)
+    default = isinstance(table.index, pd.RangeIndex) and table.index.start == 0 and table.index.name is None
+    return out.to_html(notebook=True, na_rep="–", index=not default, max_rows=pd.get_option("display.max_rows"),
+                       max_cols=pd.get_option("display.max_columns"),
+                       show_dimensions=pd.get_option("display.show_dimensions") is True)
 
 
 def use_reader_names(shell: Any = None) -> None:
@@ -198,4 +260,4 @@ def use_reader_names(shell: Any = None) -> None:
 
         shell = get_ipython()
     if shell is not None:
-        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, lambda t: readable(t)._repr_html_())
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, readable_html)

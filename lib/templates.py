@@ -23,6 +23,7 @@ from typing import Any
 from lib.paths import PROJECT_ROOT
 from lib.provenance import minutes
 from lib.reading import pct, span
+from lib.tables import in_readers_words
 
 TEMPLATES = PROJECT_ROOT / "docs" / "results" / "templates"
 
@@ -146,7 +147,7 @@ def findings_text(number: str, results: Mapping[str, Any], templates: Path = TEM
     if not sentences:
         return ""
     title = "**Findings of this run, beside the paper's**"
-    return f'<div class="{FINDINGS_CLASS}">\n\n{title}\n\n' + "\n".join(sentences) + "\n\n</div>"
+    return in_readers_words(f'<div class="{FINDINGS_CLASS}">\n\n{title}\n\n' + "\n".join(sentences) + "\n\n</div>")
 
 
 FINDINGS_MARK = "workbook-findings"  # the metadata key of the box's output, which the book and the report replace

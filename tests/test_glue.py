@@ -42,14 +42,14 @@ def test_silent_glue_has_no_text_and_record_shows_a_rounded_table(monkeypatch):
                      {glue.MIME_TYPE: {glue.COLUMNS_KEY: {"auc": ["mean", "sd"]}}}]  # a results page labels them
     assert table.tables[0].rows == [["delta", "-0.0014"], ["name", "x"]]
     assert (table.tables[1].title, table.tables[1].columns, table.tables[1].rows) == (
-        "auc", ["", "mean", "sd"], [["C4", "0.971", "0.01"]])  # the glued list, its entries named
+        "auc", ["entry", "mean", "sd"], [["C4", "0.971", "0.01"]])  # the glued list, its entries named
     html = table._repr_html_()
     assert "<th style='text-align:left'>mean</th>" in html and "<code>auc</code></caption>" in html
     assert "<th style='text-align:left'><code>delta</code></th>" in html  # a result's name: what read_results gives
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage_z": 0.8931234, "area": 115.0}}})
     assert "<th style='text-align:left'>Coverage-Z</th>" in deep._repr_html_()  # an entry's name: the reader's
     deep = glue.summary_table({"table": {"CReL/0.1": {"coverage": 0.8931234, "area": 115.0}}})
-    assert deep.tables[0].columns == ["", "coverage", "area"]  # a dict of records: one table, its keys as columns
+    assert deep.tables[0].columns == ["entry", "coverage", "area"]  # a dict of records: one table, its keys as columns
     assert deep.rows == [("CReL/0.1", "0.893", "115")]
 
 
@@ -96,7 +96,7 @@ def test_the_headline_shows_the_papers_value_beside_ours_where_it_has_one():
 def test_columns_choose_what_a_table_of_records_shows():
     table = {"CReL/0.1": {"coverage_z": 0.888, "area": 101.7, "gamma": 0.78}, "Feldman/0.1": {"area": 285.5}}
     summary = glue.summary_table({"table": table}, columns={"table": ("coverage_z", "area")})
-    assert summary.tables[0].columns == ["", "coverage_z", "area"]
+    assert summary.tables[0].columns == ["entry", "coverage_z", "area"]
     assert summary.rows == [("CReL/0.1", "0.888", "102"), ("Feldman/0.1", "", "286")]
     with pytest.raises(ValueError, match=r"columns\['table'\] names \['coverage'\], which no record"):
         glue.summary_table({"table": table}, columns={"table": ("coverage",)})

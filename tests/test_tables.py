@@ -13,7 +13,7 @@ def test_counts_print_as_whole_numbers_and_floats_to_the_asked_digits():
     table = pd.DataFrame({"AuRC": [2.05613, 0.23491], "ties_A*": [877.0, 958.0], "ok": [True, False],
                           "name": ["ce", "zero_one"], "paper": [0.1023, np.nan]}, index=["a", "b"])
     out = formatted(table, 4)
-    assert out.to_dict("list") == {"AuRC": ["2.0561", "0.2349"], "ties_A*": ["877", "958"], "ok": ["True", "False"],
+    assert out.to_dict("list") == {"AuRC": ["2.0561", "0.2349"], "ties_A*": ["877", "958"], "ok": ["yes", "no"],
                                    "name": ["ce", "zero_one"], "paper": ["0.1023", ""]}
     assert list(out.index) == ["a", "b"] and list(out.columns) == list(table.columns)
 
@@ -46,7 +46,7 @@ def test_grouped_names_a_column_the_table_lacks():
         grouped(table, {"AuReC": {"ours": "AuReC", "paper": "paper AuReC"}})
 
 
-def test_labelled_rows_have_no_header_row_of_their_own():
+def test_labelled_rows_name_their_labels_above_them():
     from lib.tables import labelled
 
     table = pd.DataFrame({"T": [0.5, 1.0], "ECE": [0.1, 0.2], "test": ["a", "b"]})
@@ -54,7 +54,9 @@ def test_labelled_rows_have_no_header_row_of_their_own():
     assert list(one.index) == [0.5, 1.0] and one.columns.name == "T" and one.index.name is None
     assert one.to_html().count("<tr") == 3  # the header row and two rows: no row for the index name
     two = labelled(table, ["T", "test"])
-    assert list(two.index) == [(0.5, "a"), (1.0, "b")] and list(two.index.names) == [None, None]
+    assert list(two.index) == [(0.5, "a"), (1.0, "b")] and list(two.index.names) == ["T", "test"]
+    names_row = two.to_html().split("<tr")[2]  # pandas' row of the index names, each above its own labels
+    assert names_row.index(">T<") < names_row.index(">test<")
 
 
 def test_reader_names_replace_code_names_word_by_word_and_leave_the_papers_notation():
@@ -92,16 +94,30 @@ def test_use_reader_names_makes_a_displayed_frame_show_them():
     assert "Coverage-Z" in shown and "CVAE" in shown and "coverage_z" not in shown
 
 
-def test_readable_puts_the_row_labels_names_in_the_corner_instead_of_a_row_of_their_own():
-    rows = pd.MultiIndex.from_tuples([("CReL", "0.8–1.2"), ("CReL", "1.2–1.6")], names=["method", "x"])
-    table = pd.DataFrame({"n": [3, 4], "coverage_z": [0.9, 0.8]}, index=rows)
+def test_readable_puts_one_row_labels_name_in_the_corner_and_keeps_several_above_their_labels():
+    table = pd.DataFrame({"n": [3, 4], "coverage_z": [0.9, 0.8]}, index=pd.Index(["CReL", "Feldman"], name="method"))
     out = readable(table)
-    assert out.columns.name == "method · x" and list(out.index.names) == [None, None]
-    assert out.to_html().count("<tr") == 1 + len(table)  # one header row: pandas draws none for the names
-    assert table.index.names == ["method", "x"]  # the table itself keeps them
+    assert out.columns.name == "method" and out.index.name is None
+    assert out.to_html().count("<tr") == 1 + len(table)  # one header row: pandas draws none for the name
+    assert table.index.name == "method"  # the table itself keeps it
+    rows = pd.MultiIndex.from_tuples([("CReL", "0.8–1.2"), ("CReL", "1.2–1.6")], names=["method", "x"])
+    two = readable(table.set_axis(rows))
+    # pandas would draw a corner name above the last level only, leaving the first label column unnamed
+    assert two.columns.name is None and list(two.index.names) == ["method", "x"]
     pivot = table.copy()
     pivot.columns.name = "score"  # a named header keeps its name; the rows keep theirs
-    assert readable(pivot).columns.name == "score" and list(readable(pivot).index.names) == ["method", "x"]
+    assert readable(pivot).columns.name == "score" and readable(pivot).index.name == "method"
+
+
+def test_the_html_a_notebook_shows_has_no_python_values_and_no_default_row_numbers():
+    from lib.tables import readable_html
+
+    table = pd.DataFrame({"extractor": ["resnet20", "pixels"], "ok": [True, None], "value": [0.5, np.nan]})
+    shown = readable_html(table)
+    assert "<td>yes</td>" in shown and shown.count("<td>–</td>") == 2  # None and NaN
+    assert "True" not in shown and "NaN" not in shown and "None" not in shown
+    assert "<th>0</th>" not in shown and "<th>1</th>" not in shown  # pandas' 0, 1, … are no labels to read
+    assert "<th>a</th>" in readable_html(table.set_axis(["a", "b"]))
 
 
 def test_a_boolean_column_reads_yes_or_no_and_the_problems_their_greek_names():
@@ -114,3 +130,23 @@ def test_a_boolean_column_reads_yes_or_no_and_the_problems_their_greek_names():
     assert shown["covers g"].tolist() == ["yes", "no"] and shown.index.tolist() == ["P_ρ", "P_Ri/ρ"]
     assert table["covers_g"].dtype == bool  # the table itself is unchanged
     assert reader_name("P_Re") == "P_Re"
+
+
+def test_the_parameters_table_shows_names_and_values_as_code_under_a_named_corner():
+    from dataclasses import dataclass
+
+    from lib.tables import resolved_table
+
+    @dataclass(frozen=True)
+    class Toy:
+        preset: str = "a"
+        seed: int = 0
+        names: tuple = ("resnet20", "pixels")
+
+    presets = {"a": Toy(), "b": Toy(preset="b", seed=5)}
+    notebook = {"PRESET": "b", "SEED": None, "NAMES": None, "__annotations__": dict.fromkeys(["PRESET", "SEED",
+                                                                                            "NAMES"])}
+    shown = resolved_table(presets["b"], presets, notebook).to_html()
+    assert "<code>SEED</code>" in shown and "<code>5</code>" in shown  # the preset b sets it: no second value
+    assert "<code>[resnet20, pixels]</code>" in shown  # one cell of code, not a Python list in a sentence
+    assert ">parameter</th>" in shown and "preset b where it differs" in shown

@@ -323,7 +323,7 @@ def captioner_table(results: dict[str, dict]) -> pd.DataFrame:
                           for name, r in results.items()})
     table.loc["rank by mean BERT-SIM"] = table.loc["mean BERT-SIM"].rank(ascending=False)
     table.loc["rank by CReL-BERT"] = table.loc["CReL-BERT"].rank(ascending=False)
-    return table.rename_axis("captioner", axis=1)
+    return table.rename_axis(index="quantity", columns="captioner")
 
 
 def worst_case_table(results: dict[str, dict], data: dict, n_images: int = 3) -> pd.DataFrame:

@@ -326,7 +326,7 @@ def crel_table(results: dict[str, dict]) -> pd.DataFrame:
         ranks = pd.Series(np.nan, index=rows.index)
         ranks[generators] = rows.loc[generators, column].rank(ascending=False)
         rows.insert(at, name, ranks)
-    return rows
+    return rows.rename_axis("set")
 
 
 def reversal_facts(table: pd.DataFrame) -> dict:

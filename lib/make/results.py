@@ -40,7 +40,7 @@ from lib.glue import COLUMNS_KEY, IncompleteRun, read_complete_results, read_res
 from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
-from lib.tables import reader_name
+from lib.tables import in_readers_words, reader_name
 from lib.templates import PLACEHOLDER, TemplateError, findings_template, findings_text, render, split_template
 
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
@@ -165,6 +165,7 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
               f"docs/results/templates/{template.name} instead -->\n")
     body = render(split_template(template.read_text(encoding="utf-8"))[1],
                   {"r": results, "run": info, "all_results": lambda: value_tables(stable)}, source=template)
+    body = in_readers_words(body)
     if provenance:
         title, _, rest = body.partition("\n")
         body = f"{title}\n\n{provenance}\n{rest}"

@@ -594,9 +594,7 @@ def families_table(config: EnsemblePRConfig, results: dict, family_results: dict
                      **_family_columns(summary_row(result)),
                      "output sd": float(np.mean(scale)) if np.isfinite(scale).all() else np.nan,
                      "radial sd": radial_sd(result["samples"]), "far points": share, "far members": members})
-    table = pd.DataFrame(rows).set_index("model")
-    table.index.name = None
-    return table
+    return pd.DataFrame(rows).set_index("model")
 
 
 FAR_RADIUS = 10.0  # a sample this far from the ring's centre (radius about 1-3) is a diverged sample, not a mode
