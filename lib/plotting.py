@@ -61,10 +61,43 @@ def alt_text(fig: plt.Figure) -> str:
     return "Figure. " + "; ".join(parts) if parts else "Figure."
 
 
-def figure_texts(fig: plt.Figure) -> list[tuple[str, float]]:
-    """(text, font size in px of the displayed image) of every visible, non-empty text of `fig`: titles, labels,
-    tick labels, legend entries, annotations. The notebook's image is drawn at `fig.dpi` (IPython's inline display),
-    so a font of s points is s · dpi / 72 px tall in it."""
+def _draw(fig: plt.Figure) -> None:
+    """Draw `fig` once on an Agg canvas (its texts laid out and its tick labels set), its own canvas kept."""
+    original = fig.canvas
+    try:
+        FigureCanvasAgg(fig).draw()
+    finally:
+        fig.set_canvas(original)
+
+
+def in_readers_words(fig: plt.Figure) -> bool:
+    """Every text of `fig` with its code names said as the reader's names (`lib.tables.in_readers_words`: "resnet20"
+    -> "ResNet-20", "paired_t" -> "paired t", a set's short label in words), math left as it is: titles, labels,
+    legend entries, annotations, and tick labels given as strings (set again, fixed, where one changes: then True,
+    and the figure must be drawn again before its tick labels' texts read the new names)."""
+    from lib.tables import in_readers_words as words
+
+    _draw(fig)  # the tick labels are set when the figure is drawn
+    ticks_changed = False
+    for axes in fig.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            locations, labels = axis.get_majorticklocs(), [t.get_text() for t in axis.get_majorticklabels()]
+            said = [words(label) for label in labels]
+            if said != labels and len(labels) == len(locations):
+                axis.set_ticks(locations, said)
+                ticks_changed = True
+    for text in fig.findobj(Text):
+        if text.get_text() and words(text.get_text()) != text.get_text():
+            text.set_text(words(text.get_text()))
+    return ticks_changed
+
+
+def figure_texts(fig: plt.Figure, *, draw: bool = True) -> list[tuple[str, float]]:
+    """(text, font size in px of the displayed image) of every visible, non-empty text of `fig`, as drawn: titles,
+    labels, tick labels, legend entries, annotations. The notebook's image is drawn at `fig.dpi` (IPython's inline
+    display), so a font of s points is s · dpi / 72 px tall in it. `draw=False`: `fig` was drawn as it is now."""
+    if draw:
+        _draw(fig)  # the tick labels are set when the figure is drawn
     found = []
     for text in fig.findobj(Text):
         words = text.get_text().strip()
@@ -160,19 +193,21 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
     metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>. The metadata also
     holds the figure's texts and its smallest font in the image's px (`figure_texts`), which the book's reader test
     reads (a code name in a label, text under MIN_TEXT_PX at the page's width).
+    Every text of the figure says code names in the reader's words (`in_readers_words`).
     Returns nothing, so a cell ending with `show(...)` prints no stray path.
     """
     from IPython.display import display
 
     if figure is not None:
         numbered(fig, figure, title)
+    redraw = in_readers_words(fig)
     if fig._suptitle is not None and fig.get_layout_engine() is None:
         with warnings.catch_warnings():  # a figure tight_layout cannot handle keeps its layout
             warnings.simplefilter("ignore")
             fig.tight_layout()  # room for the suptitle above the axes' own titles
     if name:
         savefig(fig, name, directory)
-    texts = figure_texts(fig)
+    texts = figure_texts(fig, draw=redraw)
     metadata = {"alt": alt or alt_text(fig), "texts": sorted({words for words, _ in texts})}
     if texts:
         metadata["min_text_px"] = round(min(px for _, px in texts), 2)

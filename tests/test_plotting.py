@@ -153,7 +153,7 @@ def test_show_records_the_figures_texts_and_its_smallest_font_in_the_images_pixe
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata["image/png"]))
     fig, (left, right) = plt.subplots(1, 2, dpi=100)
-    left.plot([0, 1], label="randproj")
+    left.plot([0, 1], label="pixels")
     left.legend(fontsize=7)
     left.text(0.5, 0.5, "0.91", fontsize=6)
     right.set_visible(False)
@@ -161,5 +161,20 @@ def test_show_records_the_figures_texts_and_its_smallest_font_in_the_images_pixe
     fig.suptitle("sizes", fontsize=14)
     show(fig, figure="A")
     meta = shown[0]
-    assert {"randproj", "0.91", "Figure A: sizes"} <= set(meta["texts"]) and "hidden title" not in meta["texts"]
+    assert {"pixels", "0.91", "Figure A: sizes"} <= set(meta["texts"]) and "hidden title" not in meta["texts"]
     assert meta["min_text_px"] == pytest.approx(6 * 100 / 72, abs=0.01)  # 6 pt at 100 dpi
+
+
+def test_show_says_code_names_in_the_readers_words_in_every_text_of_the_figure(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata["image/png"]))
+    fig, ax = plt.subplots()
+    ax.bar(range(3), [1, 2, 3], label="paired_t (35.8%)")
+    ax.set_xticks(range(3), ["resnet20", "efficientnet_lite0", "pixels"])
+    ax.set_title("diadm c32 100% against $P_{rho}$")
+    ax.legend()
+    show(fig, figure="A", title="irs_adj by extractor")
+    texts = set(shown[0]["texts"])
+    assert {"ResNet-20", "EfficientNet-Lite0", "pixels", "paired t (35.8%)"} <= texts
+    assert "DiADM, width 32 against $P_{rho}$" in texts and "Figure A: IRS_∞,a by extractor" in texts
+    assert not {"resnet20", "paired_t (35.8%)", "irs_adj"} & texts
