@@ -45,8 +45,8 @@ def _cell(value: object, digits: int, significant: bool, whole: bool) -> str:
 
 def formatted(table: pd.DataFrame, digits: int = 3, *, significant: bool = False, axis: int = 0) -> pd.DataFrame:
     """`table` with every cell a string: floats to `digits` decimals (`significant`: significant digits), booleans as
-    "yes"/"no", a column whose present values are all whole numbers as integers (`axis=1`: judged per row, for a transposed table
-    whose rows are the quantities), missing values blank. Index and columns are kept."""
+    "yes"/"no", a column whose present values are all whole numbers as integers (`axis=1`: judged per row, for a
+    transposed table whose rows are the quantities), missing values blank. Index and columns are kept."""
     if axis == 1:
         return formatted(table.T, digits, significant=significant).T
     out = pd.DataFrame(index=table.index, columns=table.columns, dtype=object)

@@ -26,12 +26,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from notebook_runner import TABLE_WIDTH_PX, notebook_runner, smoke_book, smoke_run
+
+from lib.tables import code_name_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -399,7 +402,7 @@ def open_book_page(page, pending: Pending, url: str):
 
 def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_machine(browser, shots,
                                                                                      tmp_path_factory):
-    site = smoke_book(tmp_path_factory)["out"]
+    site = book_site(tmp_path_factory)
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                                "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -442,23 +445,56 @@ def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_mach
 
 
 # JavaScript evaluated in a book page once MathJax is done: what a reader would see that the book should not show.
-READER_PROBLEMS = """() => {
+# Its argument: {codeNames: a regular expression of the code names a reader should not read
+# (`lib.tables.code_name_pattern`),
+# minTextPx: lib.plotting.MIN_TEXT_PX, textPxClass: lib.make.book.TEXT_PX_CLASS}.
+READER_PROBLEMS = """(args) => {
   const article = document.querySelector('article.bd-article') || document.body;
   const shown = e => e.checkVisibility ? e.checkVisibility() : e.offsetParent !== null;
   const text = e => e.textContent.replace(/\\s+/g, ' ').trim();
-  const out = {tableRows: [], dollars: [], clipped: [], unfolded: [], provenance: 0};
+  const out = {tableRows: [], dollars: [], clipped: [], unfolded: [], provenance: 0, codeNames: [], python: [],
+               unnamedIndex: [], smallText: [], unsized: []};
   // a Markdown table left as text: a paragraph of pipes with a |---| rule, or one row | a | b |
   for (const e of article.querySelectorAll('p, li')) {
     const t = text(e);
     if (/\\|\\s*[-—:]{3,}\\s*\\|/.test(t) || /^\\|.*\\|.*\\|$/.test(t)) out.tableRows.push(t.slice(0, 120));
   }
-  // a $...$ that MathJax did not typeset (text outside code, scripts and typeset math)
-  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {acceptNode: n =>
-    n.parentElement.closest('code, pre, script, style, mjx-container, .highlight, kbd')
-      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
-  for (let n; (n = walker.nextNode());) {
-    const m = n.textContent.match(/\\$[^\\s$][^$]*\\$/);
-    if (m) out.dollars.push(m[0].slice(0, 80));
+  // the text a reader reads: outside code, scripts and typeset math
+  const readable = (root, skip) => {
+    const nodes = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+      n.parentElement.closest('code, pre, script, style, mjx-container, .highlight, kbd' + skip)
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+    for (let n; (n = walker.nextNode());) nodes.push(n);
+    return nodes;
+  };
+  // a $ that MathJax did not typeset (math left as source, or a lone dollar)
+  for (const n of readable(article, '')) {
+    const m = n.textContent.match(/.{0,30}\\$.{0,30}/);
+    if (m) out.dollars.push(m[0].replace(/\\s+/g, ' '));
+  }
+  // a code name in prose (tables keep the short labels the notebooks explain; figures are checked from their texts)
+  const codeName = new RegExp(args.codeNames);
+  for (const n of readable(article, ', table, .cell_input')) {
+    const m = n.textContent.match(codeName);
+    if (m) out.codeNames.push(m[0] + ' in "' + n.textContent.replace(/\\s+/g, ' ').trim().slice(0, 90) + '"');
+  }
+  // Python's list, dict, None, True or False where a reader reads, in a sentence or a table cell
+  const pythonic = /\\[\\s*'|\\{\\s*'|'\\s*:\\s|(?<![.!?:]\\s|^)\\b(None|True|False)\\b/;
+  for (const n of readable(article, ', .cell_input')) {
+    const m = n.textContent.match(pythonic);
+    if (m) out.python.push(n.textContent.replace(/\\s+/g, ' ').trim().slice(0, 90));
+  }
+  for (const cell of article.querySelectorAll('td, th')) {
+    if (/^(True|False|None|nan|NaN)$/.test(text(cell))) out.python.push('a table cell: ' + text(cell));
+  }
+  // a table whose row labels (th in its body) have no name in the header above them
+  for (const table of article.querySelectorAll('table')) {
+    const first = [...table.querySelectorAll('tbody tr')].map(r => r.cells[0]).filter(Boolean);
+    if (!first.length || !first.every(c => c.tagName === 'TH')) continue;
+    const head = [...table.querySelectorAll('thead tr')].map(r => r.cells[0]).filter(Boolean);
+    if (head.length && head.every(c => text(c).replace(/\\u00a0/g, '') === ''))
+      out.unnamedIndex.push(text(table).slice(0, 80));
   }
   // a table wider than the text column must sit in a box of its own that scrolls sideways
   const column = article.getBoundingClientRect().width;
@@ -470,6 +506,13 @@ READER_PROBLEMS = """() => {
       if ((x === 'auto' || x === 'scroll') && box.getBoundingClientRect().width <= column + 1) { boxed = true; break; }
     }
     if (!boxed) out.clipped.push(text(table).slice(0, 80));
+  }
+  // a notebook figure's smallest text, at the size the page shows the figure (the class lib.make.book gives it)
+  for (const img of article.querySelectorAll('div.cell_output img')) {
+    const cls = [...img.classList].find(c => c.startsWith(args.textPxClass));
+    if (!cls) { out.unsized.push((img.alt || img.src).slice(0, 80)); continue; }
+    const px = Number(cls.slice(args.textPxClass.length)) / 10 * img.getBoundingClientRect().width / img.naturalWidth;
+    if (px < args.minTextPx) out.smallText.push(px.toFixed(1) + ' px: ' + (img.alt || img.src).slice(0, 70));
   }
   // the plumbing cells' code (imports, parameters, configuration, recording) is folded: not shown until opened
   const cells = [...article.querySelectorAll('div.cell')].filter(c => c.querySelector('.cell_input'));
@@ -493,12 +536,64 @@ READER_PROBLEMS = """() => {
   return out;
 }"""
 
+# JavaScript evaluated in a page at a phone's width: the page scrolls sideways when its document is wider than the
+# window; returns the widest elements that stick out (what a reader would have to scroll to).
+SIDEWAYS = """() => {
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth <= width + 1) return [];
+  const name = e => e.tagName.toLowerCase() + (e.className && typeof e.className === 'string'
+    ? '.' + e.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
+  const clipped = e => { // inside a box that scrolls or clips sideways: it cannot widen the page
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return true;
+    return false;
+  };
+  return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > width + 1)
+    .filter(e => !clipped(e) && ![...e.children].some(c => c.getBoundingClientRect().right > width + 1))
+    .slice(0, 3).map(e => name(e) + ': ' + e.textContent.replace(/\\s+/g, ' ').trim().slice(0, 60));
+}"""
+
+def book_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site the book tests read: $WORKBOOK_BOOK (`make test-browser READ_BOOK=runs/book`: the last `make book`,
+    of a real `make run`) when set, else the book of the session's smoke runs."""
+    if os.environ.get("WORKBOOK_BOOK"):
+        site = Path(os.environ["WORKBOOK_BOOK"]).resolve()
+        if not (site / "index.html").is_file():
+            pytest.fail(f"WORKBOOK_BOOK={site} holds no book (no index.html): run `make book` first")
+        return site
+    return smoke_book(tmp_path_factory)["out"]
+
+
+def figure_problems(site: Path, limit: int | None = 5) -> dict[str, list[str]]:
+    """What the figures of the book's executed notebooks (DOWNLOADS/) show that a reader should not read: a code
+    name in a figure's texts (its titles, labels, ticks, legend; `lib.plotting.figure_texts`), by notebook."""
+    from lib.make.book import DOWNLOADS
+
+    pattern = re.compile(code_name_pattern())
+    found = {}
+    for notebook in sorted((site / DOWNLOADS).glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(notebook.read_text(encoding="utf-8"))
+        hits = [f"{m.group(0)!r} in {t!r}" for cell in nb["cells"] for o in cell.get("outputs", [])
+                for t in o.get("metadata", {}).get("image/png", {}).get("texts", [])
+                for m in [pattern.search(t)] if m]
+        if hits:
+            found[notebook.name] = hits[:limit]
+    return found
+
 
 def test_book_pages_show_tables_math_folds_and_provenance_as_a_reader_sees_them(browser, shots, tmp_path_factory):
     """Every page of the book, as a reader sees it at 1,400 px: no Markdown table left as a paragraph of pipes, no
-    $...$ left untypeset, no table wider than the text column outside a scroll box of its own, the plumbing cells of
-    each notebook page folded, and each notebook and results page opening with its run's provenance line."""
-    site = smoke_book(tmp_path_factory)["out"]
+    $ left untypeset, no code name in prose or in a figure's labels (the reader's names of lib.tables), no Python
+    list, dict, None or True/False in a sentence or a table, no table whose row labels have no name, no table wider
+    than the text column outside a scroll box of its own, no figure whose smallest text the page shows under
+    lib.plotting.MIN_TEXT_PX, the plumbing cells of each notebook page folded, each notebook and results page
+    opening with its run's provenance line, and each notebook page's header offering its downloads. At 390 px (a
+    phone), no page scrolls sideways."""
+    from lib.make.book import TEXT_PX_CLASS
+    from lib.plotting import MIN_TEXT_PX
+
+    site = book_site(tmp_path_factory)
+    args = {"codeNames": code_name_pattern(), "minTextPx": MIN_TEXT_PX, "textPxClass": TEXT_PX_CLASS}
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                                "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -506,29 +601,56 @@ def test_book_pages_show_tables_math_folds_and_provenance_as_a_reader_sees_them(
     page.set_default_timeout(ACTION_TIMEOUT_MS)
     pending = Pending(page)
     found: dict[str, dict] = {}
+    sideways: dict[str, list[str]] = {}
+    downloads: dict[str, list[str]] = {}
     try:
         wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=120, what="the book's HTTP server")
         pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                        if "_static" not in p.parts and p.name not in {"genindex.html", "search.html", "index.html"})
         for path in pages:
             open_book_page(page, pending, f"http://127.0.0.1:{port}/{path}")
-            found[path] = page.evaluate(READER_PROBLEMS)
+            found[path] = page.evaluate(READER_PROBLEMS, args)
+            if path.startswith("notebooks/"):
+                downloads[path] = page.evaluate("() => [...document.querySelectorAll("
+                                                "'.dropdown-workbook-download-buttons a')].map(a => a.href)")
         for path in ("notebooks/02_crel_conformal_reliability.html", "notebooks/03_epistemic_regret_cifar10h.html"):
             page.goto(f"http://127.0.0.1:{port}/{path}", timeout=PAGE_LOAD_TIMEOUT_MS)
             page.screenshot(path=shots / f"book-{Path(path).stem}.png", full_page=True)
+        page.set_viewport_size({"width": 390, "height": 844})
+        for path in pages:
+            open_book_page(page, pending, f"http://127.0.0.1:{port}/{path}")
+            if wide := page.evaluate(SIDEWAYS):
+                sideways[path] = wide
     finally:
         page.close()
         server.terminate()
         server.wait(timeout=30)
     needs_line = [p for p in found if p.startswith("notebooks/") or re.match(r"docs/results/\d\d-", p)]
     assert len(needs_line) == 2 * len(NOTEBOOKS), needs_line
+    missing = {p: links for p, links in downloads.items()
+               if len(links) != 2 or not all((site / urllib.parse.urlsplit(u).path.lstrip("/")).is_file()
+                                             for u in links)}
     problems = {
         "Markdown table rows shown as text": {p: f["tableRows"][:2] for p, f in found.items() if f["tableRows"]},
-        "untypeset $...$": {p: f["dollars"][:3] for p, f in found.items() if f["dollars"]},
+        "untypeset $": {p: f["dollars"][:3] for p, f in found.items() if f["dollars"]},
+        "code names in prose": {p: f["codeNames"][:3] for p, f in found.items() if f["codeNames"]},
+        "code names in figures": figure_problems(site),
+        "Python's lists, dicts, None, True or False": {p: f["python"][:3] for p, f in found.items() if f["python"]},
+        "tables whose row labels have no name": {p: f["unnamedIndex"][:2] for p, f in found.items()
+                                                 if f["unnamedIndex"]},
         "tables wider than the column without a scroll box": {p: f["clipped"][:2] for p, f in found.items()
                                                               if f["clipped"]},
+        f"figure text under {MIN_TEXT_PX} px at 1,400 px": {p: f["smallText"][:3] for p, f in found.items()
+                                                             if f["smallText"]},
+        "figures without their text size (lib.plotting.show)": {p: f["unsized"][:3] for p, f in found.items()
+                                                                if f["unsized"]},
         "plumbing cells not folded": {p: f["unfolded"] for p, f in found.items() if f["unfolded"]},
         "pages without their provenance line at the top": [p for p in needs_line if not found[p]["provenance"]],
+        "notebook pages without their two downloads in the header": missing,
+        "pages that scroll sideways at 390 px": sideways,
     }
-    print(f"book: {len(found)} pages read as a reader sees them")
-    assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+    print(f"book: {len(found)} pages read as a reader sees them, at 1,400 px and at 390 px")
+    left = {k: v for k, v in problems.items() if v}
+    everything = {"found": found, "sideways": sideways, "figures": figure_problems(site, limit=None)}
+    (shots / "reader-problems.json").write_text(json.dumps(everything, indent=1, ensure_ascii=False))
+    assert not left, "what a reader should not see:\n" + json.dumps(left, indent=1, ensure_ascii=False)
