@@ -80,12 +80,12 @@ def plot_worst_cases(results: dict[str, dict], classes: tuple[int, ...] = tuple(
                 for ax, image in ((row[2 * k], typical), (row[2 * k + 1], r["worst_images"][c])):
                     ax.imshow(image, interpolation="nearest")
                     ax.set_xticks([]), ax.set_yticks([])
-                row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=9, labelpad=1)
+                row[2 * k + 1].set_xlabel(f"{r['crel_per_class'][c]:.2f}", fontsize=10, labelpad=1)
                 for side in row[2 * k + 1].spines.values():
                     side.set(color="red", linewidth=1.5)
                 if i == 0:
                     row[2 * k].set_title(CLASSES[c], fontsize=10, loc="left")
             row[0].set_ylabel(set_names(label).replace(", ", ",\n"), rotation=0, ha="right", va="center",
-                              fontsize=9)
-    fig.subplots_adjust(wspace=0.05, hspace=0.45, left=0.14, right=0.99, top=0.95, bottom=0.03)
+                              fontsize=10)
+    fig.subplots_adjust(wspace=0.05, hspace=0.5, left=0.15, right=0.99, top=0.95, bottom=0.03)
     return fig
