@@ -222,12 +222,18 @@ def _reader_value(value: object) -> object:
     return "–" if value is None else value
 
 
+def _reader_label(label: object) -> object:
+    """A row or column label as a reader reads it: `reader_name`, and yes/no or – for a label that is a boolean or
+    None (a pivot on a flag: "EMA" above "no" and "yes", not False and True)."""
+    return _reader_value(label) if label is None or isinstance(label, (bool, np.bool_)) else reader_name(label)
+
+
 def readable(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with READER_NAMES in its column and row labels and in their names (every level), "yes"/"no" for
-    booleans and "–" for None in any column; the table itself is unchanged. The name of one level of row labels
+    booleans and "–" for None in any column or label; the table itself is unchanged. The name of one level of row labels
     goes to the header's corner cell ("method") when the columns have one level and no name, instead of a header row
     of its own, empty but for it; several levels keep that row, each name above its own labels."""
-    out = table.rename(index=reader_name, columns=reader_name)
+    out = table.rename(index=_reader_label, columns=_reader_label)
     flags = [c for c in out.columns if out[c].dtype == bool or out[c].dtype == object]
     if flags:  # a reader's yes/no, not Python's True/False
         out = out.astype({c: object for c in flags})

@@ -118,6 +118,8 @@ def test_the_html_a_notebook_shows_has_no_python_values_and_no_default_row_numbe
     assert "True" not in shown and "NaN" not in shown and "None" not in shown
     assert "<th>0</th>" not in shown and "<th>1</th>" not in shown  # pandas' 0, 1, … are no labels to read
     assert "<th>a</th>" in readable_html(table.set_axis(["a", "b"]))
+    pivot = pd.DataFrame({"ema": [False, True], "auc": [0.8, 0.9]}).pivot_table(columns="ema", values="auc")
+    assert list(readable(pivot).columns) == ["no", "yes"] and readable(pivot).columns.name == "EMA"
 
 
 def test_a_boolean_column_reads_yes_or_no_and_the_problems_their_greek_names():
