@@ -485,8 +485,10 @@ READER_PROBLEMS = """(args) => {
     const m = n.textContent.match(pythonic);
     if (m) out.python.push(n.textContent.replace(/\\s+/g, ' ').trim().slice(0, 90));
   }
-  for (const cell of article.querySelectorAll('td, th')) {
-    if (/^(True|False|None|nan|NaN)$/.test(text(cell))) out.python.push('a table cell: ' + text(cell));
+  for (const cell of article.querySelectorAll('td, th')) {  // a cell of code (a parameter's value) is code
+    const code = cell.querySelector('code');
+    if (/^(True|False|None|nan|NaN)$/.test(text(cell)) && !(code && text(code) === text(cell)))
+      out.python.push('a table cell: ' + text(cell));
   }
   // a table whose row labels (th in its body) have no name in the header above them
   for (const table of article.querySelectorAll('table')) {

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from lib.plotting import PALETTE
+from lib.plotting import PALETTE, legend_below
 from lib.tables import set_names
 
 MARKERS = "os^vDP*Xhp<>"
@@ -38,8 +38,9 @@ def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int, nomina
 
 def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
     """Section 4: IRS_inf,a of every toy generator against FID, recall and coverage on one extractor's
-    features; one marker per generator, named in a single legend (no labels piled on the points)."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, layout="constrained")  # room for the title
+    features; one marker per generator, named in a single legend under the panels (no labels piled on the points;
+    the figure narrow enough for its text to stay readable at the page's width)."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 4.6), sharey=True, layout="constrained")  # room for the title
     for k, (label, row) in enumerate(table.iterrows()):
         style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=set_names(label))
         for ax, x in zip(axes, ("fid", "recall", "coverage")):
@@ -48,7 +49,7 @@ def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
         ax.set_xlabel(x)
     axes[0].set_ylabel("IRS_∞,a")
     axes[1].set_title(f"toy generators on {extractor} features")
-    axes[2].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="generator")
+    legend_below(fig, ncol=4, title="generator")
     return fig
 
 
