@@ -536,3 +536,10 @@ def test_the_zero_one_scale_claim_names_the_accuracy_the_papers_values_need():
     needed = math.sqrt(2 * 0.003 / k)
     assert verdict.verdict == "fails" and f"d ≤ {needed:.3f}" in verdict.why
     assert rc._scale_zero_one({"table": table(0.01)}).verdict == "undecided"
+
+
+def test_f1_evidential_says_how_many_active_learning_runs_it_rests_on():
+    r = _results_03()
+    assert "active learning in one run" in _v(regret_claims, r)["03.f1-evidential"].why
+    r["al_nauc_by_seed"] = {m: [0.7, 0.71, 0.72] for m in r["proxy"]}
+    assert "active learning over 3 seeds, paired by seed" in _v(regret_claims, r)["03.f1-evidential"].why
