@@ -507,18 +507,20 @@ AL_SEEDS = 5  # active-learning runs per method for the AL NAUC column's interva
 AL_SEEDS_STREAM = 2  # the further runs' seeds: derive_seed(seed, AL_SEEDS_STREAM, s), apart from seed + round
 
 
-def al_nauc_over_seeds(config: RegretConfig, methods: tuple[str, ...], pool_feats: np.ndarray,
+def al_nauc_over_seeds(config: RegretConfig, first: dict[str, float], pool_feats: np.ndarray,
                        pool_labels: np.ndarray, test_feats: np.ndarray, test_labels: np.ndarray, *,
                        run: Run) -> dict[str, list[float]]:
-    """{method: [AL NAUC of each of AL_SEEDS runs]}: `active_learning` (strategy "epistemic") on the same pool and
-    test rows at config.seed (the notebook's run, stored) and at AL_SEEDS - 1 derived seeds (cached, not stored:
-    about 7 s per method and seed on the cpu preset). A seed sets the initial labels, the heads' initialisation and
-    their sampling, the same for every method: the runs pair by seed."""
+    """{method: [AL NAUC of each of AL_SEEDS runs]} for the methods of `first` ({method: NAUC of its run at
+    config.seed}, the notebook's `active_learning`, not read again), then `active_learning` (strategy "epistemic")
+    on the same pool and test rows at AL_SEEDS - 1 derived seeds (cached, not stored: about 5 s per method and seed
+    on the cpu preset). A seed sets the initial labels, the heads' initialisation and their sampling, the same for
+    every method: the runs pair by seed."""
     from lib.seeds import derive_seed
 
-    seeds = [config.seed] + [derive_seed(config.seed, AL_SEEDS_STREAM, s) for s in range(1, AL_SEEDS)]
-    return {m: [active_learning(replace(config, seed=seed), m, pool_feats, pool_labels, test_feats, test_labels,
-                                run=run)["nauc"] for seed in seeds] for m in methods}
+    seeds = [derive_seed(config.seed, AL_SEEDS_STREAM, s) for s in range(1, AL_SEEDS)]
+    return {m: [float(nauc)] + [active_learning(replace(config, seed=seed), m, pool_feats, pool_labels, test_feats,
+                                                test_labels, run=run)["nauc"] for seed in seeds]
+            for m, nauc in first.items()}
 
 
 def al_nauc_pairs(nauc: dict[str, list[float]], level: float = 0.95) -> dict[str, dict[str, list[float]]]:
