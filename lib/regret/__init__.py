@@ -53,6 +53,7 @@ from lib.regret.method import (  # noqa: F401
     paired_draws,
     pareto_gap,
     pareto_gap_details,
+    pgap_draws,
     pgap_pairs,
     regret_metrics,
     selection_order,

@@ -718,8 +718,9 @@ def pgap_pairs(config: RegretConfig, evaluations: dict, run: Run, loss: str = "c
                                                             evaluations[(m, loss)]["oracle"]["E"]))
                  for m, name in names.items()}
     settings = {"reps": PGAP_REPS, "seed": config.seed, "scale": config.pgap_scale, "norm": config.aurec_norm}
-    entry = cache_entry(CACHE_NAMESPACE, f"pgap-pairs-{loss}", {"estimates": estimates, **settings}, ".pt")
-    return run.torch(entry, lambda: regret.pgap_pairs(estimates, **settings))
+    entry = cache_entry(CACHE_NAMESPACE, f"pgap-draws-{loss}", {"estimates": estimates, **settings}, ".npz")
+    found = run.npz(entry, lambda: regret.pgap_draws(estimates, **settings))
+    return regret.paired_differences(list(estimates), found["point"], found["draws"])
 
 
 NEAR_OOD, FAR_OOD = ("gaussian_noise", "blur"), ("mnist", "uniform_noise")

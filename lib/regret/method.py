@@ -597,13 +597,12 @@ def paired_differences(names: list[str], point: np.ndarray, draws: np.ndarray,
             for i, a in enumerate(names) for j, b in enumerate(names) if i < j}
 
 
-def pgap_pairs(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
-               seed: int = 0, level: float = 0.95, scale: str = "none",
-               norm: str = "selective") -> dict[str, list[float]]:
-    """How sure the order of the P-gap column is (spec §1.4 F2): `paired_differences` of the methods' P-gaps
-    (`pareto_gap`, both fronts recomputed on each draw) over a paired bootstrap of the n test points, the
-    resampling of `aurec_ranking` (`paired_draws`). estimates[m] = (A_hat, E_hat, A, E): method m's estimates and
-    its own oracle A*, E*, each (n,) float on the same points. Returns {"A − B": [difference, lower, upper]}."""
+def pgap_draws(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
+               seed: int = 0, scale: str = "none", norm: str = "selective") -> dict[str, np.ndarray]:
+    """The methods' P-gaps (`pareto_gap`, both fronts recomputed on each draw) on all n points and on a paired
+    bootstrap of them, the resampling of `aurec_ranking` (`paired_draws`). estimates[m] = (A_hat, E_hat, A, E):
+    method m's estimates and its own oracle A*, E*, each (n,) float on the same points. Returns {"point":
+    (methods,), "draws": (reps, methods)} float64, methods in the order of `estimates`."""
     names = list(estimates)
     n = len(estimates[names[0]][0])
     if any(len(a) != n for m in names for a in estimates[m]):
@@ -613,8 +612,17 @@ def pgap_pairs(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np
     def gaps(i: np.ndarray) -> list[float]:
         return [pareto_gap(*(a[i] for a in estimates[m]), scale=scale, norm=norm) for m in names]
 
-    point = np.array(gaps(np.arange(n)))
-    return paired_differences(names, point, paired_draws(gaps, n, reps=reps, seed=seed), level)
+    return {"point": np.array(gaps(np.arange(n))), "draws": paired_draws(gaps, n, reps=reps, seed=seed)}
+
+
+def pgap_pairs(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
+               seed: int = 0, level: float = 0.95, scale: str = "none",
+               norm: str = "selective") -> dict[str, list[float]]:
+    """How sure the order of the P-gap column is (spec §1.4 F2): `paired_differences` of the methods' P-gaps over
+    a paired bootstrap of the n test points (`pgap_draws`, which takes the same `estimates`). Returns
+    {"A − B": [difference, lower, upper]}."""
+    found = pgap_draws(estimates, reps=reps, seed=seed, scale=scale, norm=norm)
+    return paired_differences(list(estimates), found["point"], found["draws"], level)
 
 
 def aurec_ranking(scores: dict[str, np.ndarray], regrets: dict[str, np.ndarray], *, reps: int = 500, seed: int = 0,
