@@ -115,3 +115,21 @@ def precision_recall_density_coverage(*, real: np.ndarray, fake: np.ndarray, k: 
     fake_in_real = balls["fake_in_real"]
     return {"precision": float((fake_in_real > 0).mean()), "recall": float((balls["real_in_fake"] > 0).mean()),
             "density": float(fake_in_real.sum() / (k * len(fake))), "coverage": float(balls["covered"].mean())}
+
+
+def coverage_by_k(*, real: np.ndarray, fake: np.ndarray, ks: tuple[int, ...], strict: bool = True) -> dict[int, float]:
+    """Coverage (Naeem et al. 2020, spec 04 §1: "coverage depends on a hyperparameter") at each k of `ks`: the share
+    of real points whose ball B(r, NN_k(r, real)) holds a fake point, i.e. whose nearest fake point lies within
+    (`strict`: strictly within) their k-th nearest other real point's distance. One k-NN search of the real set at
+    the largest k and one nearest-fake search serve every k; at one k it equals
+    `precision_recall_density_coverage(...)["coverage"]`.
+
+    real: (N, D), fake: (M, D) float; ks: each in [1, min(N, M) - 1]. Returns {k: coverage} floats in [0, 1].
+    """
+    for k in ks:
+        check_int("ks entry", k, minimum=1, maximum=min(len(real), len(fake)) - 1)
+    real, fake = np.asarray(real, np.float64), np.asarray(fake, np.float64)
+    radii = exact_knn(real, real, max(ks) + 1)["distances"]  # column k: the k-th nearest other real point
+    nearest_fake = exact_knn(real, fake, 1)["distances"][:, 0]
+    inside = np.less if strict else np.less_equal
+    return {k: float(inside(nearest_fake, radii[:, k]).mean()) for k in ks}

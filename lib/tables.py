@@ -124,7 +124,7 @@ READER_NAMES: dict[str, str] = {
     "median_basin_std": "median sd in the best basin", "median_best_share": "median share in the best basin",
     "per_image": "per image", "lgm": "LGM",
     # 03: epistemic uncertainty and regret
-    "P_rho": "P_ρ", "P_Ri/rho": "P_Ri/ρ",
+    "P_rho": "P_ρ", "P_Ri/rho": "P_Ri/ρ", "P_Re/rho": "P_Re/ρ",
     "ce": "CE", "zero_one": "0/1", "mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble",
     "evidential": "Evidential", "ddu": "DDU", "AuReC_joint": "AuReC (joint)", "oracle_AuReC": "oracle AuReC",
     "mean_E*": "mean E*", "P-gap_ref_range": "P-gap (ref range)", "ties_A*": "ties of A*", "median_tau": "median τ",

@@ -2,7 +2,7 @@ import numpy as np
 import prdc
 import pytest
 
-from lib.manifold import ball_memberships, knn_radii, precision_recall_density_coverage
+from lib.manifold import ball_memberships, coverage_by_k, knn_radii, precision_recall_density_coverage
 
 
 @pytest.mark.parametrize("k", [3, 5, 10])
@@ -95,3 +95,29 @@ def test_ball_memberships_on_heavy_tailed_features():
         diff = (real - mean)[:, None, :] - (fake - mean)[None, :, :]
         assert (np.sqrt(np.einsum("ijd,ijd->ij", diff, diff)) == radii).sum() >= 5  # exact ties at the radii
     assert direct_memberships(real, fake, real_radii, fake_radii, True)["fake_in_real"].max() > 20  # huge balls
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_coverage_by_k_equals_the_one_k_coverage_at_each_k(strict):
+    rng = np.random.default_rng(3)
+    real, fake = rng.normal(size=(300, 6)), rng.normal(0.4, 1.2, size=(280, 6))
+    by_k = coverage_by_k(real=real, fake=fake, ks=(1, 3, 5, 10), strict=strict)
+    for k, value in by_k.items():
+        assert value == precision_recall_density_coverage(real=real, fake=fake, k=k, strict=strict)["coverage"]
+
+
+def test_coverage_by_k_against_direct_distances_and_monotone_in_k():
+    rng = np.random.default_rng(4)
+    real, fake = rng.normal(size=(120, 3)), rng.normal(1.0, 0.5, size=(90, 3))
+    d_rr = np.sqrt(((real[:, None] - real[None]) ** 2).sum(-1))
+    d_rf = np.sqrt(((real[:, None] - fake[None]) ** 2).sum(-1))
+    by_k = coverage_by_k(real=real, fake=fake, ks=(2, 4, 8))
+    for k in (2, 4, 8):
+        radius = np.sort(d_rr, axis=1)[:, k]  # column 0 is the point itself
+        assert by_k[k] == pytest.approx((d_rf.min(axis=1) < radius).mean(), abs=0)
+    assert by_k[2] < by_k[4] < by_k[8]  # larger balls cover more; strictly so on this draw
+
+
+def test_coverage_by_k_rejects_a_k_the_sets_cannot_hold():
+    with pytest.raises(ValueError, match="ks entry"):
+        coverage_by_k(real=np.zeros((5, 2)), fake=np.ones((5, 2)), ks=(3, 5))

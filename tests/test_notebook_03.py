@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from findings import check_findings
 from notebook_runner import (
@@ -28,13 +29,13 @@ config_cell = config_cell_fixture(run)
 
 
 def test_theorem_holds_against_every_selector(smoke):
-    """The paper's problems solved as LPs over all selectors on the 10,000 CIFAR-10H rows (one budget, four forms,
+    """The paper's problems solved as LPs over all selectors on the 10,000 CIFAR-10H rows (one budget, five forms,
     two losses in the smoke preset): the duals' λ lie in [1/2, 1], each solution is a threshold rule, and the best
     deterministic threshold rule is within the rounding of at most two fractional rows."""
     lp, text = smoke["results"]["theorem_lp"], reading_outputs(smoke["notebook"])["reading-lp"]
     assert set(lp) == {"ce", "zero_one"}
     for facts in lp.values():
-        assert facts["problems"] == 4 and facts["lambda_in_range"] and facts["all_threshold_form"]
+        assert facts["problems"] == 5 and facts["lambda_in_range"] and facts["all_threshold_form"]
         assert facts["max_fractional"] <= 2 and facts["max_rel_gap"] < 0.01
     assert lp["ce"]["lambda_min"] > 0.5 and lp["ce"]["lambda_max"] < 1  # CE budgets bind both constraints
     assert f"[{lp['ce']['lambda_min']:.3f}, {lp['ce']['lambda_max']:.3f}]" in text
@@ -117,6 +118,39 @@ def test_smoke_run_checks_the_theorem_and_the_proxies(smoke):
     assert set(r["al_nauc"]) == set(METHODS) | {"random"} and all(0 <= v <= 1 for v in r["al_nauc"].values())
     assert set(r["synth"]) == {f"{loss}/{m}" for loss in ("squared", "absolute") for m in METHODS}
     assert all(row["ex-AuReC"] >= 0 for row in r["synth"].values())
+
+
+def test_smoke_run_records_what_the_ratio_and_pgap_claims_read(smoke):
+    """The ratio problems' LPs per problem (03.dinkelbach) and the CE P-gap's paired differences between the heads
+    (03.f2-pgap): both claims are then decided from the run's own records, not left "not measured"."""
+    from lib import claims
+    from lib.regret.claims import CLAIMS
+    from lib.regret.theorem_lp import PROBLEMS
+
+    r = smoke["results"]
+    by_problem = r["theorem_lp_by_problem"]
+    assert set(by_problem) == {"ce", "zero_one"} and all(set(f) == set(PROBLEMS) for f in by_problem.values())
+    for loss, facts in by_problem.items():  # one budget in the smoke preset: one LP per problem
+        assert all(f["problems"] == 1 for f in facts.values())
+        assert sum(f["problems"] for f in facts.values()) == r["theorem_lp"][loss]["problems"]
+        assert facts["P_Re/rho"]["all_threshold_form"] and facts["P_Re/rho"]["lambda_in_range"]
+    pairs = r["pgap_pairs"]["heads/ce"]
+    keys = {ex.PAPER_METHOD_NAMES[m]: m for m in METHODS}
+    assert len(pairs) == len(keys) * (len(keys) - 1) // 2
+    for key, (mean, lower, upper) in pairs.items():
+        a, b = key.split(" − ")
+        assert lower < upper  # a percentile interval over the draws
+        assert mean == pytest.approx(r["table"][f"ce/{keys[a]}"]["P-gap"] - r["table"][f"ce/{keys[b]}"]["P-gap"])
+    by_seed = r["al_nauc_by_seed"]  # AL over seeds: the first run is the notebook's own, stored one
+    assert set(by_seed) == set(keys) and all(len(v) == ex.AL_SEEDS for v in by_seed.values())
+    assert all(by_seed[name][0] == r["al_nauc"][m] for name, m in keys.items())
+    assert len(set(by_seed["Deep Ensemble"])) > 1  # other seeds, other runs
+    al_pairs = r["proxy_pairs"]["heads/AL NAUC"]
+    assert al_pairs["MC-Dropout − Deep Ensemble"][0] == pytest.approx(
+        np.mean(by_seed["MC-Dropout"]) - np.mean(by_seed["Deep Ensemble"]))
+    v = {c.id: x for c, x in claims.judge(CLAIMS, r)}
+    assert "ratio problems" in v["03.dinkelbach"].ours and "without interval" not in v["03.f2-pgap"].ours
+    assert "without interval" not in v["03.f1-evidential"].ours
 
 
 def test_smoke_run_trains_whole_networks_beside_the_heads(smoke):

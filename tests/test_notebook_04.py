@@ -105,6 +105,24 @@ def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
     assert memoriser[2] > 0.8 and memoriser[3] > 0.7
 
 
+def test_coverage_is_recorded_at_several_k_and_the_ledger_decides_it(smoke):
+    """The toy sets' coverage at each k of ie.COVERAGE_KS, on the same sets as the toy table: at the table's k it is
+    the table's coverage, it grows with k (larger balls), and 04.coverage-k gets a verdict from it."""
+    from lib import claims
+    from lib.irs.claims import CLAIMS
+
+    r = smoke["results"]
+    by_k, toy = r["toy_coverage_by_k"], r["toy"]
+    assert set(by_k) == set(toy) and r["toy_n"] == 250
+    k_table = str(ie.PRESETS["smoke"].prdc_k)
+    for key, values in by_k.items():
+        assert set(values) == {str(k) for k in ie.COVERAGE_KS}  # the record's keys come back sorted as text
+        assert values[k_table] == toy[key][4]  # [irs_adj, fid, precision, recall, coverage]
+        assert values[str(min(ie.COVERAGE_KS))] <= values[str(max(ie.COVERAGE_KS))]
+    v = {c.id: x for c, x in claims.judge(CLAIMS, r)}["04.coverage-k"]
+    assert v.verdict in (claims.HOLDS, claims.FAILS, claims.UNDECIDED) and v.ours.startswith("coverage moves with k")
+
+
 def test_the_trained_generators_are_measured_with_their_controls(smoke):
     """Section 5 in the smoke preset: every generated set and anchor under both evaluation extractors; the anchors
     behave as the coupon-collector model says, whatever the tiny generators learned in their 72 steps."""

@@ -562,3 +562,19 @@ def test_proxy_pairs_bootstrap_the_ood_columns_on_the_same_images_for_every_meth
     assert diff == pytest.approx(1 - ex.ood_aurocs(noise)["mnist"]) and lower > 0.3
     assert pairs["heads/near-OOD AuROC"]["A − C"] == [0.0, 0.0, 0.0]
     assert ex.ood_aurocs(perfect) == {"mnist": 1.0, "blur": 1.0}
+
+
+def test_al_nauc_pairs_take_students_t_over_the_seeds_paired_by_seed():
+    """A known answer: differences 0.1, 0.2, 0.3 over three seeds give mean 0.2 and half-width t(0.975, 2) · 0.1 /
+    √3; a method shifted by a constant at every seed is decided however noisy the seeds, a swap reverses the sign."""
+    from scipy.stats import t as student
+
+    nauc = {"A": [0.6, 0.7, 0.8], "B": [0.5, 0.5, 0.5], "C": [0.7, 0.2, 0.9]}
+    pairs = ex.al_nauc_pairs(nauc)["heads/AL NAUC"]
+    assert list(pairs) == ["A − B", "A − C", "B − C"]
+    half = student.ppf(0.975, 2) * 0.1 / np.sqrt(3)
+    assert pairs["A − B"] == pytest.approx([0.2, 0.2 - half, 0.2 + half])
+    shifted = ex.al_nauc_pairs({"C": nauc["C"], "D": [v - 0.01 for v in nauc["C"]]})["heads/AL NAUC"]["C − D"]
+    assert shifted == pytest.approx([0.01, 0.01, 0.01])  # paired by seed: the seeds' own spread cancels
+    assert ex.al_nauc_pairs({"B": nauc["B"], "A": nauc["A"]})["heads/AL NAUC"]["B − A"] == pytest.approx(
+        [-0.2, -0.2 - half, -0.2 + half])

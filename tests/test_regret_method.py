@@ -372,3 +372,34 @@ def test_the_aurec_ranking_finds_the_better_score_and_brackets_its_lead():
     assert out["difference"]["good"] == [0.0, 0.0, 0.0] and out["tau"][0] == 1.0
     with pytest.raises(ValueError, match="same n points"):
         R.aurec_ranking({"a": good, "b": poor[:10]}, {"a": regret_, "b": regret_[:10]})
+
+
+def test_paired_draws_resample_the_points_once_for_every_method():
+    x, y = np.arange(10.0), np.arange(10.0) ** 2
+    draws = R.paired_draws(lambda i: [x[i].mean(), y[i].mean()], 10, reps=7, seed=3)
+    rng = np.random.default_rng(3)  # the straightforward loop: one index draw per replicate, shared
+    for row in draws:
+        i = rng.integers(0, 10, 10)
+        assert row.tolist() == [x[i].mean(), y[i].mean()]
+
+
+def test_paired_differences_name_each_pair_once_with_its_interval():
+    draws = np.array([[1.0, 0.0, 2.0], [3.0, 1.0, 2.0], [2.0, 2.0, 2.0]])
+    out = R.paired_differences(["a", "b", "c"], np.array([2.0, 1.0, 2.0]), draws, level=0.5)
+    assert list(out) == ["a − b", "a − c", "b − c"]
+    assert out["a − b"] == [1.0, *np.percentile([1.0, 2.0, 0.0], [25, 75])]
+    assert out["b − c"][0] == -1.0
+
+
+def test_pgap_pairs_separate_the_oracle_from_a_noisy_estimate():
+    rng = np.random.default_rng(0)
+    n = 60
+    A = rng.gamma(1.0, 0.3, n)
+    E = rng.gamma(1.0, 0.2, n) * (1 + A)
+    noisy = (A + rng.normal(0, 0.3, n), E + rng.normal(0, 0.3, n), A, E)
+    out = R.pgap_pairs({"oracle": (A, E, A, E), "noisy": noisy}, reps=100, seed=1)
+    mean, lower, upper = out["oracle − noisy"]
+    assert mean == pytest.approx(R.pareto_gap(A, E, A, E) - R.pareto_gap(*noisy), abs=1e-15)
+    assert lower <= mean <= upper < 0  # the oracle's own fronts: decidedly the smaller gap
+    with pytest.raises(ValueError, match="same n points"):
+        R.pgap_pairs({"oracle": (A, E, A, E), "short": (A[:-1], E[:-1], A[:-1], E[:-1])})

@@ -80,3 +80,76 @@ def test_the_lp_table_summarises_each_loss_and_problem_over_its_budgets():
     row = table.iloc[0]
     assert row["budgets"] == 2 and row["max |LP − threshold| / LP"] == "0.400 %" and row["dual λ"] == "0.60–0.90"
     assert row["threshold form"] == "1 of 2" and row["most fractional rows"] == 2
+
+
+def dinkelbach_re(A: np.ndarray, E: np.ndarray, kappa: float, rbar: float, steps: int = 30) -> float:
+    """min Re / ρ s.t. ρ ≥ κ, Ri ≤ r̄ by Dinkelbach's iteration on plain LPs (independent of Charnes–Cooper)."""
+    n, theta = len(A), 0.0
+    for _ in range(steps):
+        res = linprog((E - theta) / n, A_ub=[-np.ones(n) / n, (A + E) / n], b_ub=[-kappa, rbar], bounds=(0, 1),
+                      method="highs")
+        theta_new = np.sum(res.x * E) / np.sum(res.x)
+        if abs(theta_new - theta) < 1e-13:
+            break
+        theta = theta_new
+    return theta
+
+
+def test_selective_regret_with_a_loose_risk_budget_is_the_mean_of_the_smallest_regrets():
+    A, E = instance(200, seed=1)
+    lp = tl.solve_lp(A, E, "P_Re/rho", {"kappa": 0.3, "rbar": 1e9})
+    assert lp["value"] == pytest.approx(np.sort(E)[:60].mean(), rel=1e-9)  # a mean of the smallest grows with more
+    assert lp["rho"] == pytest.approx(0.3, abs=1e-9)  # so the coverage binds, exactly κ n = 60 rows
+    assert lp["lambda"] == pytest.approx(1.0)  # only the coverage binds: the epistemic reject option on E*
+
+
+@pytest.mark.parametrize("kappa, mix", [(0.6, 0.5), (0.8, 0.25), (0.4, 0.75)])
+def test_selective_regret_matches_dinkelbach_iteration_and_has_the_threshold_form(kappa, mix):
+    A, E = instance(150, seed=7)
+    budget = tl.budget_grid(A, E, (kappa,), (mix,))[0]
+    lp = tl.solve_lp(A, E, "P_Re/rho", budget)
+    assert lp["value"] == pytest.approx(dinkelbach_re(A, E, budget["kappa"], budget["rbar"]), rel=1e-8)
+    assert lp["dinkelbach_value"] == pytest.approx(0.0, abs=1e-10)  # min Re − θ* ρ is 0 at the optimal ratio
+    assert lp["Re"] / lp["rho"] == pytest.approx(lp["value"], rel=1e-8) and lp["Ri"] <= budget["rbar"] + 1e-9
+    assert 0.5 - 1e-9 <= lp["lambda"] <= 1 + 1e-9 and tl.is_threshold_form(A, E, lp["C"], lp["lambda"])
+    thr = tl.best_threshold(A, E, "P_Re/rho", budget, np.linspace(0.5, 1, 101))
+    assert thr["value"] >= lp["value"] - 1e-12  # no threshold rule beats the optimum over all selectors
+
+
+def vertices(A: np.ndarray, E: np.ndarray, kappa: float, rbar: float) -> list[np.ndarray]:
+    """Every vertex of {C in [0, 1]^n: mean C ≥ κ, mean C·T* ≤ r̄} by enumeration: at a vertex, n independent
+    constraints are active, so at most two rows are fractional, fixed by the two budgets held with equality."""
+    import itertools
+
+    n, T = len(A), A + E
+    rows = {"rho": (np.ones(n), kappa * n), "Ri": (T, rbar * n)}  # sum C·row = bound when active
+    found = []
+    for m in range(3):
+        for free in itertools.combinations(range(n), m):
+            rest = [i for i in range(n) if i not in free]
+            for fixed in itertools.product((0.0, 1.0), repeat=n - m):
+                for active in itertools.combinations(rows, m):
+                    C = np.zeros(n)
+                    C[rest] = fixed
+                    if m:
+                        M = np.array([[rows[a][0][i] for i in free] for a in active])
+                        rhs = np.array([rows[a][1] - rows[a][0][rest] @ np.array(fixed) for a in active])
+                        if abs(np.linalg.det(M)) < 1e-12:
+                            continue
+                        C[list(free)] = np.linalg.solve(M, rhs)
+                    if (C >= -1e-12).all() and (C <= 1 + 1e-12).all() and C.mean() >= kappa - 1e-12 \
+                            and np.mean(C * T) <= rbar + 1e-12:
+                        found.append(C)
+    return found
+
+
+def test_selective_regret_against_brute_force_on_a_tiny_instance():
+    """Six rows: a linear-fractional program attains its optimum at a vertex of the feasible polytope, so the best
+    ratio over every vertex (enumerated) is the optimum, which the LP must equal."""
+    A = np.array([0.1, 0.5, 0.2, 0.9, 0.4, 0.05])
+    E = np.array([0.3, 0.05, 0.2, 0.1, 0.6, 0.25])
+    kappa, rbar = 0.5, 0.3
+    lp = tl.solve_lp(A, E, "P_Re/rho", {"kappa": kappa, "rbar": rbar})
+    best = min(np.sum(C * E) / np.sum(C) for C in vertices(A, E, kappa, rbar))
+    assert lp["value"] == pytest.approx(best, rel=1e-9)
+    assert lp["fractional"] == 2  # both budgets bind here: the optimum is randomised on two rows

@@ -31,7 +31,7 @@ from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the stream
     reference_rows,
 )
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
-from lib.manifold import precision_recall_density_coverage
+from lib.manifold import coverage_by_k, precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import (
     PARAMETER,
@@ -513,8 +513,11 @@ def toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generate
                      stored=True)
 
 
-def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
-              gen_idx: dict[str, np.ndarray], n_train: int, run: Run) -> list[dict]:
+def _toy_sets(config: IRSConfig, extracted: dict, sets: dict, generated: dict[str, dict],
+              gen_idx: dict[str, np.ndarray], run: Run) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
+    """The toy study's sets on one extractor: ((real_feats, real_idx) of the REF reference of n = gen_n,
+    {generator: (feats, retrieval idx)}) for real images (the SYN pool), a 5-class drop of them and every
+    generated set."""
     rows_ref = reference_rows(config, config.gen_n)  # the same positions serve the SYN pool's "real" set
     real_feats, real_idx = extracted["features"]["ref"]()[rows_ref], extracted["ref_idx"][rows_ref]
     syn_feats, drop = extracted["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
@@ -524,6 +527,12 @@ def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generat
     for label, g in generated.items():  # the rows are recomputed under FORCE_RECOMPUTE, these features are not
         candidates[label] = (cached_features(extracted["extractor"], g["images"], label=label,
                                              run=run), gen_idx[label])
+    return (real_feats, real_idx), candidates
+
+
+def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+              gen_idx: dict[str, np.ndarray], n_train: int, run: Run) -> list[dict]:
+    (real_feats, real_idx), candidates = _toy_sets(config, extracted, sets, generated, gen_idx, run)
     rows = []
     for label, (feats, idx) in candidates.items():
         n = min(len(idx), len(real_idx))
@@ -531,6 +540,32 @@ def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generat
                                   real_feats=real_feats[:n], prdc_k=config.prdc_k, alpha_e=config.alpha_e)
         rows.append({"extractor": name, "generator": label, "n": n, **{k: float(v) for k, v in scores.items()}})
     return rows
+
+
+COVERAGE_KS = (3, 5, 10)  # k of the k-NN balls at which the toy generators' coverage is compared (04.coverage-k)
+
+
+def toy_coverage_by_k(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+                      gen_idx: dict[str, np.ndarray], *, run: Run,
+                      ks: tuple[int, ...] = COVERAGE_KS) -> dict[str, dict[str, float]]:
+    """Coverage (Naeem et al. 2020; spec 04 §1, "coverage depends on a hyperparameter") of each toy generator of
+    `toy_rows` against the same REF reference of n images, at each k of `ks` (`lib.manifold.coverage_by_k`).
+    Returns {generator: {str(k): coverage}}. Cached (not stored): it reads the features the toy study reads, which
+    a stored run extracts here once (pinned in the cache)."""
+    key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
+           "syn": sets["syn"], "syn_labels": sets["syn_labels"],
+           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.gen_n, "ks": list(ks)}
+    entry = cache_entry(CACHE_NAMESPACE, f"toy-coverage-k-{name}-n{config.gen_n}", key, ".pt")
+
+    def compute() -> dict[str, dict[str, float]]:
+        (real_feats, real_idx), candidates = _toy_sets(config, extracted, sets, generated, gen_idx, run)
+        out = {}
+        for label, (feats, idx) in candidates.items():
+            n = min(len(idx), len(real_idx))
+            out[label] = {str(k): v for k, v in coverage_by_k(real=real_feats[:n], fake=feats[:n], ks=ks).items()}
+        return out
+
+    return run.torch(entry, compute)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -240,6 +240,12 @@ def _f1_ddu(r: Mapping[str, Any]) -> Verdict:
     return Verdict(_and(best_far, poor), ours, rule)
 
 
+def _al_runs(r: Mapping[str, Any]) -> str:
+    """How the AL NAUC column was measured: over how many seeds (`al_nauc_by_seed`), or one run."""
+    seeds = max((len(v) for v in (r.get("al_nauc_by_seed") or {}).values()), default=1)
+    return f"over {seeds} seeds, paired by seed" if seeds > 1 else "in one run"
+
+
 def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
     ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
     evidential, methods = PAPER_METHOD_NAMES["evidential"], list(proxy)
@@ -251,8 +257,8 @@ def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
     best = _is_best(ranking, evidential)
     rule = ("holds when Evidential is decidedly the worst at far- and near-OOD AuROC and at AL NAUC (paired "
             "intervals) and decidedly the best CE AuReC (paired bootstrap over the test images); fails when a part is "
-            "decided against. Offline stand-ins for OpenOOD and OpenML-6 (heads on frozen features, one active-"
-            f"learning run); the paper's: {paper}")
+            "decided against. Offline stand-ins for OpenOOD and OpenML-6 (heads on frozen features, active learning "
+            f"{_al_runs(r)}); the paper's: {paper}")
     all_pairs = r.get("proxy_pairs", {})
     if not all(f"heads/{c}" in all_pairs for c in PROXIES):
         return Verdict(FAILS if best == FAILS else UNDECIDED, ours + " (proxies without interval)",

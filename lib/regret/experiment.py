@@ -503,6 +503,42 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
     return {"budget": arrays["budget"], "accuracy": arrays["accuracy"], "nauc": float(arrays["nauc"])}
 
 
+AL_SEEDS = 5  # active-learning runs per method for the AL NAUC column's interval: the run's seed and 4 derived ones
+AL_SEEDS_STREAM = 2  # the further runs' seeds: derive_seed(seed, AL_SEEDS_STREAM, s), apart from seed + round
+
+
+def al_nauc_over_seeds(config: RegretConfig, first: dict[str, float], pool_feats: np.ndarray,
+                       pool_labels: np.ndarray, test_feats: np.ndarray, test_labels: np.ndarray, *,
+                       run: Run) -> dict[str, list[float]]:
+    """{method: [AL NAUC of each of AL_SEEDS runs]} for the methods of `first` ({method: NAUC of its run at
+    config.seed}, the notebook's `active_learning`, not read again), then `active_learning` (strategy "epistemic")
+    on the same pool and test rows at AL_SEEDS - 1 derived seeds (cached, not stored: about 5 s per method and seed
+    on the cpu preset). A seed sets the initial labels, the heads' initialisation and their sampling, the same for
+    every method: the runs pair by seed."""
+    from lib.seeds import derive_seed
+
+    seeds = [derive_seed(config.seed, AL_SEEDS_STREAM, s) for s in range(1, AL_SEEDS)]
+    return {m: [float(nauc)] + [active_learning(replace(config, seed=seed), m, pool_feats, pool_labels, test_feats,
+                                                test_labels, run=run)["nauc"] for seed in seeds]
+            for m, nauc in first.items()}
+
+
+def al_nauc_pairs(nauc: dict[str, list[float]], level: float = 0.95) -> dict[str, dict[str, list[float]]]:
+    """{"heads/AL NAUC": {"A − B": [mean, lower, upper]}}: for every pair of methods (`nauc`: {name: NAUC per seed},
+    `al_nauc_over_seeds`), the mean over seeds of their NAUC difference at the same seed and Student's t interval
+    over the seeds (`lib.replicates.compare_over_seeds`). The test rows are the same in every run, so the interval
+    counts the training and acquisition noise, not the test rows' sampling."""
+    from lib.replicates import compare_over_seeds
+
+    names, out = list(nauc), {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            d = np.subtract(nauc[a], nauc[b])
+            c = compare_over_seeds(d, np.zeros_like(d), level=level)
+            out[f"{a} − {b}"] = [c.mean, c.lower, c.upper]
+    return {"heads/AL NAUC": out}
+
+
 @one_thread()  # heads retrained every round: small, and at one thread the same at any NUM_THREADS
 def _active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, pool_labels: np.ndarray,
                      test_feats: np.ndarray, test_labels: np.ndarray, *, strategy: str, device: torch.device) -> dict:
@@ -663,14 +699,28 @@ def proxy_pairs(scores: dict[str, dict[str, np.ndarray]], *, reps: int = 1000, s
     point = means(everything)
     rng = np.random.default_rng(seed)
     draws = [means({s: rng.integers(0, len(rows), len(rows)) for s, rows in everything.items()}) for _ in range(reps)]
-    tail = 100 * (1 - level) / 2
-    out = {}
-    for c in columns:
-        d = np.array([draw[c] for draw in draws])
-        out[f"heads/{c}"] = {f"{a} − {b}": [float(point[c][i] - point[c][j]),
-                                            *np.percentile(d[:, i] - d[:, j], [tail, 100 - tail]).tolist()]
-                             for i, a in enumerate(names) for j, b in enumerate(names) if i < j}
-    return out
+    return {f"heads/{c}": regret.paired_differences(names, point[c], np.array([draw[c] for draw in draws]), level)
+            for c in columns}
+
+
+PGAP_REPS = 200  # draws of the P-gap's paired bootstrap: each recomputes every method's two fronts (~1 s each)
+
+
+def pgap_pairs(config: RegretConfig, evaluations: dict, run: Run, loss: str = "ce") -> dict[str, list[float]]:
+    """`regret.pgap_pairs` of the methods evaluated under `loss` (`evaluations`: {(method, loss): `evaluate`}),
+    named as the paper names them, with the table's P-gap settings: {"A − B": [difference, lower, upper]} over
+    PGAP_REPS paired draws of the test images. Cached by the estimates and oracles it reads (minutes at n = 10,000:
+    each draw recomputes every method's fronts)."""
+    names = {m: PAPER_METHOD_NAMES[m] for (m, lo) in evaluations if lo == loss}
+    estimates = {name: tuple(np.asarray(a, float) for a in (evaluations[(m, loss)]["A_hat"],
+                                                            evaluations[(m, loss)]["E_hat"],
+                                                            evaluations[(m, loss)]["oracle"]["A"],
+                                                            evaluations[(m, loss)]["oracle"]["E"]))
+                 for m, name in names.items()}
+    settings = {"reps": PGAP_REPS, "seed": config.seed, "scale": config.pgap_scale, "norm": config.aurec_norm}
+    entry = cache_entry(CACHE_NAMESPACE, f"pgap-draws-{loss}", {"estimates": estimates, **settings}, ".npz")
+    found = run.npz(entry, lambda: regret.pgap_draws(estimates, **settings))
+    return regret.paired_differences(list(estimates), found["point"], found["draws"])
 
 
 NEAR_OOD, FAR_OOD = ("gaussian_noise", "blur"), ("mnist", "uniform_noise")

@@ -20,6 +20,7 @@ import pandas as pd
 
 from lib.reading import compare, md_table, pct, seq, sig, skipped, span
 from lib.regret import experiment as ex
+from lib.regret.theorem_lp import PROBLEMS
 
 LOSS_NAMES = ex.LOSS_NAMES
 LOWER_BETTER = ("AuReC", "ex-AuReC", "P-gap")  # the paper's columns where lower is better
@@ -122,7 +123,7 @@ def lp_text(config: ex.RegretConfig, lp_facts: dict) -> str:
     each = "; ".join(_lp_sentence(loss, f) for loss, f in lp_facts.items())
     return f"""
 **Reading** ({sum(f["problems"] for f in lp_facts.values())} problems: {len(config.lp_kappas) * len(config.lp_mixes)}
-budgets × 4 forms × {len(lp_facts)} losses): {each}. The theorem holds against every
+budgets × {len(PROBLEMS)} forms × {len(lp_facts)} losses): {each}. The theorem holds against every
 selector; what a deterministic rule can lose is the rounding of the fractional rows a vertex of the LP may have.
 """
 

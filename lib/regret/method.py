@@ -13,6 +13,7 @@ Conventions (spec 03 §3-§4):
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import digamma, logsumexp
@@ -577,6 +578,53 @@ def aurec_interval(scores: np.ndarray, regret: np.ndarray, *, reps: int = 500, s
             "reps": reps, "level": level}
 
 
+def paired_draws(statistic: Callable[[np.ndarray], list[float]], n: int, *, reps: int, seed: int) -> np.ndarray:
+    """A paired bootstrap over n points: `statistic(i)` of every method (a list, one value per method) on `reps`
+    draws, each draw i resampling the n points once with replacement (a generator seeded `seed`) for every method.
+    Returns (reps, methods) float64."""
+    rng = np.random.default_rng(seed)
+    return np.array([statistic(rng.integers(0, n, n)) for _ in range(reps)], dtype=float)
+
+
+def paired_differences(names: list[str], point: np.ndarray, draws: np.ndarray,
+                       level: float = 0.95) -> dict[str, list[float]]:
+    """{"A − B": [point(A) − point(B), lower, upper]} for every pair of methods A before B in `names`: the
+    difference on all points and its percentile interval at `level` over the paired draws (`paired_draws`).
+    point: (methods,), draws: (reps, methods) float."""
+    tail = 100 * (1 - level) / 2
+    return {f"{a} − {b}": [float(point[i] - point[j]),
+                           *np.percentile(draws[:, i] - draws[:, j], [tail, 100 - tail]).tolist()]
+            for i, a in enumerate(names) for j, b in enumerate(names) if i < j}
+
+
+def pgap_draws(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
+               seed: int = 0, scale: str = "none", norm: str = "selective") -> dict[str, np.ndarray]:
+    """The methods' P-gaps (`pareto_gap`, both fronts recomputed on each draw) on all n points and on a paired
+    bootstrap of them, the resampling of `aurec_ranking` (`paired_draws`). estimates[m] = (A_hat, E_hat, A, E):
+    method m's estimates and its own oracle A*, E*, each (n,) float on the same points. Returns {"point":
+    (methods,), "draws": (reps, methods)} float64, methods in the order of `estimates`."""
+    names = list(estimates)
+    n = len(estimates[names[0]][0])
+    if any(len(a) != n for m in names for a in estimates[m]):
+        raise ValueError("pgap_pairs: every method's estimates and oracle must be on the same n points")
+    check_int("reps", reps, minimum=100)
+
+    def gaps(i: np.ndarray) -> list[float]:
+        return [pareto_gap(*(a[i] for a in estimates[m]), scale=scale, norm=norm) for m in names]
+
+    return {"point": np.array(gaps(np.arange(n))), "draws": paired_draws(gaps, n, reps=reps, seed=seed)}
+
+
+def pgap_pairs(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
+               seed: int = 0, level: float = 0.95, scale: str = "none",
+               norm: str = "selective") -> dict[str, list[float]]:
+    """How sure the order of the P-gap column is (spec §1.4 F2): `paired_differences` of the methods' P-gaps over
+    a paired bootstrap of the n test points (`pgap_draws`, which takes the same `estimates`). Returns
+    {"A − B": [difference, lower, upper]}."""
+    found = pgap_draws(estimates, reps=reps, seed=seed, scale=scale, norm=norm)
+    return paired_differences(list(estimates), found["point"], found["draws"], level)
+
+
 def aurec_ranking(scores: dict[str, np.ndarray], regrets: dict[str, np.ndarray], *, reps: int = 500, seed: int = 0,
                   level: float = 0.95, norm: str = "selective", ties: str = "stable",
                   reference: dict[str, float] | None = None) -> dict:
@@ -597,11 +645,8 @@ def aurec_ranking(scores: dict[str, np.ndarray], regrets: dict[str, np.ndarray],
     check_int("reps", reps, minimum=100)
     point = {m: aurec(scores[m], regrets[m], norm=norm, ties=ties) for m in names}
     best = min(point, key=point.get)
-    rng = np.random.default_rng(seed)
-    draws = np.empty((reps, len(names)))
-    for r in range(reps):
-        i = rng.integers(0, n, n)
-        draws[r] = [aurec(scores[m][i], regrets[m][i], norm=norm, ties=ties) for m in names]
+    draws = paired_draws(lambda i: [aurec(scores[m][i], regrets[m][i], norm=norm, ties=ties) for m in names], n,
+                         reps=reps, seed=seed)
     tail = 100 * (1 - level) / 2
     diff = draws - draws[:, [names.index(best)]]
     out = {"aurec": point, "best": best, "reps": reps,

@@ -6,8 +6,9 @@ each of the paper's problems is a linear program in C ∈ [0, 1]^n:
 - P_ρ: maximise ρ subject to Ri ≤ r̄, Re ≤ γ;
 - P_Ri: minimise Ri subject to ρ ≥ κ, Re ≤ γ;
 - P_Re: minimise Re subject to ρ ≥ κ, Ri ≤ r̄;
-- P_Ri/ρ (the fractional, Dinkelbach form): minimise Ri / ρ subject to ρ ≥ κ, Re ≤ γ, an LP after the
-  Charnes–Cooper substitution y = C / ρ(C), t = 1 / ρ(C).
+- P_Ri/ρ and P_Re/ρ (the fractional, Dinkelbach forms: the selective risk and the selective regret): minimise
+  Ri / ρ subject to ρ ≥ κ, Re ≤ γ, and Re / ρ subject to ρ ≥ κ, Ri ≤ r̄; each an LP after the Charnes–Cooper
+  substitution y = C / ρ(C), t = 1 / ρ(C).
 
 HiGHS solves them over *all* selectors; the theorem says the optimum is a threshold rule on (1 − λ)A* + λE* with
 λ ∈ [½, 1]. The LP's duals give that λ: the Lagrangian's coefficient of C_i is α₀ + α_A A*_i + α_E E*_i, so
@@ -24,13 +25,15 @@ import pandas as pd
 from scipy import sparse
 from scipy.optimize import linprog
 
-PROBLEMS = ("P_rho", "P_Ri", "P_Re", "P_Ri/rho")
+PROBLEMS = ("P_rho", "P_Ri", "P_Re", "P_Ri/rho", "P_Re/rho")
+RATIOS = ("P_Ri/rho", "P_Re/rho")  # the fractional forms: their objective is divided by ρ
 # problem -> (objective quantity, sense, [(constrained quantity, "<=" | ">=", budget name)])
 SPECS = {
     "P_rho": ("rho", "max", [("Ri", "<=", "rbar"), ("Re", "<=", "gamma")]),
     "P_Ri": ("Ri", "min", [("rho", ">=", "kappa"), ("Re", "<=", "gamma")]),
     "P_Re": ("Re", "min", [("rho", ">=", "kappa"), ("Ri", "<=", "rbar")]),
     "P_Ri/rho": ("Ri", "min", [("rho", ">=", "kappa"), ("Re", "<=", "gamma")]),
+    "P_Re/rho": ("Re", "min", [("rho", ">=", "kappa"), ("Ri", "<=", "rbar")]),
 }
 # each quantity's per-row coefficient as (constant, coefficient of A*, coefficient of E*)
 TRIPLES = {"rho": (1.0, 0.0, 0.0), "Ri": (0.0, 1.0, 1.0), "Re": (0.0, 0.0, 1.0)}
@@ -50,10 +53,10 @@ def solve_lp(A: np.ndarray, E: np.ndarray, problem: str, budgets: dict[str, floa
 
     A, E: (n,) float64 oracle A*, E*. budgets: {"kappa", "rbar", "gamma"} (those the problem uses).
     Returns {"value", "C": (n,) float64, "rho", "Ri", "Re", "fractional": count of 0 < C_i < 1 (tolerance 1e-9),
-    "lambda": the λ of the dual (NaN for P_Ri/ρ, see `solve_fractional`), "status"}.
+    "lambda": the λ of the dual (for the ratios, of their Dinkelbach step: `solve_fractional`), "status"}.
     """
-    if problem == "P_Ri/rho":
-        return solve_fractional(A, E, budgets)
+    if problem in RATIOS:
+        return solve_fractional(A, E, budgets, problem)
     quantity, sense, constraints = SPECS[problem]
     n = len(A)
     sign = -1.0 if sense == "max" else 1.0
@@ -75,15 +78,18 @@ def solve_lp(A: np.ndarray, E: np.ndarray, problem: str, budgets: dict[str, floa
             "fractional": int(np.sum((C > 1e-9) & (C < 1 - 1e-9))), "lambda": float(lam), "status": "optimal"}
 
 
-def solve_fractional(A: np.ndarray, E: np.ndarray, budgets: dict[str, float]) -> dict:
-    """min Ri / ρ subject to ρ ≥ κ, Re ≤ γ over all selectors, by Charnes–Cooper: variables (y, t) with y = tC,
-    mean y = 1, 0 ≤ y_i ≤ t, t ≤ 1 / κ, mean y E* ≤ γ t; C = y / t. Its λ comes from the Dinkelbach step: the LP
-    min Ri − θ* ρ at the optimal ratio θ*, under the same constraints (its duals, as in `solve_lp`)."""
+def solve_fractional(A: np.ndarray, E: np.ndarray, budgets: dict[str, float], problem: str = "P_Ri/rho") -> dict:
+    """min Q / ρ over all selectors (Q = Ri for P_Ri/ρ, subject to ρ ≥ κ, Re ≤ γ; Q = Re for P_Re/ρ, subject to
+    ρ ≥ κ, Ri ≤ r̄), by Charnes–Cooper: variables (y, t) with y = tC, mean y = 1, 0 ≤ y_i ≤ t, t ≤ 1 / κ (ρ ≥ κ),
+    mean y·q ≤ b t for the other budget (q its per-row quantity, b its bound); C = y / t. Its λ comes from the
+    Dinkelbach step: the LP min Q − θ* ρ at the optimal ratio θ*, under the same constraints (its duals, as in
+    `solve_lp`). A, E: (n,) float64 oracle A*, E*; returns `solve_lp`'s dict plus "dinkelbach_value" (0 at θ*)."""
+    quantity, _, constraints = SPECS[problem]
+    (other, _, name), = [c for c in constraints if c[0] != "rho"]  # the one budget besides the coverage
     n = len(A)
-    T = A + E
-    c = np.append(T / n, 0.0)
+    c = np.append(_row(quantity, A, E) / n, 0.0)
     a_eq = np.append(np.ones(n) / n, 0.0)[None, :]
-    budget_rows = sparse.csr_matrix([np.append(E / n, -budgets["gamma"]), np.append(np.zeros(n), 1.0)])
+    budget_rows = sparse.csr_matrix([np.append(_row(other, A, E) / n, -budgets[name]), np.append(np.zeros(n), 1.0)])
     box = sparse.hstack([sparse.eye(n), -np.ones((n, 1))])  # y_i - t <= 0
     a_ub = sparse.vstack([budget_rows, box]).tocsr()
     b_ub = np.concatenate([[0.0, 1.0 / budgets["kappa"]], np.zeros(n)])
@@ -92,19 +98,25 @@ def solve_fractional(A: np.ndarray, E: np.ndarray, budgets: dict[str, float]) ->
         return {"value": np.nan, "status": res.message, "fractional": 0, "lambda": np.nan}
     C = np.clip(res.x[:n] / res.x[n], 0.0, 1.0)
     theta = float(res.fun)
-    step = _dinkelbach_step(A, E, theta, budgets)
+    step = _dinkelbach_step(A, E, theta, budgets, problem)
     return {"value": theta, "C": C, **_values(C, A, E), "fractional": int(np.sum((C > 1e-9) & (C < 1 - 1e-9))),
             "lambda": step["lambda"], "dinkelbach_value": step["value"], "status": "optimal"}
 
 
-def _dinkelbach_step(A: np.ndarray, E: np.ndarray, theta: float, budgets: dict[str, float]) -> dict:
-    """min mean C·(T* − θ) subject to ρ ≥ κ, Re ≤ γ (value 0 at the optimal ratio θ*), with its dual λ."""
+def _dinkelbach_step(A: np.ndarray, E: np.ndarray, theta: float, budgets: dict[str, float],
+                     problem: str = "P_Ri/rho") -> dict:
+    """min mean C·(q − θ) (q the ratio's numerator per row: T* for P_Ri/ρ, E* for P_Re/ρ) subject to ρ ≥ κ and the
+    other budget (value 0 at the optimal ratio θ*), with its dual λ: the Lagrangian's coefficient of C_i is
+    (q_i − θ) − μ_ρ + μ (the other budget's row), so λ = α_E / (α_A + α_E) as in `solve_lp`."""
+    quantity, _, constraints = SPECS[problem]
+    (other, _, name), = [c for c in constraints if c[0] != "rho"]
     n = len(A)
-    c = (A + E - theta) / n
-    a_ub = np.array([-np.ones(n) / n, E / n])
-    res = linprog(c, A_ub=a_ub, b_ub=[-budgets["kappa"], budgets["gamma"]], bounds=(0, 1), method="highs")
+    c = (_row(quantity, A, E) - theta) / n
+    a_ub = np.array([-np.ones(n) / n, _row(other, A, E) / n])
+    res = linprog(c, A_ub=a_ub, b_ub=[-budgets["kappa"], budgets[name]], bounds=(0, 1), method="highs")
     mu = -np.asarray(res.ineqlin.marginals)
-    alpha = np.array([-theta, 1.0, 1.0]) + mu[0] * np.array([-1.0, 0, 0]) + mu[1] * np.array([0, 0, 1.0])
+    alpha = (np.array(TRIPLES[quantity]) - np.array([theta, 0.0, 0.0]) - mu[0] * np.array(TRIPLES["rho"])
+             + mu[1] * np.array(TRIPLES[other]))
     return {"value": float(res.fun), "lambda": float(alpha[2] / (alpha[1] + alpha[2]))}
 
 
@@ -130,10 +142,10 @@ def best_threshold(A: np.ndarray, E: np.ndarray, problem: str, budgets: dict[str
             ok = np.ones(len(v["rho"]), bool)
             for q, op, name in constraints:
                 ok &= v[q] <= budgets[name] + 1e-12 if op == "<=" else v[q] >= budgets[name] - 1e-12
-            ok[0] &= problem != "P_Ri/rho"  # the ratio needs ρ > 0
+            ok[0] &= problem not in RATIOS  # a ratio needs ρ > 0
             if not ok.any():
                 continue
-            obj = v[quantity] / np.where(v["rho"] > 0, v["rho"], 1.0) if problem == "P_Ri/rho" else v[quantity]
+            obj = v[quantity] / np.where(v["rho"] > 0, v["rho"], 1.0) if problem in RATIOS else v[quantity]
             k = np.flatnonzero(ok)[np.argmax(obj[ok]) if sense == "max" else np.argmin(obj[ok])]
             if np.isnan(best["value"]) or (obj[k] > best["value"] if sense == "max" else obj[k] < best["value"]):
                 best = {"value": float(obj[k]), "lambda": float(lam), **{q: float(v[q][k]) for q in TRIPLES}}
