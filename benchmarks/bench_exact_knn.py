@@ -13,8 +13,12 @@ call less the RSS before it, inputs loaded), one repeat per process, the contend
 machine's load falls on all of them; times are medians. Exactness: our k-NN indices against a float64 brute force
 (direct differences, stable order) on a sample of queries, and our PRDC values against `prdc`'s (timed on the
 float32 features; compared also on float64 copies, untimed, since on float32 it rounds its distances to float32).
-`--profile`: how many rows and pairs the refinement decides.
+`--profile`: how many rows and pairs the refinement decides. Per contender the row prints the median of the
+per-repeat ratios peer / ours (each repeat's contenders ran back to back) and their range over the repeats.
+`--big-prdc`: the 50,000 x 2,048 cases get a PRDC row too (real = the base, fake = 50,000 more draws); `prdc` then
+runs under `--prdc-limit-gb` of address space (RLIMIT_AS), and its MemoryError, if any, is the measured outcome.
 Usage: python benchmarks/bench_exact_knn.py [--repeats 3] [--big-queries 2000] [--cases gauss-5000x64 ...]
+       [--tasks knn prdc] [--big-prdc] [--prdc-limit-gb 16]
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def cached_features(name: str, label: str) -> np.ndarray | None:
     return load_npz(found[0])["feats"].astype(np.float32) if found else None
 
 
-def make_inputs(case: str, big_queries: int, folder: Path) -> str | None:
+def make_inputs(case: str, big_queries: int, folder: Path, big_prdc: bool = False) -> str | None:
     """Write the case's base, queries, real and fake (float32) to folder/case.npz; a reason when it cannot."""
     if case.startswith("real-"):
         name = case[5:]
@@ -69,12 +73,16 @@ def make_inputs(case: str, big_queries: int, folder: Path) -> str | None:
         arrays = {"base": base, "queries": queries}
         if n_queries is not None:
             arrays |= {"real": base, "fake": queries}
+        elif big_prdc:  # drawn after the queries, so that the k-NN inputs stay those of a run without it
+            arrays |= {"real": base, "fake": draw(n_base).astype(np.float32)}
     np.savez(folder / f"{case}.npz", **arrays)
     return None
 
 
-def run_contender(task: str, impl: str, path: str, profile: bool) -> dict:
-    """One timed call in this process: {"seconds", "peak_mb", "result" (a path to the output arrays)}."""
+def run_contender(task: str, impl: str, path: str, profile: bool, limit_gb: float | None = None) -> dict:
+    """One timed call in this process: {"seconds", "peak_mb", "result" (a path to the output arrays)}. With
+    limit_gb, the call runs under that much address space (RLIMIT_AS); a MemoryError then gives "error" (numpy's
+    message: the allocation that failed) instead of "result", and "seconds" is the time until it."""
     with np.load(path) as arrays:
         data = dict(arrays)
     counters = _count_refinement() if profile and impl == "ours" else None
@@ -84,14 +92,30 @@ def run_contender(task: str, impl: str, path: str, profile: bool) -> dict:
     import lib.knn  # noqa: F401
     import lib.manifold  # noqa: F401
 
+    limits = {}
+    if limit_gb:
+        import resource
+
+        limits = {"limit_gb": limit_gb, "vm_size_before_gb": _status_kb("VmSize") / 2**20}
+        resource.setrlimit(resource.RLIMIT_AS, (int(limit_gb * 2**30),) * 2)
     before = _reset_peak_rss()
     start = time.perf_counter()
-    out = CONTENDERS[task][impl](data, torch)
+    try:
+        out = CONTENDERS[task][impl](data, torch)
+    except MemoryError as error:
+        seconds = time.perf_counter() - start
+        import traceback
+
+        frames = traceback.extract_tb(error.__traceback__)
+        where = [f"{Path(f.filename).name}:{f.lineno} {f.name}: {f.line}" for f in frames
+                 if "joblib" not in f.filename]  # the caller's frames, not the thread pool's re-raise
+        return {"seconds": seconds, "peak_mb": (_status_kb("VmHWM") - before) / 1024, "error": str(error),
+                "where": where[-4:], "profile": counters, **limits}
     seconds = time.perf_counter() - start
     peak_mb = (_status_kb("VmHWM") - before) / 1024
     result = path.replace(".npz", f"-{task}-{impl}.npz")
     np.savez(result, **out)
-    return {"seconds": seconds, "peak_mb": peak_mb, "result": result, "profile": counters}
+    return {"seconds": seconds, "peak_mb": peak_mb, "result": result, "profile": counters, **limits}
 
 
 def _status_kb(field: str) -> int:
@@ -183,8 +207,9 @@ CONTENDERS = {"knn": {"ours": knn_ours, "faiss": knn_faiss, "torch": knn_torch},
               "prdc": {"ours": prdc_ours, "prdc": prdc_peer, "prdc64": prdc_peer64}}
 
 
-def in_subprocess(task: str, impl: str, path: str, profile: bool) -> dict:
+def in_subprocess(task: str, impl: str, path: str, profile: bool, limit_gb: float | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", task, impl, path] + (["--profile"] if profile else [])
+    cmd += ["--prdc-limit-gb", str(limit_gb)] if limit_gb else []
     env = os.environ | {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
@@ -211,18 +236,28 @@ def brute_force_check(path: str, result: str, sample: int) -> tuple[int, int, fl
 def bench_case(case: str, folder: Path, args) -> list[dict]:
     path = str(folder / f"{case}.npz")
     tasks = [("knn", KNN_PEERS)] + ([("prdc", PRDC_PEERS)] if "real" in np.load(path).files else [])
+    big = case.endswith("50000x2048")
     rows = []
-    for task, peers in tasks:
+    for task, peers in [(task, peers) for task, peers in tasks if task in args.tasks]:
         runs = {impl: [] for impl in peers}
         for _ in range(args.repeats):  # contenders take turns
             for impl in peers:
-                runs[impl].append(in_subprocess(task, impl, path, args.profile))
+                limit = args.prdc_limit_gb if impl == "prdc" else None
+                runs[impl].append(in_subprocess(task, impl, path, args.profile, limit))
         row = {"case": case, "task": task}
         for impl in peers:
             row[impl] = {"median_s": float(np.median([r["seconds"] for r in runs[impl]])),
                          "times": [round(r["seconds"], 3) for r in runs[impl]],
                          "peak_mb": max(r["peak_mb"] for r in runs[impl]), "profile": runs[impl][-1]["profile"]}
-        if task == "knn":
+            row[impl] |= {key: runs[impl][-1][key] for key in ("error", "where", "limit_gb", "vm_size_before_gb")
+                          if key in runs[impl][-1]}
+            if impl != "ours" and "error" not in runs[impl][-1]:
+                ratios = [mine["seconds"] / theirs["seconds"] for mine, theirs in zip(runs[impl], runs["ours"])]
+                row[impl] |= {"ratio_median": float(np.median(ratios)), "ratios": [round(r, 3) for r in ratios]}
+        if "error" in row.get("prdc", {}):
+            with np.load(runs["ours"][-1]["result"]) as a:
+                row["values"] = {key: float(a[key]) for key in a.files}
+        elif task == "knn":
             row["checked"], row["differ"], row["rel_err"] = brute_force_check(path, runs["ours"][-1]["result"],
                                                                               args.sample)
         else:
@@ -230,6 +265,8 @@ def bench_case(case: str, folder: Path, args) -> list[dict]:
             with np.load(runs["ours"][-1]["result"]) as a:
                 row["values"] = {key: float(a[key]) for key in a.files}
             for peer in ("prdc", "prdc64"):
+                if big and peer == "prdc64":  # prdc on float64 copies would need twice its float32 memory
+                    continue
                 result = (runs["prdc"][-1] if peer == "prdc" else in_subprocess(task, peer, path, False))["result"]
                 with np.load(result) as b:
                     row[f"same_{peer}"] = all(abs(row["values"][key] - b[key]) <= 1e-12 for key in b.files)
@@ -242,12 +279,21 @@ def bench_case(case: str, folder: Path, args) -> list[dict]:
 def print_row(row: dict, peers: tuple) -> None:
     ours = row["ours"]["median_s"]
     cells = [f"{impl} {row[impl]['median_s']:.2f} s {row[impl]['peak_mb']:.0f} MB" for impl in peers]
-    ratios = " ".join(f"{impl}/ours {row[impl]['median_s'] / ours:.2f}" for impl in peers[1:])
-    check = (f"indices identical to float64 brute force in {row['checked'] - row['differ']}/{row['checked']} rows, "
-             f"rel. distance diff <= {row['rel_err']:.1e}" if row["task"] == "knn"
-             else f"values equal to prdc's on float64 / float32 features (density to 1e-12): {row['same_prdc64']} / "
-                  f"{row['same_prdc']}; ours {row['values']}" + ("" if row["same_prdc"] else f", prdc float32 "
-                                                                  f"{row['values_prdc']}"))
+    ratios = " ".join(f"{impl}/ours {row[impl]['median_s'] / ours:.2f} (per repeat: median "
+                      f"{row[impl]['ratio_median']:.3f}, {min(row[impl]['ratios']):.3f}-{max(row[impl]['ratios']):.3f})"
+                      for impl in peers[1:] if "ratios" in row[impl])
+    if "error" in row.get("prdc", {}):
+        failed = row["prdc"]
+        check = (f"prdc under RLIMIT_AS {failed['limit_gb']} GB (VmSize {failed['vm_size_before_gb']:.1f} GB before "
+                 f"the call): MemoryError after {failed['median_s']:.1f} s: {failed['error']} at {failed['where']}; "
+                 f"ours {row['values']}")
+    elif row["task"] == "knn":
+        check = (f"indices identical to float64 brute force in {row['checked'] - row['differ']}/{row['checked']} "
+                 f"rows, rel. distance diff <= {row['rel_err']:.1e}")
+    else:
+        check = (f"values equal to prdc's on float64 / float32 features (density to 1e-12): "
+                 f"{row.get('same_prdc64', 'not run')} / {row['same_prdc']}; ours {row['values']}"
+                 + ("" if row["same_prdc"] else f", prdc float32 {row['values_prdc']}"))
     print(f"{row['case']:22s} {row['task']:4s} | " + " | ".join(cells) + f" | {ratios} | {check}", flush=True)
     if row["ours"]["profile"]:
         print(f"{'':27s} profile of ours: {row['ours']['profile']}", flush=True)
@@ -259,6 +305,9 @@ def main() -> None:
     parser.add_argument("--big-queries", type=int, default=2_000, help="queries of the 50,000 x 2,048 case")
     parser.add_argument("--sample", type=int, default=200, help="queries checked against float64 brute force")
     parser.add_argument("--cases", nargs="+", default=case_names(), choices=case_names())
+    parser.add_argument("--tasks", nargs="+", default=["knn", "prdc"], choices=["knn", "prdc"])
+    parser.add_argument("--big-prdc", action="store_true", help="a PRDC row for the 50,000 x 2,048 cases too")
+    parser.add_argument("--prdc-limit-gb", type=float, help="address space for each prdc process (RLIMIT_AS)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
@@ -266,7 +315,7 @@ def main() -> None:
     if args.worker:
         # one core for every contender: prdc's sklearn call starts 8 threads of its own (n_jobs=8)
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-        print(json.dumps(run_contender(*args.worker, args.profile)))
+        print(json.dumps(run_contender(*args.worker, args.profile, args.prdc_limit_gb)))
         return
     try:
         import prdc  # noqa: F401
@@ -279,7 +328,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
-            missing = make_inputs(case, args.big_queries, Path(tmp))
+            missing = make_inputs(case, args.big_queries, Path(tmp), args.big_prdc)
             if missing:
                 print(f"{case:22s} NOT MEASURED: {missing}", flush=True)
                 continue
