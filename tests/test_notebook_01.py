@@ -41,7 +41,7 @@ def test_feature_space_dependence(smoke):
     assert facts["standardised"]["width_ratio"] == pytest.approx(1, abs=0.2)
     for f in facts.values():
         assert 0 <= f["fraction"] <= 1 and f["width_ratio"] > 0 and f["best_C"] in (2, 4)
-    assert f"{100 * facts['mlp']['fraction']:.1f} % (mlp)" in text
+    assert f"{100 * facts['mlp']['fraction']:.1f} % (MLP)" in text  # the space in the reader's words
 
 
 def test_reading_cells_state_the_recorded_results(smoke):

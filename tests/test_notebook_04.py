@@ -46,7 +46,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
         assert f"{name} {estimate:.2f} [{lower:.2f}, {upper:.2f}]" in text["reading-gap"]
     slope, intercept, r2 = r["e2_fit"]["resnet20/b/irs_adj"]
-    assert f"resnet20 slope {slope:.2f}, intercept {intercept:.2f}, R² {r2:.2f}" in text["reading-class-fraction"]
+    assert f"ResNet-20 slope {slope:.2f}, intercept {intercept:.2f}, R² {r2:.2f}" in text["reading-class-fraction"]
     adjusted = r["e3"]["pixels/g0.1"][4]  # the intervals are the table's; the reading states the adjusted score
     assert f"in pixels space {adjusted:.2f} for g = 0.1" in text["reading-memoriser"]
     assert f"its FID ({r['toy']['resnet20/memorise-0.1'][1]:.2f})" in text["reading-toy"]
@@ -106,14 +106,17 @@ def test_irs_flags_the_memoriser_that_precision_and_recall_accept(smoke):
 
 
 def test_coverage_is_recorded_at_several_k_and_the_ledger_decides_it(smoke):
-    """The toy sets' coverage at each k of ie.COVERAGE_KS, on the same sets as the toy table: at the table's k it is
-    the table's coverage, it grows with k (larger balls), and 04.coverage-k gets a verdict from it."""
+    """The toy sets' coverage at each k of ie.COVERAGE_KS, on the same sets as the toy table (on its main extractor
+    and raw pixels): at the table's k it is the table's coverage, it grows with k (larger balls), and 04.coverage-k
+    gets a verdict from it."""
     from lib import claims
     from lib.irs.claims import CLAIMS
 
     r = smoke["results"]
     by_k, toy = r["toy_coverage_by_k"], r["toy"]
-    assert set(by_k) == set(toy) and r["toy_n"] == 250
+    extractors = {key.split("/")[0] for key in by_k}  # the main extractor and raw pixels, of the toy table's
+    assert extractors == {"resnet20", "pixels"} and r["toy_n"] == 250
+    assert set(by_k) == {key for key in toy if key.split("/")[0] in extractors}
     k_table = str(ie.PRESETS["smoke"].prdc_k)
     for key, values in by_k.items():
         assert set(values) == {str(k) for k in ie.COVERAGE_KS}  # the record's keys come back sorted as text
