@@ -18,6 +18,7 @@ from notebook_runner import (
 from lib.glue import without_clocks
 from lib.irs import experiment as ie
 from lib.make.report import temporary_environ
+from lib.tables import reader_name
 
 run = notebook_runner("04_image_retrieval_score.ipynb")
 
@@ -44,7 +45,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     coverage = r["sim_coverage"].values()
     assert f"between {min(coverage):.3f} and {max(coverage):.3f}" in text["reading-simulation"]
     for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
-        assert f"{name} {estimate:.2f} [{lower:.2f}, {upper:.2f}]" in text["reading-gap"]
+        assert f"{reader_name(name)} {estimate:.2f} [{lower:.2f}, {upper:.2f}]" in text["reading-gap"]
     slope, intercept, r2 = r["e2_fit"]["resnet20/b/irs_adj"]
     assert f"ResNet-20 slope {slope:.2f}, intercept {intercept:.2f}, R² {r2:.2f}" in text["reading-class-fraction"]
     adjusted = r["e3"]["pixels/g0.1"][4]  # the intervals are the table's; the reading states the adjusted score
@@ -52,7 +53,7 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert f"its FID ({r['toy']['resnet20/memorise-0.1'][1]:.2f})" in text["reading-toy"]
     diadm, uncond = r["generators"]["resnet20/diadm c8 100%"], r["generators"]["resnet20/unconditional c8 100%"]
     assert f"IRS_∞,a is {diadm[0]:.3f} against the unconditional arm's {uncond[0]:.3f}" in text["reading-diadm"]
-    assert f"Kendall τ between the rankings: irs_adj / fid {r['gen_tau']['irs_adj / fid']:.2f}" in text[
+    assert f"Kendall τ between the rankings: IRS_∞,a / FID {r['gen_tau']['irs_adj / fid']:.2f}" in text[
         "reading-ranking"]
     assert f"retrieve their own conditioning image {diadm[3]:.1%}" in text["reading-copying"]
 
