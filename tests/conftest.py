@@ -90,6 +90,20 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _lineage_forgets_the_patches(request: pytest.FixtureRequest):
+    """After a test that monkeypatches (and after its patches are undone): lib.lineage's memory of the code it walked,
+    kept until a file of `lib` changes, forgets what the test patched in. A stage run under a patched function records
+    its lineage through the patch (tests/test_prcurves_budget.py patches authors_recipe_spec); a later test in the same
+    process would find the real function 'removed' and a stored entry 'code changed', but only in a worker that had
+    already imported every module the later test imports (the memory is kept per set of loaded modules)."""
+    yield
+    if "monkeypatch" in request.fixturenames:
+        from lib import lineage
+
+        lineage._parts_of.cache_clear()
+
+
 @pytest.fixture
 def data_root() -> Path:
     root = Path(os.environ.get("WORKBOOK_DATA", ROOT / "data"))
