@@ -55,6 +55,9 @@ html_additional_pages = {"index": "redirect-to-readme.html"}  # the site's front
 # the theme's download button would offer the stripped source of a notebook page, not the executed copy shown:
 # lib.make.book.download_button adds one that offers both
 html_theme_options = {"show_toc_level": 2, "home_page_in_toc": True, "use_download_button": False}
+# the colour mode a first visit starts in: without it the theme logged "Got invalid theme mode: . Resetting to
+# auto." on every page
+html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 html_copy_source = False
 
