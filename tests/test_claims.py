@@ -354,6 +354,7 @@ def test_notebook_03s_findings_turn_with_their_intervals():
     pgap = {KEYS[m]: r["table"][f"ce/{m}"]["P-gap"] for m in KEYS}
     r["pgap_pairs"] = {"heads/ce": _pairs(pgap, 0.01)}
     assert _v(regret_claims, r)["03.f2-pgap"].verdict == HOLDS  # lowest P-gap, r_s(Â,Ê) above DDU's
+    assert "; P-gap Evidential − " in _v(regret_claims, r)["03.f2-pgap"].ours  # its difference with the next lowest
     r["pgap_pairs"] = {"heads/ce": _pairs(pgap | {"DDU": 0.05}, 0.01)}
     assert _v(regret_claims, r)["03.f2-pgap"].verdict == FAILS
     r["whole_width_slope_ci"] = {m: [-0.02, -0.03, -0.01] for m in METHODS}

@@ -294,6 +294,9 @@ def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
                        f"{rule}; the P-gap is recorded without an interval, so its part is not decided: it needs "
                        "pgap_pairs: {\"heads/ce\": {\"A − B\": [mean, lower, upper]}} (a paired bootstrap of the "
                        "P-gap over the test images, as aurec_ranking's)")
+    nearest = min((m for m in names if m != evidential), key=pgap.get, default=None)  # the next-lowest P-gap
+    if nearest is not None:
+        ours += f"; P-gap {evidential} − {nearest} {interval(*_pair(pairs, evidential, nearest))}"
     return Verdict(_and(_extreme(pairs, evidential, names, higher_better=False), premise), ours, rule)
 
 
