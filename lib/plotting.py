@@ -70,7 +70,7 @@ def _draw(fig: plt.Figure) -> None:
         fig.set_canvas(original)
 
 
-def in_readers_words(fig: plt.Figure) -> bool:
+def figure_in_readers_words(fig: plt.Figure) -> bool:
     """Every text of `fig` with its code names said as the reader's names (`lib.tables.in_readers_words`: "resnet20"
     -> "ResNet-20", "paired_t" -> "paired t", a set's short label in words), math left as it is: titles, labels,
     legend entries, annotations, and tick labels given as strings (set again, fixed, where one changes: then True,
@@ -193,14 +193,14 @@ def show(fig: plt.Figure, name: str | None = None, directory: str | Path | None 
     metadata; the workbook's HTML template (`make run`) writes it into the report's <img alt=...>. The metadata also
     holds the figure's texts and its smallest font in the image's px (`figure_texts`), which the book's reader test
     reads (a code name in a label, text under MIN_TEXT_PX at the page's width).
-    Every text of the figure says code names in the reader's words (`in_readers_words`).
+    Every text of the figure says code names in the reader's words (`figure_in_readers_words`).
     Returns nothing, so a cell ending with `show(...)` prints no stray path.
     """
     from IPython.display import display
 
     if figure is not None:
         numbered(fig, figure, title)
-    redraw = in_readers_words(fig)
+    redraw = figure_in_readers_words(fig)
     if fig._suptitle is not None and fig.get_layout_engine() is None:
         with warnings.catch_warnings():  # a figure tight_layout cannot handle keeps its layout
             warnings.simplefilter("ignore")

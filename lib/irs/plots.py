@@ -38,11 +38,12 @@ def simulation_figure(sim: pd.DataFrame, sim_reps: int, sim_n_train: int, nomina
 
 def toy_generators_figure(table: pd.DataFrame, extractor: str) -> plt.Figure:
     """Section 4: IRS_inf,a of every toy generator against FID, recall and coverage on one extractor's
-    features; one marker per generator, named in a single legend under the panels (no labels piled on the points;
+    features; one marker per generator, named in a single legend under the panels (the set labels said in words by
+    `lib.plotting.show`; no labels piled on the points;
     the figure narrow enough for its text to stay readable at the page's width)."""
     fig, axes = plt.subplots(1, 3, figsize=(11, 4.6), sharey=True, layout="constrained")  # room for the title
     for k, (label, row) in enumerate(table.iterrows()):
-        style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=set_names(label))
+        style = dict(color=PALETTE[k % len(PALETTE)], marker=MARKERS[k % len(MARKERS)], s=60, label=label)
         for ax, x in zip(axes, ("fid", "recall", "coverage")):
             ax.scatter(row[x], row["irs_adj"], **style)
     for ax, x in zip(axes, ("FID (on these features)", "recall", "coverage")):

@@ -171,11 +171,17 @@ def add_provenance(nb, executed: Path, links: str = "") -> None:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(line, id="workbook-provenance"))
 
 
+def download_paths(name: str) -> tuple[str, str]:
+    """The site's paths of a notebook's executed copy and of its source (outputs stripped), as `copy_downloads`
+    (conf.py) lays them out: the provenance line's links and the header's download button."""
+    return f"{DOWNLOADS}/{name}", f"{DOWNLOADS}/source/{name}"
+
+
 def download_links(executed: Path) -> str:
     """The page's links to its executed notebook and to the notebook's source, as the book lays them out."""
-    name = Path(executed).name
-    return (f' · <a href="../{DOWNLOADS}/{name}" download>download the executed notebook</a>'
-            f' (<a href="../{DOWNLOADS}/source/{name}" download>its source</a>, outputs stripped)')
+    executed_copy, source = download_paths(Path(executed).name)
+    return (f' · <a href="../{executed_copy}" download>download the executed notebook</a>'
+            f' (<a href="../{source}" download>its source</a>, outputs stripped)')
 
 
 def download_button(app, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -185,12 +191,11 @@ def download_button(app, pagename: str, templatename: str, context: dict, doctre
     page's notebook."""
     if not (pagename.startswith("notebooks/") and pagename.count("/") == 1):
         return
-    name = f"{pagename.removeprefix('notebooks/')}.ipynb"
+    executed_copy, source = download_paths(f"{pagename.removeprefix('notebooks/')}.ipynb")
     root = context["pathto"]("", 1).rstrip("/")
-    links = [(f"{root}/{DOWNLOADS}/{name}", "executed .ipynb", "the notebook with the outputs this page shows",
+    links = [(f"{root}/{executed_copy}", "executed .ipynb", "the notebook with the outputs this page shows",
               "fas fa-code"),
-             (f"{root}/{DOWNLOADS}/source/{name}", "source .ipynb", "the notebook with its outputs stripped",
-              "fas fa-file")]
+             (f"{root}/{source}", "source .ipynb", "the notebook with its outputs stripped", "fas fa-file")]
     buttons = [{"type": "link", "url": url, "text": text, "tooltip": tip, "icon": icon,
                 "label": f"workbook-download-{i}"} for i, (url, text, tip, icon) in enumerate(links)]
     buttons.append({"type": "javascript", "javascript": "window.print()", "text": ".pdf", "tooltip": "Print to PDF",
