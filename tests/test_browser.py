@@ -415,7 +415,8 @@ def test_book_loads_every_page_with_its_images_and_requests_nothing_off_the_mach
             if response.status >= 400 else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
     # an error the console shows a reader who opens it (the theme's "Got invalid theme mode" was one, on every page)
-    page.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
+    page.on("console", lambda message: problems.append(f"console: {message.text} ({message.location.get('url')})")
+            if message.type == "error" else None)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=120, what="the book's HTTP server")
         pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)

@@ -58,6 +58,17 @@ def test_book_builds_every_page_without_a_warning(site):
     assert 'url=README.html' in (out / "index.html").read_text(), "the front page is the README"
 
 
+def test_every_page_names_its_icon_so_no_browser_asks_for_a_missing_favicon(site):
+    """A page without <link rel="icon"> makes the browser fetch /favicon.ico, which the build has not: a 404 in the
+    console, logged or not depending on how soon the page leaves (the redirecting front page did, once in a fresh
+    clone's CI). Every page, the front page's redirect included, links the build's own icon."""
+    out = site["out"]
+    no_icon = [str(page.relative_to(out)) for page in site["pages"]
+               if not [v for tag, _name, v in parse(page).links
+                       if tag == "link" and "favicon" in v and (page.parent / v).resolve().is_file()]]
+    assert not no_icon, f"pages without an icon of the build: {no_icon}"
+
+
 def test_notebook_pages_show_the_executed_outputs_with_alt_text(site):
     for notebook in NOTEBOOKS:
         page = site["out"] / "notebooks" / f"{notebook.stem}.html"
