@@ -26,9 +26,26 @@ def test_downsample_averages_blocks_and_upsampling_keeps_a_flat_image_flat():
 
 
 @pytest.mark.parametrize("preset", sorted(ie.PRESETS))
-def test_notebook_04_and_the_core_name_the_same_family(preset):
-    """Notebook 02 reads notebook 04's cache entries only while both build the same Family for a preset."""
-    assert gen.family_of(ie.PRESETS[preset]) == fam.FAMILIES[preset]
+def test_notebooks_04_and_02_hold_the_same_family_for_a_preset(preset):
+    """Notebook 02 reads notebook 04's cache entries only while both hold the same Family for a preset: each
+    takes it from FAMILIES, and SEED and CIFAR_SOURCE set notebook 04's family with its own settings."""
+    from lib.crel import experiment as crel
+
+    assert ie.PRESETS[preset].family == crel.PRESETS[preset].images.family == fam.FAMILIES[preset]
+
+
+def test_one_parameter_sets_the_notebooks_setting_and_the_familys():
+    """SEED sets both `seed` and `family.seed` (lib.params.setting_parameters walks into the family), as
+    `resolve_config(seed=...)` does; a family given another seed is refused, naming both."""
+    from lib.params import setting_parameters
+
+    names = setting_parameters(ie.PRESETS["smoke"])
+    assert names["seed"] == names["family.seed"] == "SEED" and names["family.steps"] == "GEN_STEPS"
+    assert names["cifar_source"] == names["family.cifar_source"] == "CIFAR_SOURCE"
+    with pytest.raises(ValueError, match=r"seed=3 and the generators' family.seed=0"):
+        ie.resolve_config("smoke", seed=3, family={"seed": 0})
+    assert ie.resolve_config("smoke", seed=3).family.seed == 3
+    assert ie.resolve_config("smoke", cifar_source="python").family.cifar_source == "python"
 
 
 def test_the_core_database_is_notebook_04s_and_a_class_set_knows_its_labels(data_root):

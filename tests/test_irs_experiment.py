@@ -22,7 +22,7 @@ from lib.paths import PROJECT_ROOT
     ({"fractions": [0.5, 1.5]}, "fractions entry=1.5"),
     ({"fractions": [0.0, 0.5]}, "fractions entry=0.0"),
     ({"fractions": [0.05, 0.5]}, "fractions entry 0.05 keeps floor\\(10 f\\) = 0 classes"),
-    ({"gen_n": 1}, "gen_n=1"),
+    ({"family": {"n": 1}}, "family.n=1"),
     ({"n_fixed": 1}, "n_fixed=1"),
     ({"gap_ns": [1, 100]}, "gap_ns entry=1"),
     ({"gap_ns": [100, 100]}, r"gap_ns=\(100, 100\) holds duplicates \(100 more than once\)"),

@@ -65,8 +65,8 @@ def test_validation_names_the_parameter():
         ie.resolve_config("smoke", gen_channels=(4,))
     with pytest.raises(ValueError, match="must each hold 1.0"):
         ie.resolve_config("smoke", gen_fractions=(0.5,))
-    with pytest.raises(ValueError, match="gen_n=300"):  # more distinct conditioning rows than the 10 x 20 images
-        ie.resolve_config("smoke", gen_n=300, gen_train_per_class=20)
+    with pytest.raises(ValueError, match="family.n=300"):  # more distinct conditioning rows than the 10 x 20 images
+        ie.resolve_config("smoke", family={"n": 300, "train_per_class": 20})
 
 
 def test_packed_entries_come_back_byte_for_byte_and_a_damaged_one_is_refused(tmp_path, monkeypatch):

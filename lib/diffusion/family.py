@@ -17,7 +17,7 @@ training rows drawn once (`source_rows`); `set_labels` gives the class of each s
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from lib.cache import cache_path
 from lib.diffusion.training import Recipe, load_denoiser, one_hot, sample, train_denoiser
-from lib.params import shown
+from lib.params import PARAMETER, shown
 from lib.run import Run
 from lib.seeds import derive_seed
 from lib.train import checkpoint_epoch
@@ -46,24 +46,28 @@ log = logging.getLogger(__name__)
 class Family:
     """What a trained arm and a set sampled from it depend on, besides the arm, width and condition: the
     database (the first `train_per_class` CIFAR-10 training images of each class, area-averaged to
-    `resolution`), the training budget and recipe, the sampler, the set size and the seed. Notebook 04 builds it
-    from its `gen_*` settings (`lib.irs.generators.family_of`), notebook 02 from its own (`lib.crel.images`);
-    `FAMILIES` holds the values of the presets both notebooks share."""
+    `resolution`), the training budget and recipe, the sampler, the set size and the seed. Each notebook's config
+    holds one (notebook 04's `IRSConfig.family`, notebook 02's `images.family`), from `FAMILIES` for its preset,
+    so that both notebooks of one preset read the same cache entries. Where a notebook walks into it (04), each
+    field is set by the notebook parameter its metadata names (`lib.params.setting_parameters`): `GEN_STEPS`
+    sets `family.steps`, and `SEED` and `CIFAR_SOURCE` set the family's as well as the notebook's own."""
 
-    resolution: int = 16
-    train_per_class: int = 2000
-    epochs: int = 25  # the budget, in epochs of the database
-    batch: int = 128
-    lr: float = 1e-3
-    label_dropout: float = 0.1  # the class arm's (DiADM has none, as the authors')
-    steps: int = 18  # Heun steps (2 x steps - 1 network evaluations)
-    n: int = 2500  # samples per generated set
-    seed: int = 0
-    cifar_source: str = "jpeg"  # lib.data.cifar10.load_cifar10's source of the database
+    resolution: int = field(default=16, metadata={PARAMETER: "GEN_RESOLUTION"})
+    train_per_class: int = field(default=2000, metadata={PARAMETER: "GEN_TRAIN_PER_CLASS"})
+    epochs: int = field(default=25, metadata={PARAMETER: "GEN_EPOCHS"})  # the budget, in epochs of the database
+    batch: int = field(default=128, metadata={PARAMETER: "GEN_BATCH"})
+    lr: float = field(default=1e-3, metadata={PARAMETER: "GEN_LR"})
+    # the class arm's label dropout (DiADM has none, as the authors')
+    label_dropout: float = field(default=0.1, metadata={PARAMETER: "GEN_LABEL_DROPOUT"})
+    # Heun steps (2 x steps - 1 network evaluations; EDM's CIFAR-10 setting)
+    steps: int = field(default=18, metadata={PARAMETER: "GEN_STEPS"})
+    n: int = field(default=2500, metadata={PARAMETER: "GEN_N"})  # samples per generated set
+    seed: int = field(default=0, metadata={PARAMETER: "SEED"})
+    # lib.data.cifar10.load_cifar10's source of the database
+    cifar_source: str = field(default="jpeg", metadata={PARAMETER: "CIFAR_SOURCE"})
 
 
-# The family of each preset of notebooks 04 and 02 (notebook 04's gen_* defaults and presets; a test keeps the two
-# equal, so that both notebooks of one preset read the same cache entries)
+# The family of each preset of notebooks 04 and 02: the one place its values are typed
 FAMILIES = {
     "smoke": Family(resolution=8, train_per_class=30, epochs=4, batch=16, steps=4, n=250),
     "cpu": Family(),

@@ -12,18 +12,17 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from lib.cache import cache_entry
 from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
-from lib.irs.features import CACHE_NAMESPACE, OFFLINE, RESNETS, Extractor, cached_features, get_extractor
+from lib.irs.config import FEATURE_DIMS, NUM_CLASSES, POOL_SPLITS, PRESETS, IRSConfig, extractor_for  # noqa: F401
+from lib.irs.features import CACHE_NAMESPACE, OFFLINE, RESNETS, Extractor, cached_features
 from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
     MEMORISER_STREAM,
     REFERENCE_STREAM,
@@ -34,7 +33,6 @@ from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.line
 from lib.manifold import coverage_by_k, precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import (
-    PARAMETER,
     MemoryTerm,
     check_choice,
     check_int,
@@ -49,8 +47,6 @@ from lib.reading import sig
 from lib.run import Run
 from lib.seeds import derive_seed
 
-NUM_CLASSES = 10
-POOL_SPLITS = ("disjoint", "shared")
 # Notebook 04's random streams: derive_seed(seed, <what the draw depends on>..., <STREAM>); the draws of
 # `simulate_estimator` and `class_fraction_experiment` are told apart by their own keys (sizes, fraction, regime)
 GAP_STREAM = 1  # `measurement_gap`: the subsamples of the held-out retrievals
@@ -61,80 +57,18 @@ KEPT_CLASSES_STREAM = 55  # the 5 classes the mode-dropping PCA-Gaussian keeps
 # `reference_rows`, which its trained generators' anchors use too
 
 
-@dataclass(frozen=True)
-class IRSConfig:
-    """Every setting of notebook 04; comments name the spec section."""
-
-    preset: str = field(metadata={PARAMETER: None})  # PRESET chooses the preset; it sets no field
-    cifar_source: str = "jpeg"  # "jpeg" (the shared JPEG copy) | "python" (the official lossless archive)
-    train_per_class: int = 5000  # retrieval database: the first m train images of each class (5000 = all)
-    pool_per_class: int = 500  # held-out REF and SYN pools, m test images of each class each (§2.2 E2)
-    extractors: tuple[str, ...] = ("pixels", "randproj", "randcnn", "resnet20", "resnet32", "resnet44", "resnet56",
-                                   "efficientnet_lite0")
-    rp_dim: int = 256  # randproj m
-    efficientnet_size: int = 224  # input size of EfficientNet-Lite0 (its native 224; the cpu preset reduces it)
-    # 1. simulation (§5)
-    sim_n_train: int = 10_000
-    sim_s_fractions: tuple[float, ...] = (0.3, 0.6, 0.9)
-    sim_ratios: tuple[float, ...] = (0.05, 0.2, 0.5, 1.0)  # n / N
-    sim_reps: int = 200
-    # 2. measurement gap (E1)
-    gap_ns: tuple[int, ...] = (1000, 2500, 5000, 10000)
-    gap_reps: int = 5
-    # 3. controlled experiment (E2, E3)
-    fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-    pool_split: str = "disjoint"
-    n_fixed: int = 500  # regime (a)
-    e2_reps: int = field(default=10, metadata={PARAMETER: "CLASS_DRAWS"})  # class draws per f
-    mem_fractions: tuple[float, ...] = (0.1, 0.3, 0.6)  # g
-    mem_noise: float = 0.02  # sigma of the Gaussian pixel noise on copies (pixels in [0, 1])
-    gen_n: int = 2500  # E3 and toy generators: queries per generated set (reference: as many REF images)
-    # 4. toy generators
-    pca_dims: int = 40  # per-class PCA-Gaussian generator: principal components kept
-    prdc_k: int = 5
-    alpha_e: float = 0.05
-    # 5. trained generators (§8, lib.irs.generators): three diffusion arms on the database at gen_resolution
-    gen_resolution: int = 16
-    gen_train_per_class: int = 2000  # the generators' database: the first m of each class of the retrieval database
-    gen_channels: tuple[int, ...] = (32, 16)  # widths; the first is the main one, the others train at 100 % only
-    gen_epochs: int = 25  # the budget, in epochs of the database
-    gen_fractions: tuple[float, ...] = (0.25, 0.5, 1.0)  # checkpoints measured, as fractions of gen_epochs
-    gen_guidance: tuple[float, ...] = (1.0, 2.0, 4.0)  # classifier-free guidance scales of the class arm
-    gen_batch: int = 128
-    gen_lr: float = 1e-3
-    gen_label_dropout: float = 0.1  # the class arm's (DiADM has none, as the authors')
-    gen_steps: int = 18  # Heun steps (2 x steps - 1 network evaluations; EDM's CIFAR-10 setting)
-    gen_eval_extractors: tuple[str, ...] = ("resnet56", "pixels", "randcnn", "efficientnet_lite0")
-    gen_boot: int = 200  # FID bootstrap resamples
-    gen_grid: int = 64  # samples per set kept (stored) for the image grids
-    seed: int = 0
-
-
-PRESETS: dict[str, IRSConfig] = {
-    "smoke": IRSConfig(
-        preset="smoke", train_per_class=200, pool_per_class=50, extractors=("pixels", "randproj", "resnet20"),
-        sim_n_train=2000, sim_s_fractions=(0.3, 0.9), sim_ratios=(0.1, 0.5), sim_reps=40, gap_ns=(250, 500),
-        gap_reps=2, fractions=(0.2, 0.5, 1.0), n_fixed=100, e2_reps=2, mem_fractions=(0.1, 0.5), gen_n=250,
-        pca_dims=10, gen_resolution=8, gen_channels=(8,), gen_epochs=4, gen_fractions=(0.5, 1.0),
-        gen_guidance=(1.0, 2.0),
-        gen_batch=16, gen_steps=4, efficientnet_size=32, gen_train_per_class=30,
-        gen_eval_extractors=("resnet20", "pixels"), gen_boot=20, gen_grid=16),
-    "cpu": IRSConfig(
-        preset="cpu", train_per_class=2000, pool_per_class=500,
-        extractors=("pixels", "randproj", "randcnn", "resnet20", "resnet56", "efficientnet_lite0"),
-        efficientnet_size=64, gap_ns=(1000, 2500, 5000, 10000), gap_reps=5, e2_reps=10, gen_n=2500),
-    # all of CIFAR-10 with the eight offline extractors at their native sizes (GPU recommended); the paper's own
-    # setting (ImageNet + SwAV) reads image folders: `python -m lib.irs.folders`
-    "paper": IRSConfig(preset="paper", gen_train_per_class=5000, gen_resolution=32, gen_channels=(64, 32),
-                       gen_epochs=200, gen_steps=32),
-}
-FEATURE_DIMS = {"pixels": 3072, "randcnn": 64, "efficientnet_lite0": 1280, **{name: 64 for name in RESNETS}}
 
 
 def resolve_config(preset: str, **overrides: Any) -> IRSConfig:
     """The preset's config with `overrides` applied (None keeps the preset's value), validated at once, and
-    refused when `memory_estimate` exceeds the memory available."""
-    config = resolve_preset(PRESETS, preset, overrides)
+    refused when `memory_estimate` exceeds the memory available. A `seed` or `cifar_source` given is the
+    generators' family's too (as SEED and CIFAR_SOURCE set both), unless `family` gives its own, which must
+    agree."""
+    family = dict(overrides.pop("family", None) or {})
+    for name in ("seed", "cifar_source"):
+        if overrides.get(name) is not None:
+            family.setdefault(name, overrides[name])
+    config = resolve_preset(PRESETS, preset, {**overrides, "family": family or None})
     validate(config)
     check_memory(memory_estimate(config))
     return config
@@ -178,9 +112,9 @@ def validate(config: IRSConfig) -> None:
     check_int("e2_reps", config.e2_reps, minimum=1)
     _check_fractions("mem_fractions", config.mem_fractions)
     check_real("mem_noise", config.mem_noise, low=0.0)
-    check_int("gen_n", config.gen_n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class)
+    check_int("family.n", config.family.n, minimum=2, maximum=NUM_CLASSES * config.pool_per_class)
     check_int("pca_dims", config.pca_dims, minimum=1, maximum=config.train_per_class - 1)
-    check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.gen_n - 1)
+    check_int("prdc_k", config.prdc_k, minimum=1, maximum=config.family.n - 1)
     check_real("alpha_e", config.alpha_e, low=0.0, high=0.5, open_low=True, open_high=True)
     check_seed("seed", config.seed)
     generators.validate_generators(config)
@@ -195,7 +129,7 @@ def memory_estimate(config: IRSConfig) -> list[MemoryTerm]:
       float32 maps of the image's size per image: its widest layers, input and output alive at once);
     - the simulation's result rows (about 1 KB each) of one setting, sim_reps of them;
     - the class-fraction rows (about 1.5 KB each), two regimes x fractions x e2_reps.
-    Sizes the checks cap (train_per_class, pool_per_class, gap_ns, n_fixed, gen_n) stay small.
+    Sizes the checks cap (train_per_class, pool_per_class, gap_ns, n_fixed, family.n) stay small.
     """
     rows = NUM_CLASSES * (config.train_per_class + 2 * config.pool_per_class)
     dims = sum(config.rp_dim if name == "randproj" else FEATURE_DIMS[name] for name in config.extractors)
@@ -231,12 +165,6 @@ def cifar_sets(config: IRSConfig) -> dict:
     syn = first_per_class(test_y, config.pool_per_class, offset=config.pool_per_class)
     return {"train": train_x[rows], "train_labels": train_y[rows], "ref": test_x[ref], "ref_labels": test_y[ref],
             "syn": test_x[syn], "syn_labels": test_y[syn]}
-
-
-def extractor_for(config: IRSConfig, name: str, device: torch.device | str | None = None) -> Extractor:
-    options = {"randproj": {"rp_dim": config.rp_dim, "seed": config.seed}, "randcnn": {"seed": config.seed},
-               "efficientnet_lite0": {"image_size": config.efficientnet_size}}.get(name, {})
-    return get_extractor(name, device=device, **options)
 
 
 RETRIEVAL_VERSION = 3  # v3: keyed by the images (not their features), so a stored retrieval needs no features
@@ -454,7 +382,7 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
 
     memorise-g: the memorising generator for each g; pca-T1 / pca-T0.5: the per-class PCA-Gaussian at
     temperature 1 and 0.5; pca-5cls: the PCA-Gaussian restricted to 5 classes (mode dropping by a model)."""
-    n = config.gen_n
+    n = config.family.n
     out = {f"memorise-{g:g}": memorised_copies(sets["train"], g, n, config.mem_noise, seed=config.seed)
            for g in config.mem_fractions}
     models = fit_pca_gaussians(sets["train"], sets["train_labels"], config.pca_dims)
@@ -484,7 +412,7 @@ def e3_rows(config: IRSConfig, name: str, extracted: dict, generated: dict[str, 
     """E3, the memorising generator: per g, how often a copy retrieves its own source, IRS_inf with its
     interval (does it cover g?), and IRS_inf,a against the real reference of the same n (`extracted`: the
     extractor's `extractor_run`)."""
-    real = irs.retrieval_result(n_train, extracted["ref_idx"][reference_rows(config, config.gen_n)], config.alpha_e)
+    real = irs.retrieval_result(n_train, extracted["ref_idx"][reference_rows(config, config.family.n)], config.alpha_e)
     rows = []
     for g in config.mem_fractions:
         label = f"memorise-{g:g}"
@@ -506,24 +434,24 @@ def toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generate
     reads, so a stored run extracts no feature."""
     key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
-           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.gen_n,
+           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n,
            "prdc_k": config.prdc_k, "alpha_e": config.alpha_e, "seed": config.seed}
-    entry = cache_entry(CACHE_NAMESPACE, f"toy-{name}-n{config.gen_n}", key, ".pt")
+    entry = cache_entry(CACHE_NAMESPACE, f"toy-{name}-n{config.family.n}", key, ".pt")
     return run.torch(entry, lambda: _toy_rows(config, name, extracted, sets, generated, gen_idx, n_train, run),
                      stored=True)
 
 
 def _toy_sets(config: IRSConfig, extracted: dict, sets: dict, generated: dict[str, dict],
               gen_idx: dict[str, np.ndarray], run: Run) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
-    """The toy study's sets on one extractor: ((real_feats, real_idx) of the REF reference of n = gen_n,
+    """The toy study's sets on one extractor: ((real_feats, real_idx) of the REF reference of n = family.n,
     {generator: (feats, retrieval idx)}) for real images (the SYN pool), a 5-class drop of them and every
     generated set."""
-    rows_ref = reference_rows(config, config.gen_n)  # the same positions serve the SYN pool's "real" set
+    rows_ref = reference_rows(config, config.family.n)  # the same positions serve the SYN pool's "real" set
     real_feats, real_idx = extracted["features"]["ref"]()[rows_ref], extracted["ref_idx"][rows_ref]
     syn_feats, drop = extracted["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
     candidates = {"real (SYN pool)": (syn_feats[rows_ref], extracted["syn_idx"][rows_ref]),
-                  "drop 5 classes (SYN)": (syn_feats[drop][: config.gen_n],
-                                           extracted["syn_idx"][drop][: config.gen_n])}
+                  "drop 5 classes (SYN)": (syn_feats[drop][: config.family.n],
+                                           extracted["syn_idx"][drop][: config.family.n])}
     for label, g in generated.items():  # the rows are recomputed under FORCE_RECOMPUTE, these features are not
         candidates[label] = (cached_features(extracted["extractor"], g["images"], label=label,
                                              run=run), gen_idx[label])
@@ -554,8 +482,8 @@ def toy_coverage_by_k(config: IRSConfig, name: str, extracted: dict, sets: dict,
     a stored run extracts here once (pinned in the cache)."""
     key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
-           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.gen_n, "ks": list(ks)}
-    entry = cache_entry(CACHE_NAMESPACE, f"toy-coverage-k-{name}-n{config.gen_n}", key, ".pt")
+           "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n, "ks": list(ks)}
+    entry = cache_entry(CACHE_NAMESPACE, f"toy-coverage-k-{name}-n{config.family.n}", key, ".pt")
 
     def compute() -> dict[str, dict[str, float]]:
         (real_feats, real_idx), candidates = _toy_sets(config, extracted, sets, generated, gen_idx, run)

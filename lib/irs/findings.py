@@ -207,7 +207,7 @@ def memoriser_reading(e3: pd.DataFrame, config: Any) -> str:
         f"neighbours, and {'not every' if f['spread_cover_any'] else 'no'} interval covers g. ")
     faithful_hits = ", ".join(f"{name} ({pct(hits[name])})" for name in faithful) or "no extractor"
     return f"""
-**Reading** (`{config.preset}` preset, n = {config.gen_n:,} per set, pixel noise σ = {config.mem_noise:g}). The copies
+**Reading** (`{config.preset}` preset, n = {config.family.n:,} per set, pixel noise σ = {config.mem_noise:g}). The copies
 retrieve their own source on {faithful_hits}{faithful_text}.
 {spread_text}The adjusted score of a memoriser is g / IRS_∞,real: in {f["first"]} space
 {"; ".join(f"{adj:.2f} for g = {g:g}" for g, adj in f["first_adjusted"])}{", so it over-corrects" if

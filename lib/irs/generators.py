@@ -8,7 +8,7 @@ database, measured by IRS, FID and k-NN precision/recall/density/coverage, with 
   `generate_images.py`;
 - `class`: the CIFAR-10 class as condition, label dropout 0.1, sampled at several classifier-free guidance scales.
 
-Every set (database, reference, generated) is at `gen_resolution` (16 x 16: an area average of 2 x 2 pixels)
+Every set (database, reference, generated) is at `family.resolution` (16 x 16: an area average of 2 x 2 pixels)
 and is upsampled identically (bilinear, to 32 x 32) before every extractor, the conditioning one included.
 The arms, their training and sampling are the core's (`lib.diffusion.family`, shared with notebook 02, which
 ranks the class arm's sets by CReL); this module chooses the sets, measures them and makes the tables.
@@ -21,8 +21,6 @@ sample and the set's scores, plus the first `gen_grid` samples for the image gri
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -30,7 +28,6 @@ from lib.cache import cache_entry
 from lib.diffusion.family import (
     ARMS,
     NUM_CLASSES,
-    Family,
     GeneratedSet,
     budget_fraction,
     downsample,
@@ -40,6 +37,7 @@ from lib.diffusion.family import (
     set_key,
 )
 from lib.irs import method as irs
+from lib.irs.config import IRSConfig, extractor_for
 from lib.irs.features import CACHE_NAMESPACE, cached_features
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
@@ -55,10 +53,10 @@ MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws an
 REFERENCE_STREAM = 9  # `reference_rows`: the real reference rows of the generated sets (notebook 04's streams)
 
 
-def budget_fractions(config: Any) -> list[float]:
+def budget_fractions(config: IRSConfig) -> list[float]:
     """gen_fractions as the fractions of whole epochs they train (`lib.diffusion.family.budget_fraction`: 0.5 of 25
     epochs is 0.48), in increasing order; two that train one budget are refused, naming both."""
-    family, used = family_of(config), {}
+    family, used = config.family, {}
     for f in config.gen_fractions:
         budget = budget_fraction(family, f, "gen_fractions entry")
         if budget in used:
@@ -69,7 +67,7 @@ def budget_fractions(config: Any) -> list[float]:
     return sorted(used)
 
 
-def generated_sets_of(config: Any) -> list[GeneratedSet]:
+def generated_sets_of(config: IRSConfig) -> list[GeneratedSet]:
     """The sets a run measures: every arm at the main width at each checkpoint fraction (the class arm at
     guidance 1; in increasing budget, so that each continues its run's checkpoint, and at the fraction of whole
     epochs it trains: `budget_fractions`), the class arm at each guidance scale at the full budget, every arm at
@@ -82,17 +80,17 @@ def generated_sets_of(config: Any) -> list[GeneratedSet]:
     return [*out, GeneratedSet("diadm", main, 1.0, heldout=True)]
 
 
-def validate_generators(config: Any) -> None:
+def validate_generators(config: IRSConfig) -> None:
     """The generator study's settings (errors name the notebook's parameters through lib.params.shown)."""
     from lib.irs.features import OFFLINE
     from lib.params import check_choice, check_int, check_list, check_real
 
-    check_choice("gen_resolution", config.gen_resolution, (8, 16, 32))
-    check_int("gen_train_per_class", config.gen_train_per_class, minimum=2, maximum=config.train_per_class)
-    check_int("gen_n", config.gen_n, minimum=2, maximum=10 * config.gen_train_per_class)
+    check_choice("family.resolution", config.family.resolution, (8, 16, 32))
+    check_int("family.train_per_class", config.family.train_per_class, minimum=2, maximum=config.train_per_class)
+    check_int("family.n", config.family.n, minimum=2, maximum=10 * config.family.train_per_class)
     for ch in check_list("gen_channels", config.gen_channels):
         check_int("gen_channels entry", ch, minimum=8, maximum=512)
-    check_int("gen_epochs", config.gen_epochs, minimum=1, maximum=100_000)
+    check_int("family.epochs", config.family.epochs, minimum=1, maximum=100_000)
     for f in check_list("gen_fractions", config.gen_fractions):
         check_real("gen_fractions entry", f, low=0.0, high=1.0, open_low=True)
     for w in check_list("gen_guidance", config.gen_guidance):
@@ -101,41 +99,37 @@ def validate_generators(config: Any) -> None:
         raise ValueError(f"{shown('gen_fractions')} and {shown('gen_guidance')} must each hold 1.0 (the full budget, "
                          f"no guidance), got {config.gen_fractions!r} and {config.gen_guidance!r}.")
     budget_fractions(config)  # each a whole number of epochs, none twice
-    check_int("gen_batch", config.gen_batch, minimum=1, maximum=10 * config.gen_train_per_class)
-    check_real("gen_lr", config.gen_lr, low=0.0, high=1.0, open_low=True)
-    check_real("gen_label_dropout", config.gen_label_dropout, low=0.0, high=1.0, open_high=True)
-    check_int("gen_steps", config.gen_steps, minimum=1, maximum=1000)
+    check_int("family.batch", config.family.batch, minimum=1, maximum=10 * config.family.train_per_class)
+    check_real("family.lr", config.family.lr, low=0.0, high=1.0, open_low=True)
+    check_real("family.label_dropout", config.family.label_dropout, low=0.0, high=1.0, open_high=True)
+    check_int("family.steps", config.family.steps, minimum=1, maximum=1000)
+    for name in ("seed", "cifar_source"):  # one parameter (SEED, CIFAR_SOURCE) sets the notebook's and the family's
+        if getattr(config.family, name) != getattr(config, name):
+            raise ValueError(f"{shown(name)} sets both {name}={getattr(config, name)!r} and the generators' "
+                             f"family.{name}={getattr(config.family, name)!r}; give them one value.")
     for name in check_list("gen_eval_extractors", config.gen_eval_extractors):
         check_choice("gen_eval_extractors entry", name, OFFLINE)
     check_int("gen_boot", config.gen_boot, minimum=2, maximum=100_000)
-    check_int("gen_grid", config.gen_grid, minimum=1, maximum=config.gen_n)
-
-
-def family_of(config: Any) -> Family:
-    """The generator family (`lib.diffusion.family`) of notebook 04's settings: the arms, sets and cache
-    entries are the core's, shared with notebook 02."""
-    return Family(resolution=config.gen_resolution, train_per_class=config.gen_train_per_class,
-                  epochs=config.gen_epochs, batch=config.gen_batch, lr=config.gen_lr,
-                  label_dropout=config.gen_label_dropout, steps=config.gen_steps, n=config.gen_n, seed=config.seed,
-                  cifar_source=config.cifar_source)
+    check_int("gen_grid", config.gen_grid, minimum=1, maximum=config.family.n)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Images at the generators' resolution
 # ----------------------------------------------------------------------------------------------------
-def low_res_sets(config: Any, sets: dict) -> dict:
-    """The generators' database (the first gen_train_per_class images of each class of the retrieval database)
-    and both held-out pools at gen_resolution, each with its labels and its upsampled copy for extractors."""
-    rows = first_per_class(sets["train_labels"], config.gen_train_per_class)
+def low_res_sets(config: IRSConfig, sets: dict) -> dict:
+    """The generators' database (the first family.train_per_class images of each class of the retrieval
+    database) and both held-out pools at family.resolution, each with its labels and its upsampled copy for
+    extractors."""
+    rows = first_per_class(sets["train_labels"], config.family.train_per_class)
     out = {"train_labels": sets["train_labels"][rows], "ref_labels": sets["ref_labels"],
            "syn_labels": sets["syn_labels"]}
     for pool, images in (("train", sets["train"][rows]), ("ref", sets["ref"]), ("syn", sets["syn"])):
-        low = downsample(images, config.gen_resolution)
+        low = downsample(images, config.family.resolution)
         out[pool], out[f"{pool}_up"] = low, for_extractor(low)
     return out
 
 
-def conditioning_for(config: Any, extractor_for, run: Run):
+def conditioning_for(config: IRSConfig, run: Run):
     """(conditioning(images_up, label) -> the conditioning extractor's features (pinned; extracted on
     `run.device`), its key) for DiADM."""
     extractor = extractor_for(config, "efficientnet_lite0", run.device)
@@ -162,7 +156,7 @@ def fid_interval(real: np.ndarray, fake: np.ndarray, *, reps: int, seed: int, al
 
 def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake_feats: np.ndarray,
                real_feats: np.ndarray, train_feats: np.ndarray, fake_dist: np.ndarray, real_dist: np.ndarray,
-               config: Any, seed: int, boot: int) -> dict:
+               config: IRSConfig, seed: int, boot: int) -> dict:
     """IRS_alpha, IRS_inf and IRS_inf,a (against the real reference at equal n), FID against the reference
     (test) and against as many database images, each with a bootstrap interval of `boot` resamples (none, NaN,
     for boot = 0), k-NN precision / recall / density / coverage, and the median distance to the nearest training
@@ -182,7 +176,7 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
             "nn_ratio": float(np.median(np.sqrt(fake_dist)) / np.median(np.sqrt(real_dist)))}
 
 
-def evaluation_runs(config: Any, low: dict, extractor_for, run: Run) -> dict[str, dict]:
+def evaluation_runs(config: IRSConfig, low: dict, run: Run) -> dict[str, dict]:
     """Per evaluation extractor (on `run.device`): {"extractor", "train", "ref"}, the last two functions returning
     the features (pinned) of the upsampled low-resolution database and REF pool, extracted at their first call."""
     import functools
@@ -192,7 +186,7 @@ def evaluation_runs(config: Any, low: dict, extractor_for, run: Run) -> dict[str
         ex = extractor_for(config, name, run.device)
         runs[name] = {"extractor": ex, **{pool: functools.cache(
             lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"], run=run,
-                                                     label=f"{pool}{len(low[pool])}-lr{config.gen_resolution}"))
+                                                     label=f"{pool}{len(low[pool])}-lr{config.family.resolution}"))
             for pool in ("train", "ref")}}
     return runs
 
@@ -202,21 +196,21 @@ def grid_rows(n: int, count: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(count, n)).round().astype(int))
 
 
-def measure_set(config: Any, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
+def measure_set(config: IRSConfig, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
                 key: dict, run: Run) -> dict:
-    """Stored: the scores of one set of gen_n images under every evaluation extractor, against the REF rows
+    """Stored: the scores of one set of family.n images under every evaluation extractor, against the REF rows
     `reference`, with each sample's retrieved training index under the first extractor (the grids' nearest
     training images; kept small for results/), and `gen_grid` samples. FID's
     bootstrap interval (gen_boot resamples) is computed for the main (first) extractor only: for 3072-d pixels or
     1280-d EfficientNet features at n = 2,500 each resample costs seconds.
 
-    `images`: a function returning (gen_n, r, r, 3) uint8, called only when the entry is computed; `sources`:
+    `images`: a function returning (family.n, r, r, 3) uint8, called only when the entry is computed; `sources`:
     likewise, the training row each sample came from or was conditioned on (-1: none). `run` finds the entry or
     computes it (`lib.run`); the samples' features are the cache's alone, never recomputed under `run.force`."""
     full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r["extractor"].key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
-    entry = cache_entry(CACHE_NAMESPACE, f"genscores-{slug}-n{config.gen_n}", full, ".pt")
+    entry = cache_entry(CACHE_NAMESPACE, f"genscores-{slug}-n{config.family.n}", full, ".pt")
 
     def compute() -> dict:
         from lib.knn import nearest_neighbour
@@ -253,34 +247,34 @@ def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed:
     return {"images": np.round(np.clip(noisy, 0, 1) * 255).astype(np.uint8), "sources": sources}
 
 
-def reference_rows(config: Any, n: int) -> np.ndarray:
+def reference_rows(config: IRSConfig, n: int) -> np.ndarray:
     """The n REF-pool rows used as the real reference of every generated set (seeded, fixed)."""
     return np.sort(np.random.default_rng(derive_seed(config.seed, n, REFERENCE_STREAM)).permutation(
         NUM_CLASSES * config.pool_per_class)[:n])
 
 
-def anchors(config: Any, low: dict) -> dict[str, dict]:
-    """The reference points of the ranking at gen_resolution: real held-out images (SYN rows at the reference's
+def anchors(config: IRSConfig, low: dict) -> dict[str, dict]:
+    """The reference points of the ranking at family.resolution: real held-out images (SYN rows at the reference's
     positions) and the memorising generator of notebook 04 §3 at each g, on the low-resolution database."""
-    real_rows = reference_rows(config, config.gen_n)
-    out = {"real held-out (SYN)": {"images": low["syn"][real_rows], "sources": np.full(config.gen_n, -1),
+    real_rows = reference_rows(config, config.family.n)
+    out = {"real held-out (SYN)": {"images": low["syn"][real_rows], "sources": np.full(config.family.n, -1),
                                    "key": {"anchor": "real", "syn": low["syn"], "rows": real_rows}}}
     for g in config.mem_fractions:
-        copies = memorised_copies(low["train"], g, config.gen_n, config.mem_noise, seed=config.seed)
+        copies = memorised_copies(low["train"], g, config.family.n, config.mem_noise, seed=config.seed)
         out[f"memorise {g:g}"] = {**copies, "key": {"anchor": "memorise", "g": g, "train": low["train"],
                                                      "noise": config.mem_noise, "seed": config.seed}}
     return out
 
 
-def generator_study(config: Any, low: dict, runs: dict, conditioning, conditioning_key: dict, *,
+def generator_study(config: IRSConfig, low: dict, runs: dict, conditioning, conditioning_key: dict, *,
                     run: Run) -> tuple[pd.DataFrame, dict]:
     """(rows, grids): one row per (set, evaluation extractor) with the set's description and `set_scores`, and
     per set {"grid", "grid_sources", "idx" (resnet-like first extractor's retrievals of the grid)}. Generated
     sets first (`generated_sets_of`; trained and sampled on `run.device`, from the cache alone), then the
     anchors (`anchors`)."""
-    reference = reference_rows(config, config.gen_n)
+    reference = reference_rows(config, config.family.n)
     rows, grids = [], {}
-    family = family_of(config)
+    family = config.family
     for spec in generated_sets_of(config):
         def images(spec=spec):
             return generated_images(family, low, spec, conditioning, conditioning_key, run=run)
@@ -331,14 +325,14 @@ def _interval(rows: pd.DataFrame, name: str, fmt=lambda v: f"{v:.3f}") -> pd.Ser
                      index=rows.index)
 
 
-def main_sets(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+def main_sets(rows: pd.DataFrame, config: IRSConfig) -> pd.DataFrame:
     """The three arms at the main width and full budget, unguided, conditioned on the database."""
     keep = ((rows.kind == "generator") & (rows.channels == config.gen_channels[0]) & (rows.fraction == 1.0)
             & (rows.guidance == 1.0) & ~rows.heldout.astype(bool))
     return rows[keep]
 
 
-def diadm_table(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+def diadm_table(rows: pd.DataFrame, config: IRSConfig) -> pd.DataFrame:
     """Per evaluation extractor and arm (main width, full budget): IRS_inf,a and FID against the test reference,
     each with its interval, FID against as many database images, recall and coverage."""
     t = main_sets(rows, config).set_index(["extractor", "arm"])
@@ -349,7 +343,7 @@ def diadm_table(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
                          "recall": t["recall"].map("{:.3f}".format), "coverage": t["coverage"].map("{:.3f}".format)})
 
 
-def diadm_facts(rows: pd.DataFrame, config: Any) -> dict:
+def diadm_facts(rows: pd.DataFrame, config: IRSConfig) -> dict:
     """Per extractor: DiADM's IRS_inf,a and FID (test) against the unconditional arm's; whether IRS_inf,a is
     higher and FID lower (point estimates); whether IRS_inf,a rose (fell) beyond both intervals, and whether FID
     got worse (better) beyond both intervals (FID intervals exist on the first extractor only)."""
@@ -388,7 +382,7 @@ def ranking_agreement(table: pd.DataFrame) -> dict:
     return {"tau": taus, "disagree": disagree, "pairs": len(sets) * (len(sets) - 1) // 2}
 
 
-def copy_controls(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
+def copy_controls(rows: pd.DataFrame, config: IRSConfig) -> pd.DataFrame:
     """Per extractor, for DiADM conditioned on the database and on held-out images, the other arms, the real
     held-out images and the memorisers: source-hit rate (how often a sample retrieves its own conditioning or
     copied image), the median distance to the nearest training image over that of real held-out images, and
@@ -401,7 +395,7 @@ def copy_controls(rows: pd.DataFrame, config: Any) -> pd.DataFrame:
                          "IRS_∞,a": t["irs_adj"].map("{:.3f}".format)})
 
 
-def trend_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
+def trend_facts(rows: pd.DataFrame, config: IRSConfig, extractor: str) -> dict:
     """IRS_inf,a and FID of each arm at each checkpoint fraction (main width) and at each width (full budget),
     and the class arm's at each guidance scale, under one extractor: {"fractions", "widths", "guidance"}."""
     t = rows[(rows.extractor == extractor) & (rows.kind == "generator") & ~rows.heldout.astype(bool)]
@@ -414,7 +408,7 @@ def trend_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
             "guidance": {w: (r.irs_adj, r.fid) for w, r in guided.set_index("guidance").iterrows()}}
 
 
-def grid_labels(config: Any) -> list[str]:
+def grid_labels(config: IRSConfig) -> list[str]:
     """The sets the image grid shows: each arm at the main width and full budget (the class arm unguided and at
     its strongest guidance), DiADM on held-out conditions, the smallest memoriser and real held-out images."""
     main = config.gen_channels[0]
@@ -423,7 +417,7 @@ def grid_labels(config: Any) -> list[str]:
     return [*dict.fromkeys(s.label for s in specs), f"memorise {min(config.mem_fractions):g}", "real held-out (SYN)"]
 
 
-def copy_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
+def copy_facts(rows: pd.DataFrame, config: IRSConfig, extractor: str) -> dict:
     """Under one extractor: DiADM's source-hit rate conditioned on the database, its IRS_inf,a conditioned on the
     database and on held-out images, the NN-distance ratios of DiADM, the unconditional arm and the smallest
     memoriser, and the memoriser's source-hit rate."""
@@ -438,7 +432,7 @@ def copy_facts(rows: pd.DataFrame, config: Any, extractor: str) -> dict:
             "memoriser_hit": t.at[mem, "source_hit"]}
 
 
-def headline(rows: pd.DataFrame, config: Any) -> dict:
+def headline(rows: pd.DataFrame, config: IRSConfig) -> dict:
     """What the README row and the results page state, on the main extractor: [IRS_inf,a, FID (test)] of each arm
     at the main width and full budget, of the class arm at its strongest guidance and of DiADM on held-out
     conditions, and DiADM's source-hit rate."""

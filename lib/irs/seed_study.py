@@ -20,8 +20,8 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from lib.diffusion.family import (
@@ -35,24 +35,25 @@ from lib.diffusion.family import (
     weights_path,
 )
 from lib.irs import generators as gen
+from lib.irs.config import IRSConfig
 from lib.irs.features import CACHE_NAMESPACE
 from lib.replicates import SeedComparison, compare_over_seeds, log_ratio_se, most_seeds
 from lib.run import Run
 
 
-def seed_sets(config: Any, channels: int) -> list[GeneratedSet]:
+def seed_sets(config: IRSConfig, channels: int) -> list[GeneratedSet]:
     """The sets of each seed: every arm at full budget, unguided, and the class arm at each other guidance scale of
     the preset (notebook 02's reversal compares guidance scales), all at width `channels`."""
     sets = [GeneratedSet(arm, channels, 1.0) for arm in ARMS]
     return sets + [GeneratedSet("class", channels, 1.0, w) for w in config.gen_guidance if w != 1.0]
 
 
-def seeded_family(config: Any, seed: int) -> Family:
+def seeded_family(config: IRSConfig, seed: int) -> Family:
     """The notebook's generator family with training seed `seed` (module docstring)."""
-    return replace(gen.family_of(config), seed=seed)
+    return replace(config.family, seed=seed)
 
 
-def slug_of(config: Any, spec: GeneratedSet, seed: int) -> str:
+def slug_of(config: IRSConfig, spec: GeneratedSet, seed: int) -> str:
     """The stored entry's name: the notebook's own for its seed, with the seed appended for the others."""
     return spec.slug if seed == config.seed else f"{spec.slug}-s{seed}"
 
@@ -61,12 +62,12 @@ class NotTrained(LookupError):
     """A set whose measurement is neither cached nor stored, and whose arm is not trained at that seed."""
 
 
-def seed_rows(config: Any, low: dict, runs: dict, conditioning, conditioning_key: dict, *, seeds: list[int],
+def seed_rows(config: IRSConfig, low: dict, runs: dict, conditioning, conditioning_key: dict, *, seeds: list[int],
               channels: int, run: Run) -> tuple[pd.DataFrame, list[str]]:
     """(rows, missing): one row per (seed, set, evaluation extractor) with the set's description and
     `generators.set_scores`; the sets left out because their arm is not trained at that seed. A set is measured
     from its samples (cache), sampled from its trained arm (cache) where needed; this never trains an arm."""
-    reference, rows, missing = gen.reference_rows(config, config.gen_n), [], []
+    reference, rows, missing = gen.reference_rows(config, config.family.n), [], []
     for seed in seeds:
         family = seeded_family(config, seed)
         for spec in seed_sets(config, channels):
@@ -95,7 +96,7 @@ def _pick(rows: pd.DataFrame, extractor: str, arm: str, guidance: float = 1.0) -
     return t.set_index("seed").sort_index()
 
 
-def irs_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, baseline: str = "unconditional",
+def irs_comparison(rows: pd.DataFrame, config: IRSConfig, extractor: str, arm: str, baseline: str = "unconditional",
                    *, level: float = 0.95) -> SeedComparison:
     """log IRS_inf of `arm` minus that of `baseline`, per seed (both arms of one seed), over the seeds. Both arms
     share the real reference, so this is also the log ratio of their adjusted scores IRS_inf,a; each seed's
@@ -110,7 +111,7 @@ def irs_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, ba
     return compare_over_seeds(effects, se, level=level)
 
 
-def fid_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, baseline: str = "unconditional",
+def fid_comparison(rows: pd.DataFrame, config: IRSConfig, extractor: str, arm: str, baseline: str = "unconditional",
                    *, level: float = 0.95) -> SeedComparison:
     """FID (test reference) of `baseline` minus that of `arm` (> 0: `arm` is better), per seed, over the seeds;
     each seed's sampling error from the bootstrap intervals (first extractor only: elsewhere NaN, counted 0)."""
@@ -124,7 +125,7 @@ def fid_comparison(rows: pd.DataFrame, config: Any, extractor: str, arm: str, ba
     return compare_over_seeds([b.at[s, "fid"] - a.at[s, "fid"] for s in seeds], se, level=level)
 
 
-def comparisons(rows: pd.DataFrame, config: Any, *, level: float = 0.95) -> pd.DataFrame:
+def comparisons(rows: pd.DataFrame, config: IRSConfig, *, level: float = 0.95) -> pd.DataFrame:
     """Per evaluation extractor: DiADM and the class arm against the unconditional arm, on log IRS_inf and on FID,
     each over the seeds: mean, interval, seeds, spread, training sd and verdict (effect > 0 = the arm is better)."""
     out = []
@@ -174,8 +175,8 @@ def stored_weights(arm: str, channels: int, seed: int, root: Path | None = None)
     return state, json.loads(meta.read_text(encoding="utf-8"))
 
 
-def resample_unconditional(config: Any, channels: int, seed: int, n: int = CHECK_IMAGES,
-                           root: Path | None = None) -> Any:
+def resample_unconditional(config: IRSConfig, channels: int, seed: int, n: int = CHECK_IMAGES,
+                           root: Path | None = None) -> np.ndarray:
     """The first `n` images of the unconditional arm's set at a training seed, sampled again from its stored float16
     weights (`stored_weights`) with the set's own sampler seed and steps: (n, r, r, 3) uint8. The sampler draws
     its starting noise at once, so these are the set's first n images up to the weights' float16 rounding."""
@@ -215,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--channels {args.channels}: the preset's widths are {config.gen_channels}")
     run = Run.for_notebook(CACHE_NAMESPACE, args.preset, source="stored", force=False, device="cpu", progress=False)
     low = gen.low_res_sets(config, ie.cifar_sets(config))
-    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
-    runs = gen.evaluation_runs(config, low, ie.extractor_for, run)
+    conditioning, key = gen.conditioning_for(config, run)
+    runs = gen.evaluation_runs(config, low, run)
     rows, missing = seed_rows(config, low, runs, conditioning, key, seeds=args.seeds, channels=args.channels,
                               run=run)
     table = comparisons(rows, config)

@@ -41,7 +41,7 @@ POOLS = ("train", "ref", "syn")
 
 
 def _low_sets(config, inputs: str | None) -> dict:
-    """The sets at gen_resolution with their labels and upsampled copies (`generators.low_res_sets`), from an
+    """The sets at family.resolution with their labels and upsampled copies (`generators.low_res_sets`), from an
     exported inputs file or from CIFAR-10."""
     if not inputs:
         return gen.low_res_sets(config, ie.cifar_sets(config))
@@ -61,9 +61,9 @@ def _train_task(preset: str, inputs: str | None, arm: str, channels: int, device
     torch.set_num_threads(1)
     config, run = ie.resolve_config(preset), run_on(device)
     low = _low_sets(config, inputs)
-    conditioning, key = gen.conditioning_for(config, ie.extractor_for, run)
+    conditioning, key = gen.conditioning_for(config, run)
     if seed is None:
-        family, specs = gen.family_of(config), gen.generated_sets_of(config)
+        family, specs = config.family, gen.generated_sets_of(config)
     else:
         family, specs = seed_study.seeded_family(config, seed), seed_study.seed_sets(config, channels)
     start, done = time.perf_counter(), []
@@ -87,7 +87,7 @@ def export_weights(preset: str, inputs: str | None, channels: int, seeds: list[i
 
     config = ie.resolve_config(preset)
     low = _low_sets(config, inputs)
-    _, key = gen.conditioning_for(config, ie.extractor_for, run_on("cpu"))
+    _, key = gen.conditioning_for(config, run_on("cpu"))
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for seed in seeds:
@@ -122,9 +122,9 @@ def train(preset: str, inputs: str | None, workers: int, device: str) -> list[di
     """Every (arm, width) of the study in `workers` processes; DiADM's conditioning features first."""
     config = ie.resolve_config(preset)
     low = _low_sets(config, inputs)
-    conditioning, _ = gen.conditioning_for(config, ie.extractor_for, run_on(device))
+    conditioning, _ = gen.conditioning_for(config, run_on(device))
     for pool in ("train", "syn"):
-        conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.gen_resolution}")
+        conditioning(low[f"{pool}_up"], f"{pool}{len(low[pool])}-lr{config.family.resolution}")
     tasks = [(preset, inputs, arm, ch, device) for ch in config.gen_channels for arm in gen.ARMS]
     with mp.get_context("spawn").Pool(workers) as pool:
         return pool.starmap(_train_task, tasks)
@@ -135,7 +135,7 @@ def entry_paths(preset: str, inputs: str | None) -> list[Path]:
     config = ie.resolve_config(preset)
     low = _low_sets(config, inputs)
     extractor = ie.extractor_for(config, "efficientnet_lite0")
-    family = gen.family_of(config)
+    family = config.family
     paths = [family_mod.set_path(family, low, spec, extractor.key) for spec in gen.generated_sets_of(config)]
     return paths + [family_mod.weights_path(family, low, arm, ch, family.epochs, extractor.key)
                     for ch in config.gen_channels for arm in gen.ARMS]
@@ -214,11 +214,11 @@ def probe(preset: str, device: str, steps: int = 20) -> dict:
     from lib.diffusion import Recipe, build_denoiser, edm_loss, guided, heun_sample
 
     config = ie.resolve_config(preset)
-    r, ch = config.gen_resolution, config.gen_channels[0]
+    r, ch = config.family.resolution, config.gen_channels[0]
     model = build_denoiser(Recipe(channels=ch), resolution=r, condition="class", cond_dim=10).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    x, c = torch.randn(config.gen_batch, 3, r, r, device=device), torch.eye(10, device=device)[
-        torch.arange(config.gen_batch, device=device) % 10]
+    x, c = torch.randn(config.family.batch, 3, r, r, device=device), torch.eye(10, device=device)[
+        torch.arange(config.family.batch, device=device) % 10]
     generator = torch.Generator().manual_seed(0)
 
     def step() -> None:
@@ -241,8 +241,8 @@ def probe(preset: str, device: str, steps: int = 20) -> dict:
     with torch.no_grad():
         sample_s = synced(lambda: heun_sample(guided(model.eval(), c[:1].expand(500, 10)), noise, steps=2), 3)
     parameters = sum(p.numel() for p in model.parameters())
-    return {"preset": preset, "resolution": r, "channels": ch, "parameters": parameters, "batch": config.gen_batch,
-            "train_ms_per_image": 1000 * train_s / config.gen_batch,
+    return {"preset": preset, "resolution": r, "channels": ch, "parameters": parameters, "batch": config.family.batch,
+            "train_ms_per_image": 1000 * train_s / config.family.batch,
             "sample_ms_per_image_eval": 1000 * sample_s / 500 / 3}
 
 
