@@ -114,7 +114,8 @@ def test_memoriser_facts_split_faithful_extractors_and_detect_over_correction():
 
 
 def test_memoriser_reading_names_the_spread_and_leaves_the_intervals_to_the_table():
-    config = SimpleNamespace(preset="smoke", extractors=("pixels", "resnet20"), family=SimpleNamespace(n=250), mem_noise=0.02)
+    config = SimpleNamespace(preset="smoke", extractors=("pixels", "resnet20"), family=SimpleNamespace(n=250),
+                             mem_noise=0.02)
     text = findings.memoriser_reading(memoriser_table(), config)
     assert ("their own source on pixels (99 %): there every interval of IRS_∞ covers g, as the model says it must "
             "(the table above)") in text

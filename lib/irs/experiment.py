@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -359,22 +360,30 @@ def simulation_table(config: IRSConfig) -> list[dict]:
             for sf in config.sim_s_fractions for r in config.sim_ratios]
 
 
-def extractor_run(config: IRSConfig, name: str, sets: dict, *, run: Run) -> dict:
-    """The held-out retrievals of one extractor (on `run.device`), and its features on demand.
+@dataclass(frozen=True)
+class ExtractorRun:
+    """One extractor's part of a run of notebook 04 (`extractor_run`): the extractor, its features of the retrieval
+    database and of both held-out pools on demand (`features["train" | "ref" | "syn"]()`: extracted and cached at
+    the first call), and the training index each held-out image retrieves."""
 
-    Returns {"extractor", "features": {"train", "ref", "syn"} -> a function returning those features (cached;
-    extracted at the first call), "ref_idx", "syn_idx"}. Under SOURCE="stored" the retrievals come from the
-    stored layer and no feature is extracted unless a later stage asks for one."""
+    extractor: Extractor
+    features: Mapping[str, Callable[[], np.ndarray]]
+    ref_idx: np.ndarray
+    syn_idx: np.ndarray
+
+
+def extractor_run(config: IRSConfig, name: str, sets: dict, *, run: Run) -> ExtractorRun:
+    """The held-out retrievals of one extractor (on `run.device`), and its features on demand. Under
+    SOURCE="stored" the retrievals come from the stored layer and no feature is extracted unless a later stage
+    asks for one."""
     ex = extractor_for(config, name, run.device)
     labels = {"train": f"train{config.train_per_class}", "ref": f"ref{config.pool_per_class}",
               "syn": f"syn{config.pool_per_class}"}
     features = {pool: functools.cache(lambda pool=pool: cached_features(ex, sets[pool], label=labels[pool], run=run))
                 for pool in labels}
-    out = {"extractor": ex, "features": features}
-    for pool in ("ref", "syn"):
-        out[f"{pool}_idx"] = retrieve(ex, features["train"], sets[pool], label=labels[pool], train_images=sets["train"],
-                                      run=run)
-    return out
+    idx = {f"{pool}_idx": retrieve(ex, features["train"], sets[pool], label=labels[pool], train_images=sets["train"],
+                                   run=run) for pool in ("ref", "syn")}
+    return ExtractorRun(ex, features, **idx)
 
 
 def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
@@ -398,21 +407,21 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
 GENERATED_VERSION = 1  # bump when `generated_retrievals`, `e3_rows` or `toy_rows` measure differently
 
 
-def generated_retrievals(config: IRSConfig, extracted: dict, sets: dict, generated: dict[str, dict], *,
+def generated_retrievals(config: IRSConfig, extracted: ExtractorRun, sets: dict, generated: dict[str, dict], *,
                          run: Run) -> dict[str, np.ndarray]:
     """{label: nearest training index of each image of the generated set `label`} for one extractor's
     `extractor_run` (`extracted`)."""
-    return {label: retrieve(extracted["extractor"], extracted["features"]["train"], g["images"], label=label,
+    return {label: retrieve(extracted.extractor, extracted.features["train"], g["images"], label=label,
                             train_images=sets["train"], run=run)
             for label, g in generated.items()}
 
 
-def e3_rows(config: IRSConfig, name: str, extracted: dict, generated: dict[str, dict],
+def e3_rows(config: IRSConfig, name: str, extracted: ExtractorRun, generated: dict[str, dict],
             gen_idx: dict[str, np.ndarray], n_train: int) -> list[dict]:
     """E3, the memorising generator: per g, how often a copy retrieves its own source, IRS_inf with its
     interval (does it cover g?), and IRS_inf,a against the real reference of the same n (`extracted`: the
     extractor's `extractor_run`)."""
-    real = irs.retrieval_result(n_train, extracted["ref_idx"][reference_rows(config, config.family.n)], config.alpha_e)
+    real = irs.retrieval_result(n_train, extracted.ref_idx[reference_rows(config, config.family.n)], config.alpha_e)
     rows = []
     for g in config.mem_fractions:
         label = f"memorise-{g:g}"
@@ -426,13 +435,13 @@ def e3_rows(config: IRSConfig, name: str, extracted: dict, generated: dict[str, 
     return rows
 
 
-def toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+def toy_rows(config: IRSConfig, name: str, extracted: ExtractorRun, sets: dict, generated: dict[str, dict],
              gen_idx: dict[str, np.ndarray], n_train: int, *, run: Run) -> list[dict]:
     """The toy-generator study for one extractor (`extracted`: its `extractor_run`): IRS, FID and
     precision/recall/density/coverage of real images (the SYN pool), a 5-class drop of them, and every generated
     set, each against the REF reference of the same n. Cached and stored by the extractor and every image set it
     reads, so a stored run extracts no feature."""
-    key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
+    key = {"v": GENERATED_VERSION, "extractor": extracted.extractor.key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
            "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n,
            "prdc_k": config.prdc_k, "alpha_e": config.alpha_e, "seed": config.seed}
@@ -441,24 +450,24 @@ def toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generate
                      stored=True)
 
 
-def _toy_sets(config: IRSConfig, extracted: dict, sets: dict, generated: dict[str, dict],
+def _toy_sets(config: IRSConfig, extracted: ExtractorRun, sets: dict, generated: dict[str, dict],
               gen_idx: dict[str, np.ndarray], run: Run) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
     """The toy study's sets on one extractor: ((real_feats, real_idx) of the REF reference of n = family.n,
     {generator: (feats, retrieval idx)}) for real images (the SYN pool), a 5-class drop of them and every
     generated set."""
     rows_ref = reference_rows(config, config.family.n)  # the same positions serve the SYN pool's "real" set
-    real_feats, real_idx = extracted["features"]["ref"]()[rows_ref], extracted["ref_idx"][rows_ref]
-    syn_feats, drop = extracted["features"]["syn"](), np.isin(sets["syn_labels"], np.arange(5))
-    candidates = {"real (SYN pool)": (syn_feats[rows_ref], extracted["syn_idx"][rows_ref]),
+    real_feats, real_idx = extracted.features["ref"]()[rows_ref], extracted.ref_idx[rows_ref]
+    syn_feats, drop = extracted.features["syn"](), np.isin(sets["syn_labels"], np.arange(5))
+    candidates = {"real (SYN pool)": (syn_feats[rows_ref], extracted.syn_idx[rows_ref]),
                   "drop 5 classes (SYN)": (syn_feats[drop][: config.family.n],
-                                           extracted["syn_idx"][drop][: config.family.n])}
+                                           extracted.syn_idx[drop][: config.family.n])}
     for label, g in generated.items():  # the rows are recomputed under FORCE_RECOMPUTE, these features are not
-        candidates[label] = (cached_features(extracted["extractor"], g["images"], label=label,
+        candidates[label] = (cached_features(extracted.extractor, g["images"], label=label,
                                              run=run), gen_idx[label])
     return (real_feats, real_idx), candidates
 
 
-def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+def _toy_rows(config: IRSConfig, name: str, extracted: ExtractorRun, sets: dict, generated: dict[str, dict],
               gen_idx: dict[str, np.ndarray], n_train: int, run: Run) -> list[dict]:
     (real_feats, real_idx), candidates = _toy_sets(config, extracted, sets, generated, gen_idx, run)
     rows = []
@@ -473,14 +482,14 @@ def _toy_rows(config: IRSConfig, name: str, extracted: dict, sets: dict, generat
 COVERAGE_KS = (3, 5, 10)  # k of the k-NN balls at which the toy generators' coverage is compared (04.coverage-k)
 
 
-def toy_coverage_by_k(config: IRSConfig, name: str, extracted: dict, sets: dict, generated: dict[str, dict],
+def toy_coverage_by_k(config: IRSConfig, name: str, extracted: ExtractorRun, sets: dict, generated: dict[str, dict],
                       gen_idx: dict[str, np.ndarray], *, run: Run,
                       ks: tuple[int, ...] = COVERAGE_KS) -> dict[str, dict[str, float]]:
     """Coverage (Naeem et al. 2020; spec 04 §1, "coverage depends on a hyperparameter") of each toy generator of
     `toy_rows` against the same REF reference of n images, at each k of `ks` (`lib.manifold.coverage_by_k`).
     Returns {generator: {str(k): coverage}}. Cached (not stored): it reads the features the toy study reads, which
     a stored run extracts here once (pinned in the cache)."""
-    key = {"v": GENERATED_VERSION, "extractor": extracted["extractor"].key, "train": sets["train"], "ref": sets["ref"],
+    key = {"v": GENERATED_VERSION, "extractor": extracted.extractor.key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
            "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n, "ks": list(ks)}
     entry = cache_entry(CACHE_NAMESPACE, f"toy-coverage-k-{name}-n{config.family.n}", key, ".pt")

@@ -10,11 +10,10 @@ one call: `say(findings.gap_reading(gap, config))`. The thresholds the sentences
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from lib.irs.config import IRSConfig
 from lib.reading import compare, num, pct, sig, skipped, span
 
 # Section 1: the spec's reference simulation (§5) and what the reading tests against it
@@ -67,7 +66,7 @@ def adjusted_facts(adj_sim: dict, imagenet: dict, *, alpha_e: float) -> dict:
             "resolved": bool(half_width <= RESOLVING_HALF_WIDTH)}
 
 
-def simulation_reading(sim: pd.DataFrame, adj_sim: dict, imagenet: dict, imagenet_s: float, config: Any) -> str:
+def simulation_reading(sim: pd.DataFrame, adj_sim: dict, imagenet: dict, imagenet_s: float, config: IRSConfig) -> str:
     """Section 1's reading: the coverage and bias of the simulation, the corner, the adjusted interval and the
     ImageNet-scale interval."""
     f = simulation_facts(sim, alpha_e=config.alpha_e, reps=config.sim_reps)
@@ -118,7 +117,7 @@ def gap_facts(gap: pd.DataFrame, extractors: tuple[str, ...]) -> dict:
             "first_low": low[first], "first_high": top.loc[first, "estimate"]}
 
 
-def gap_reading(gap: pd.DataFrame, config: Any, n_train: int) -> str:
+def gap_reading(gap: pd.DataFrame, config: IRSConfig, n_train: int) -> str:
     """Section 2's reading: IRS_inf of real held-out images per extractor at the largest n."""
     f = gap_facts(gap, config.extractors)
     untrained = (", a network that has learned nothing, so a small gap alone does not make a good extractor "
@@ -161,7 +160,7 @@ def fit_text(fit: dict, names: list[str], regime: str) -> str:
                      f"R² {fit[(name, regime)][2]:.2f}" for name in names if (name, regime) in fit)
 
 
-def class_fraction_reading(fits: pd.DataFrame, e2: pd.DataFrame, config: Any) -> str:
+def class_fraction_reading(fits: pd.DataFrame, e2: pd.DataFrame, config: IRSConfig) -> str:
     """Section 3's reading: where IRS_inf,a is linear in the class fraction, and the uninformative draws."""
     f = class_fraction_facts(fits, e2, config.extractors)
     fit, linear, others = f["fits"], f["linear"], f["others"]
@@ -195,7 +194,7 @@ def memoriser_facts(e3: pd.DataFrame, extractors: tuple[str, ...]) -> dict:
             "over_corrects": bool((first["irs_adj"] > first["g"]).all())}
 
 
-def memoriser_reading(e3: pd.DataFrame, config: Any) -> str:
+def memoriser_reading(e3: pd.DataFrame, config: IRSConfig) -> str:
     """E3's reading: on which extractors the copies retrieve their source, IRS_inf there, the adjusted score."""
     f = memoriser_facts(e3, config.extractors)
     faithful, spread, hits = f["faithful"], f["spread"], f["hits"]
@@ -207,8 +206,8 @@ def memoriser_reading(e3: pd.DataFrame, config: Any) -> str:
         f"neighbours, and {'not every' if f['spread_cover_any'] else 'no'} interval covers g. ")
     faithful_hits = ", ".join(f"{name} ({pct(hits[name])})" for name in faithful) or "no extractor"
     return f"""
-**Reading** (`{config.preset}` preset, n = {config.family.n:,} per set, pixel noise σ = {config.mem_noise:g}). The copies
-retrieve their own source on {faithful_hits}{faithful_text}.
+**Reading** (`{config.preset}` preset, n = {config.family.n:,} per set, pixel noise σ = {config.mem_noise:g}). The
+copies retrieve their own source on {faithful_hits}{faithful_text}.
 {spread_text}The adjusted score of a memoriser is g / IRS_∞,real: in {f["first"]} space
 {"; ".join(f"{adj:.2f} for g = {g:g}" for g, adj in f["first_adjusted"])}{", so it over-corrects" if
 f["over_corrects"] else ""}.
@@ -255,7 +254,7 @@ def toy_facts(scores: pd.DataFrame, ranks: pd.DataFrame, *, memoriser: str) -> d
             "pca_irs_inf": scores.loc[pca, "irs_inf"].tolist()}
 
 
-def toy_reading(scores: pd.DataFrame, ranks: pd.DataFrame, extractor: str, config: Any, n_train: int) -> str:
+def toy_reading(scores: pd.DataFrame, ranks: pd.DataFrame, extractor: str, config: IRSConfig, n_train: int) -> str:
     """Section 4's reading on one extractor: what the memoriser, the mode dropping and the PCA-Gaussians score."""
     g = min(config.mem_fractions)
     f, text = toy_facts(scores, ranks, memoriser=f"memorise-{g:g}"), []
@@ -329,7 +328,7 @@ time (the memoriser's copies: {c['memoriser_hit']:.1%}); conditioned on held-out
 # What was measured
 # ----------------------------------------------------------------------------------------------------
 def closing_reading(sim: pd.DataFrame, gap: pd.DataFrame, fits: pd.DataFrame, e2: pd.DataFrame, e3: pd.DataFrame,
-                    config: Any, n_train: int) -> str:
+                    config: IRSConfig, n_train: int) -> str:
     """The closing list's first item: what this run measured, with the findings of sections 1 to 3."""
     top = gap_facts(gap, config.extractors)["top"]
     linear = class_fraction_facts(fits, e2, config.extractors)["linear"]

@@ -21,6 +21,10 @@ sample and the set's scores, plus the first `gen_grid` samples for the image gri
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -38,7 +42,7 @@ from lib.diffusion.family import (
 )
 from lib.irs import method as irs
 from lib.irs.config import IRSConfig, extractor_for
-from lib.irs.features import CACHE_NAMESPACE, cached_features
+from lib.irs.features import CACHE_NAMESPACE, Extractor, cached_features
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import shown
@@ -176,18 +180,25 @@ def set_scores(n_train: int, *, fake_idx: np.ndarray, real_idx: np.ndarray, fake
             "nn_ratio": float(np.median(np.sqrt(fake_dist)) / np.median(np.sqrt(real_dist)))}
 
 
-def evaluation_runs(config: IRSConfig, low: dict, run: Run) -> dict[str, dict]:
-    """Per evaluation extractor (on `run.device`): {"extractor", "train", "ref"}, the last two functions returning
-    the features (pinned) of the upsampled low-resolution database and REF pool, extracted at their first call."""
-    import functools
+@dataclass(frozen=True)
+class EvaluationRun:
+    """One evaluation extractor of the generator study (`evaluation_runs`): the extractor, and its features of the
+    upsampled low-resolution database and REF pool on demand (extracted and pinned at the first call)."""
 
+    extractor: Extractor
+    train: Callable[[], np.ndarray]
+    ref: Callable[[], np.ndarray]
+
+
+def evaluation_runs(config: IRSConfig, low: dict, run: Run) -> dict[str, EvaluationRun]:
+    """Per evaluation extractor (on `run.device`), its `EvaluationRun`."""
     runs = {}
     for name in config.gen_eval_extractors:
         ex = extractor_for(config, name, run.device)
-        runs[name] = {"extractor": ex, **{pool: functools.cache(
+        runs[name] = EvaluationRun(ex, **{pool: functools.cache(
             lambda pool=pool, ex=ex: cached_features(ex, low[f"{pool}_up"], run=run,
                                                      label=f"{pool}{len(low[pool])}-lr{config.family.resolution}"))
-            for pool in ("train", "ref")}}
+            for pool in ("train", "ref")})
     return runs
 
 
@@ -196,8 +207,8 @@ def grid_rows(n: int, count: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(count, n)).round().astype(int))
 
 
-def measure_set(config: IRSConfig, low: dict, runs: dict, reference: np.ndarray, *, slug: str, images, sources,
-                key: dict, run: Run) -> dict:
+def measure_set(config: IRSConfig, low: dict, runs: dict[str, EvaluationRun], reference: np.ndarray, *, slug: str,
+                images, sources, key: dict, run: Run) -> dict:
     """Stored: the scores of one set of family.n images under every evaluation extractor, against the REF rows
     `reference`, with each sample's retrieved training index under the first extractor (the grids' nearest
     training images; kept small for results/), and `gen_grid` samples. FID's
@@ -207,7 +218,7 @@ def measure_set(config: IRSConfig, low: dict, runs: dict, reference: np.ndarray,
     `images`: a function returning (family.n, r, r, 3) uint8, called only when the entry is computed; `sources`:
     likewise, the training row each sample came from or was conditioned on (-1: none). `run` finds the entry or
     computes it (`lib.run`); the samples' features are the cache's alone, never recomputed under `run.force`."""
-    full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r["extractor"].key for k, r in runs.items()},
+    full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r.extractor.key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
     entry = cache_entry(CACHE_NAMESPACE, f"genscores-{slug}-n{config.family.n}", full, ".pt")
@@ -219,8 +230,8 @@ def measure_set(config: IRSConfig, low: dict, runs: dict, reference: np.ndarray,
         rows = grid_rows(len(fake), config.gen_grid)
         out = {"grid": fake[rows], "grid_sources": src[rows], "by_extractor": {}}
         for i, (name, evaluation) in enumerate(runs.items()):
-            train_f, ref_f = evaluation["train"](), evaluation["ref"]()[reference]
-            fake_f = cached_features(evaluation["extractor"], for_extractor(fake), label=f"gen-{slug}",
+            train_f, ref_f = evaluation.train(), evaluation.ref()[reference]
+            fake_f = cached_features(evaluation.extractor, for_extractor(fake), label=f"gen-{slug}",
                                      run=run)
             fake_d, fake_i = nearest_neighbour(fake_f, train_f)
             ref_d, ref_i = nearest_neighbour(ref_f, train_f)
@@ -266,8 +277,8 @@ def anchors(config: IRSConfig, low: dict) -> dict[str, dict]:
     return out
 
 
-def generator_study(config: IRSConfig, low: dict, runs: dict, conditioning, conditioning_key: dict, *,
-                    run: Run) -> tuple[pd.DataFrame, dict]:
+def generator_study(config: IRSConfig, low: dict, runs: dict[str, EvaluationRun], conditioning,
+                    conditioning_key: dict, *, run: Run) -> tuple[pd.DataFrame, dict]:
     """(rows, grids): one row per (set, evaluation extractor) with the set's description and `set_scores`, and
     per set {"grid", "grid_sources", "idx" (resnet-like first extractor's retrievals of the grid)}. Generated
     sets first (`generated_sets_of`; trained and sampled on `run.device`, from the cache alone), then the
@@ -281,7 +292,7 @@ def generator_study(config: IRSConfig, low: dict, runs: dict, conditioning, cond
         m = measure_set(config, low, runs, reference, slug=spec.slug, images=lambda: images()["images"],
                         sources=lambda: images()["sources"], key=set_key(family, low, spec, conditioning_key),
                         run=run)
-        rows += _rows_of(m, spec.label, {"kind": "generator", "arm": spec.arm, "channels": spec.channels,
+        rows += score_rows(m, spec.label, {"kind": "generator", "arm": spec.arm, "channels": spec.channels,
                                          "fraction": spec.fraction, "guidance": spec.guidance,
                                          "heldout": spec.heldout})
         grids[spec.label] = _grid_of(m)
@@ -289,12 +300,14 @@ def generator_study(config: IRSConfig, low: dict, runs: dict, conditioning, cond
         slug = label.split(" (")[0].replace(" ", "-")
         m = measure_set(config, low, runs, reference, slug=f"anchor-{slug}", images=lambda a=anchor: a["images"],
                         sources=lambda a=anchor: a["sources"], key=anchor["key"], run=run)
-        rows += _rows_of(m, label, {"kind": "anchor", "arm": label.split(" ")[0]})
+        rows += score_rows(m, label, {"kind": "anchor", "arm": label.split(" ")[0]})
         grids[label] = _grid_of(m)
     return pd.DataFrame(rows), grids
 
 
-def _rows_of(measured: dict, label: str, about: dict) -> list[dict]:
+def score_rows(measured: dict, label: str, about: dict) -> list[dict]:
+    """A measured set (`measure_set`) as table rows, one per evaluation extractor: {"set": label, **about,
+    "extractor", **its scores}."""
     return [{"set": label, **about, "extractor": name, **scores} for name, scores in measured["by_extractor"].items()]
 
 

@@ -62,8 +62,8 @@ class NotTrained(LookupError):
     """A set whose measurement is neither cached nor stored, and whose arm is not trained at that seed."""
 
 
-def seed_rows(config: IRSConfig, low: dict, runs: dict, conditioning, conditioning_key: dict, *, seeds: list[int],
-              channels: int, run: Run) -> tuple[pd.DataFrame, list[str]]:
+def seed_rows(config: IRSConfig, low: dict, runs: dict[str, gen.EvaluationRun], conditioning,
+              conditioning_key: dict, *, seeds: list[int], channels: int, run: Run) -> tuple[pd.DataFrame, list[str]]:
     """(rows, missing): one row per (seed, set, evaluation extractor) with the set's description and
     `generators.set_scores`; the sets left out because their arm is not trained at that seed. A set is measured
     from its samples (cache), sampled from its trained arm (cache) where needed; this never trains an arm."""
@@ -85,9 +85,8 @@ def seed_rows(config: IRSConfig, low: dict, runs: dict, conditioning, conditioni
             except NotTrained as err:
                 missing.append(str(err))
                 continue
-            rows += [{"seed": seed, "set": spec.label, "arm": spec.arm, "channels": channels,
-                      "guidance": spec.guidance, "extractor": name, **scores}
-                     for name, scores in measured["by_extractor"].items()]
+            rows += gen.score_rows(measured, spec.label, {"seed": seed, "arm": spec.arm, "channels": channels,
+                                                          "guidance": spec.guidance})
     return pd.DataFrame(rows), missing
 
 
