@@ -403,3 +403,27 @@ def test_a_parameter_that_sets_settings_of_different_values_shows_each():
     notebook = {"PRESET": "a", "BATCH_SIZE": None, "__annotations__": dict.fromkeys(["PRESET", "BATCH_SIZE"])}
     rows = params.resolved_parameters(Two(), {"a": Two()}, notebook)
     assert rows == [{"parameter": "BATCH_SIZE", "value": "inner.batch_size: 100; other.batch_size: 32", "preset": ""}]
+
+
+def test_every_paper_package_types_its_config_and_takes_no_callback_that_stands_in_for_an_import():
+    """A paper package's functions take their notebook's config class (IRSConfig, CReLConfig, …), never
+    `config: Any`: a typed config is what a reader follows and a checker checks. `Any` stays in the core, whose
+    functions take every notebook's config. No function takes an `extractor_for`-style callback of its own
+    package (notebook 04's generators once did, to avoid importing IRSConfig)."""
+    import ast
+    from pathlib import Path
+
+    import lib
+
+    root, found = Path(lib.__file__).parent, []
+    for package in ("prcurves", "crel", "regret", "irs", "diffusion"):
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+                    note = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                    if arg.arg == "config" and note in ("", "Any"):
+                        found.append(f"{package}/{path.name}:{fn.lineno} {fn.name}(config: {note or 'untyped'})")
+                    if arg.arg == "extractor_for":
+                        found.append(f"{package}/{path.name}:{fn.lineno} {fn.name}(extractor_for)")
+    assert not found, found

@@ -31,6 +31,7 @@ from lib.diffusion import family as family_mod
 from lib.irs import experiment as ie
 from lib.irs import generators as gen
 from lib.irs import seed_study
+from lib.irs.config import IRSConfig
 from lib.paths import cache_dir
 from lib.run import Run
 
@@ -40,7 +41,7 @@ BUNDLE_BYTES = 12_000_000  # a packed file stays under the device tool's 16 MiB 
 POOLS = ("train", "ref", "syn")
 
 
-def _low_sets(config, inputs: str | None) -> dict:
+def _low_sets(config: IRSConfig, inputs: str | None) -> dict:
     """The sets at family.resolution with their labels and upsampled copies (`generators.low_res_sets`), from an
     exported inputs file or from CIFAR-10."""
     if not inputs:

@@ -11,10 +11,14 @@ cos(Wx + b), W ~ N(0, 1/ℓ²)) and a random MLP (tanh layers with Gaussian weig
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lib.seeds import derive_seed
+
+if TYPE_CHECKING:  # the experiment module imports this one's callers; the config is only named here
+    from lib.prcurves.experiment import EnsemblePRConfig
 
 FOURIER_STREAM = 1  # derive_seed(seed, FOURIER_STREAM) seeds the random Fourier map's W and b
 MLP_STREAM = 2  # derive_seed(seed, MLP_STREAM) seeds the random MLP's weights
@@ -92,7 +96,7 @@ def space_facts(rows: list[dict], reference: str = "plane") -> dict:
     return out
 
 
-def space_ensemble(config, result: dict, heldout: np.ndarray, embed: Embedding) -> dict:
+def space_ensemble(config: EnsemblePRConfig, result: dict, heldout: np.ndarray, embed: Embedding) -> dict:
     """One ensemble of `run_ensemble` (`result`) evaluated in the space `embed`: its members' curves on the same
     splits (same seeds) as in the plane, band and per-member summaries, in `run_ensemble`'s form."""
     from lib import prcurves
@@ -105,7 +109,7 @@ def space_ensemble(config, result: dict, heldout: np.ndarray, embed: Embedding) 
     return {**result, "curves": curves, "band": band, "summary": [prcurves.summarise(c) for c in curves]}
 
 
-def space_rows(config, results: dict, data: dict) -> list[dict]:
+def space_rows(config: EnsemblePRConfig, results: dict, data: dict) -> list[dict]:
     """Every ensemble of `results` ({C: `run_ensemble` output with samples}) in every space of `embeddings`: one row
     per (space, C) with `summary_row`'s AUC and band widths, and the space's share of the recall grid where
     config.compare[0] beats config.compare[1] ("fraction": config.test uncorrected, "fraction_bh", "fraction_maxT")."""

@@ -29,13 +29,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lib.cache import atomic_write
 from lib.cli import command_line, command_parser
 from lib.prcurves import method as prcurves
+
+if TYPE_CHECKING:  # named in annotations only (the experiment module is imported where it is used)
+    from lib.prcurves.experiment import EnsemblePRConfig
 
 FORMAT = "prcurves-member-curves"
 VERSION = 1
@@ -155,7 +158,8 @@ def stored_results(stored: dict, *, grid_size: int = 1000, band: tuple[float, fl
     return results
 
 
-def notebook_results(stored: dict, config) -> tuple[Any, dict[int, dict], dict[tuple[int, str], dict]]:
+def notebook_results(stored: dict, config: EnsemblePRConfig) -> tuple[EnsemblePRConfig, dict[int, dict],
+                                                                     dict[tuple[int, str], dict]]:
     """(config, results, small) for notebook 01 from a loaded file.
 
     results: {C: result} of the ensembles on the largest training set; small: {(C, "steps" | "epochs"):
