@@ -1,32 +1,38 @@
 """A run: the one object that owns where each expensive result of a notebook comes from.
 
 A notebook's configuration cell makes one `Run` from its PRESET, SOURCE, FORCE_RECOMPUTE, DEVICE and PROGRESS
-(`Run.for_notebook`); the experiment stages take it instead of force/device/progress/stored arguments. It owns the
-single lookup order of a cache entry (`npz`, `torch`):
+(`Run.for_notebook`); the experiment stages take it instead of force/device/progress/stored arguments. Every
+expensive result is a declared stage (`lib.stages`: its namespace, form and policy, listed once in its package's
+`stages` module), and `Run.stage` looks its entries up in the one order:
 
 1. the cache (`lib.cache`: the entry's file, checksum verified; a damaged one is logged, deleted and recomputed),
    unless FORCE_RECOMPUTE;
-2. for an entry of the notebook's stored layer (`stored=True`), the layer (`lib.store`: results/<NN>/<PRESET>/),
+2. for an entry of the notebook's stored layer (a stored stage), the layer (`lib.store`: results/<NN>/<PRESET>/),
    when SOURCE="stored" and not FORCE_RECOMPUTE;
 3. compute, save it to the cache and, under `make store` (`lib.store.RECORD_ENV`, read once when the run is made),
    record it for the layer.
 
-Each entry has one of three policies, named where its stage looks it up, and the same for every run:
+Each stage has one of these policies, declared with it and the same for every run:
 
-- *stored* (`stored=True`): a result of the notebook's stored layer, in the order above;
-- *cached* (the default): a cache entry the run computes where missing, again under FORCE_RECOMPUTE (once: an
-  entry this run has computed is read back when a later stage asks for it);
-- *pinned* (`pinned=True`): an input that later stages build on and that takes long to remake: the decoded data,
-  extracted features, the trained generators and their samples. It is read from the cache even under
-  FORCE_RECOMPUTE, which recomputes what is built on it (deleting the cache remakes it: `make clean-cache`).
+- *stored*: a result of the notebook's stored layer, in the order above;
+- *cached*: a cache entry the run computes where missing, again under FORCE_RECOMPUTE (once: an entry this run
+  has computed is read back when a later stage asks for it);
+- *pinned*: an input that later stages build on and that takes long to remake: extracted features, the trained
+  generators and their samples. It is read from the cache even under FORCE_RECOMPUTE, which recomputes what is
+  built on it (deleting the cache remakes it: `make clean-cache`);
+- *on request*: cached, and stored where the caller builds a stored result on it (`keep=True`; the declaration
+  says which entries and why).
 
-It counts what was read from the layer and what was computed (`summary`, printed at a notebook's end). The run
-holds no module state: two runs in one process (a test, a sweep) do not see each other's counts or layers.
+`npz` and `torch` are the lookup itself, with the policy as arguments: this module and its tests call them, the
+packages call `stage` (a test counts it). It counts what was read from the layer and what was computed
+(`summary`, printed at a notebook's end). The run holds no module state: two runs in one process (a test, a
+sweep) do not see each other's counts or layers.
 
 Every stage takes the run of its caller; only this module, the notebooks' configuration cells and the commands'
 entry points make one. Method-layer functions (the trainings, the metrics) keep explicit arguments, so that
-assignments and benchmarks call them without a run; `Run()` computes on the CPU, silently, and `pinned_npz` looks
-a pinned entry up for code that has no run (the decoded data).
+assignments and benchmarks call them without a run; `Run()` computes on the CPU, silently. `pinned` looks a
+pinned stage's entry up for a command that has no run (features of image folders); `pinned_npz` and
+`pinned_torch` do so for files no notebook's stage owns (the decoded data, a study command's trainings).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from lib import cache, lineage, store
 from lib.cache import DamagedCacheEntry, Entry
 from lib.params import check_bool
 from lib.paths import cache_dir
+from lib.stages import ON_REQUEST, PINNED, STORED, Stage
 
 VERIFY_ENV = "WORKBOOK_VERIFY"  # set by `make verify`: the pattern of the stored entries' labels to recompute
 VERIFY_OUT_ENV = "WORKBOOK_VERIFY_OUT"  # set by `make verify`: the JSON-lines file the comparisons go to
@@ -92,6 +99,26 @@ class Run:
     # --------------------------------------------------------------------------------------------------------
     # The lookup
     # --------------------------------------------------------------------------------------------------------
+    def stage(self, stage: Stage, label: str, key: Any, compute: Callable[[], Any], *, keep: bool | None = None) -> Any:
+        """The entry `label` of the declared `stage` (`lib.stages`) for `key`: found or computed by `compute()` in the
+        order above, with the stage's namespace, form and policy. `keep`: for an ON_REQUEST stage only, whether this
+        entry is stored (the stage's declaration says which are). What comes back is checked against the type the
+        stage declares it returns."""
+        if (keep is None) != (stage.policy != ON_REQUEST):
+            raise ValueError(f"stage {stage.pattern!r} is {stage.policy}: "
+                             + ("say whether this entry is kept (keep=True or False)" if keep is None else
+                                "its policy is declared, and a call cannot change it (no keep=)"))
+        entry = stage.entry(label, key)
+        stored, pinned = stage.policy == STORED or bool(keep), stage.policy == PINNED
+        if stage.form == "npz":
+            value = self.npz(entry, compute, stored=stored, pinned=pinned)
+        else:
+            value = self.torch(entry, compute, allow=stage.allow, stored=stored, pinned=pinned)
+        if not isinstance(value, stage.returns):
+            raise TypeError(f"stage {stage.pattern!r} ({store.shown(entry.path)}) gave a {type(value).__name__}, "
+                            f"not the {stage.returns} it declares")
+        return value
+
     def npz(self, entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]], *,
             stored: bool = False, pinned: bool = False) -> dict:
         """The arrays of the cache entry, or computed by `compute()`, saved and returned (the module's order).
@@ -285,15 +312,25 @@ def _check_settings(namespace: str | None, preset: str | None, source: Any, forc
         store.layer_dir(namespace, preset)  # a namespace or preset that would leave results/ is refused here
 
 
+def pinned(stage: Stage, label: str, key: Any, compute: Callable[[], Any]) -> Any:
+    """A pinned stage's entry for a command that has no run (`lib.irs.folders`' features of image folders): the
+    cache's, else computed on the CPU and saved."""
+    if stage.policy != PINNED:
+        raise ValueError(f"stage {stage.pattern!r} is {stage.policy}, not pinned: it needs the run of a notebook")
+    return Run().stage(stage, label, key, compute)
+
+
 def pinned_npz(entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]]) -> dict:
-    """A pinned entry's arrays (module docstring) for code that has no run (the decoded data, a command's
-    features): the cache's, else computed on the CPU and saved."""
+    """A pinned file's arrays (module docstring) for the data layer, which no notebook's stage owns (the decoded
+    CIFAR-10, whose file may sit outside the cache: `lib.data.cifar10.decoded_path`): the cache's, else computed on
+    the CPU and saved."""
     return Run().npz(entry, compute, pinned=True)
 
 
 def pinned_torch(entry: Entry | Path, compute: Callable[[], Any]) -> Any:
-    """A pinned entry's object (module docstring) for code that has no run (the CPU-only trainings of notebook 01's
-    budget study): the cache's, else computed and saved."""
+    """A pinned file's object (module docstring) for a study command's own intermediate results, which no
+    notebook's stage owns (the CPU-only trainings of notebook 01's budget study, under data/cache/01/budget/): the
+    cache's, else computed and saved."""
     return Run().torch(entry, compute, pinned=True)
 
 

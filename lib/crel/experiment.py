@@ -16,16 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_entry
 from lib.crel import baselines as cb
 from lib.crel import captions as cap
-from lib.crel import cvae as cvae_mod
 from lib.crel import evaluation as ev_mod
-from lib.crel import flow as flow_mod
 from lib.crel import images as im
 from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
+from lib.crel.stages import CACHE_NAMESPACE, GUARD, IDENTITY_DQR, LATENT_DQR, LGM, MODEL_CLASSES, TABLE  # noqa: F401
 from lib.data.banana import banana
 from lib.diffusion.family import FAMILIES
 from lib.params import (
@@ -44,10 +42,8 @@ from lib.params import (
 )
 from lib.run import Run
 
-CACHE_NAMESPACE = "02"
 DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
 # What the cached LGMs and CReL models may be built of when loaded (lib.cache.load_torch's `allow`)
-MODEL_CLASSES = tuple(dict.fromkeys((*crel.CACHE_CLASSES, *cvae_mod.CACHE_CLASSES, *flow_mod.CACHE_CLASSES)))
 LGMS = ("cvae", "flow")  # the latent generative models
 RESTART_STRIDE = 10_000  # a CVAE's k-th re-training after a collapse is initialised from seed + k * RESTART_STRIDE
 PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
@@ -294,7 +290,7 @@ def lgm_settings(config: CReLConfig, epochs: int | None = None, lgm: str | None 
 
 
 def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettings | FlowSettings, lgm_name: str, *,
-                run: Run, d: int, r: int, stored: bool = False) -> dict:
+                run: Run, d: int, r: int, keep: bool = False) -> dict:
     """The LGM of one seed, trained (or loaded) until the collapse guard finds no dead dimension.
 
     Training k initialises from seed + k * RESTART_STRIDE; the data, its folds and the DQR's seed stay those of
@@ -315,7 +311,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
             train = lambda: train_flow(*folds["lgm"], settings=settings, seed=init)  # noqa: E731
         else:
             train = lambda: train_cvae(*folds["lgm"], latent_dim=r, settings=settings, seed=init)  # noqa: E731
-        model = run.torch(cache_entry(CACHE_NAMESPACE, label, key, ".pt"), train, allow=MODEL_CLASSES, stored=stored)
+        model = run.stage(LGM, label, key, train, keep=keep)
         dead, kl, _ = dead_dimensions(model, folds["dqr"][1], folds["dqr"][0], threshold=config.collapse_threshold,
                                       sensitivity_threshold=config.sensitivity_threshold)
         return {"model": model, "key": key, "label": label, "attempt": attempt, "dead": dead, "kl": kl}
@@ -348,19 +344,19 @@ def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, late
         return {"attempt": int(chosen["attempt"]), "dead": [int(i) for i in chosen["dead"]], "kl": kl,
                 "collapsed_attempts": [int(a) for a in chosen["collapsed_attempts"]]}  # plain data: loads as such
 
-    return run.torch(cache_entry(CACHE_NAMESPACE, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, ".pt"), compute,
-                     stored=True)
+    return run.stage(GUARD, f"guard-{lgm_name}-d{d}-r{r}-s{seed}", key, compute)
 
 
 def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, latent_dim: int | None = None,
                   epochs: tuple[int, int] | None = None, run: Run, lgm: str | None = None,
-                  identity: bool = True, stored: bool = False) -> dict:
+                  identity: bool = True, keep: bool = False) -> dict:
     """{"crel": latent CReL, "dqr": identity-transform DQR (None with `identity=False`), "lgm_kl": per-dimension
     KL (CVAE) or None, "collapsed": dead latent dimensions, "lgm_attempt": which training of the LGM is used,
     "collapsed_attempts": the trainings the guard rejected} for one seed, alpha and LGM (`lgm` overrides
     config.lgm; cached). A CVAE whose every training collapsed raises a `CollapseWarning` naming the seed and
-    the dimension. `run`: where the models come from; `stored`: the models are entries of the stored layer
-    (`lib.store`; the figures' runs only), a property of the entries, not of the run.
+    the dimension. `run`: where the models come from; `keep`: the models are entries of the stored layer (their
+    stages are ON_REQUEST, `lib.crel.stages`: the figures' runs keep them), a property of the entries, not of the
+    run.
     """
     lgm_name = config.lgm if lgm is None else lgm
     check_choice("lgm", lgm_name, LGMS)
@@ -368,7 +364,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     ce, de = epochs or (None, config.dqr_epochs)
     folds = synthetic_folds(config, seed, d)
     chosen = healthy_lgm(config, seed, folds, lgm_settings(config, ce, lgm_name), lgm_name, run=run, d=d, r=r,
-                         stored=stored)
+                         keep=keep)
     if chosen["dead"]:  # the warning (it reads the guard's numbers again, only in this rare case)
         check_collapse(chosen["model"], folds["dqr"][1], folds["dqr"][0], seed=seed,
                        trainings=len(chosen["collapsed_attempts"]), threshold=config.collapse_threshold,
@@ -376,8 +372,8 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
     fit = crel.FitSettings(n_directions=config.n_directions, tau_dir=tau_for(config, alpha),
                            dqr=crel.DQRSettings(epochs=de, batch_size=256, lr=2e-3), inflation=config.inflation,
                            calibration_score=config.calibration_score, empty_region=config.empty_region)
-    m = _latent_crel(chosen, folds, fit, seed, alpha, run=run, stored=stored)
-    ident = _identity_dqr(config, folds, fit, seed, alpha, d=d, run=run, stored=stored) if identity else None
+    m = _latent_crel(chosen, folds, fit, seed, alpha, run=run, keep=keep)
+    ident = _identity_dqr(config, folds, fit, seed, alpha, d=d, run=run, keep=keep) if identity else None
     for model in (m, ident) if identity else (m,):  # the options do not change training: set them on cached models
         for name in ("inflation", "calibration_score", "empty_region"):
             setattr(model, name, getattr(fit, name))
@@ -387,7 +383,7 @@ def fitted_models(config: CReLConfig, seed: int, alpha: float, *, d: int = 2, la
 
 
 def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, run: Run,
-                 stored: bool) -> crel.CReL:
+                 keep: bool) -> crel.CReL:
     """The DQR of `fit` on the LGM `healthy_lgm` chose, on the dqr fold's codes (cached beside the LGM's key)."""
     key = {**chosen["key"], "tau": fit.tau_dir, "K": fit.n_directions, "dqr": fit.dqr}
 
@@ -397,12 +393,11 @@ def _latent_crel(chosen: dict, folds: dict, fit: crel.FitSettings, seed: int, al
 
     # (entries written before the Y-space DQR had its own also hold it under "dqr"; it is not read from there)
     label = f"{chosen['label'].replace('banana-', 'banana-dqr-')}-a{alpha}"
-    return run.torch(cache_entry(CACHE_NAMESPACE, label, key, ".pt"), fit_latent, allow=MODEL_CLASSES,
-                     stored=stored)["crel"]
+    return run.stage(LATENT_DQR, label, key, fit_latent, keep=keep)["crel"]
 
 
 def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: int, alpha: float, *, d: int,
-                  run: Run, stored: bool) -> crel.CReL:
+                  run: Run, keep: bool) -> crel.CReL:
     """The DQR of `fit` in the output space (transform "identity", §3.8) on the dqr fold; it does not depend on
     the LGM, so one cache entry serves both."""
     key = {"v": 1, "folds": config.folds, "seed": seed, "d": d, "tau": fit.tau_dir, "K": fit.n_directions,
@@ -412,8 +407,7 @@ def _identity_dqr(config: CReLConfig, folds: dict, fit: crel.FitSettings, seed: 
         return crel.fit(*folds["dqr"], replace(fit, transform="identity"), x_dqr=folds["dqr"][0],
                         y_dqr=folds["dqr"][1], seed=seed)
 
-    return run.torch(cache_entry(CACHE_NAMESPACE, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key, ".pt"),
-                     fit_identity, allow=MODEL_CLASSES, stored=stored)
+    return run.stage(IDENTITY_DQR, f"banana-dqr-identity-d{d}-s{seed}-a{alpha}", key, fit_identity, keep=keep)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -477,12 +471,11 @@ def synthetic_table_rows(config: CReLConfig, seed: int, alpha: float, run: Run, 
     check_choice("lgm", lgm_name, LGMS)
     choice = lgm_choice(config, seed, lgm_name, run=run)  # which training the collapse guard keeps
     models = functools.cache(lambda: fitted_models(config, seed, alpha, run=run, lgm=lgm_name,
-                                                   identity=include_dqr, stored=with_model))  # the guard warns
-    entry = cache_entry(CACHE_NAMESPACE, f"table-{lgm_name}-s{seed}-a{alpha}",
-                        table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), ".pt")
+                                                   identity=include_dqr, keep=with_model))  # the guard warns
     measure = lambda: _measure_table_run(config, seed, alpha, models(), _table_run(config, models()),  # noqa: E731
                                          include_dqr)
-    measured = run.torch(entry, measure, stored=True)
+    measured = run.stage(TABLE, f"table-{lgm_name}-s{seed}-a{alpha}",
+                         table_key(config, seed, alpha, lgm_name, include_dqr, choice["attempt"]), measure)
     guard = {"collapsed": list(choice["dead"]), "lgm_attempt": choice["attempt"],
              "collapsed_attempts": list(choice["collapsed_attempts"])}
     rows = [{**r, **guard} if r["lgm"] == lgm_name else {"lgm_attempt": 0, "collapsed_attempts": [], **r}
@@ -606,7 +599,7 @@ def pcp_by_samples(config: CReLConfig, seed: int, alpha: float, run: Run,
     """PCP's radius, area and Coverage-Y at each number of generator samples K in `counts`, on the flow's table run
     of one seed and alpha (the table's PCP row uses `cb.PCP`'s default K). Not cached: a minute at K = 1000 on the
     `cpu` preset. Returns [{"K", "radius", "area", "coverage_y"}]."""
-    models = fitted_models(config, seed, alpha, run=run, lgm="flow", stored=run.namespace == "02")
+    models = fitted_models(config, seed, alpha, run=run, lgm="flow", keep=run.namespace == "02")
     table_run = _table_run(config, models)
     rows = []
     for k in counts:
@@ -708,7 +701,7 @@ def conditional_coverage(config: CReLConfig, runs: dict, seeds: list[int], alpha
         crel_x.append(synthetic_folds(config, seed)["test"][0][:, 0])
         crel_cov.append(measured["test_scores"] <= gamma(measured, "CReL") + 1e-12)
     first = runs[config.lgm, seeds[0], alpha]
-    models = fitted_models(config, seeds[0], alpha, run=run, lgm=config.lgm, identity=True, stored=True)
+    models = fitted_models(config, seeds[0], alpha, run=run, lgm=config.lgm, identity=True, keep=True)
     (x_cal, y_cal), (x_te, y_te) = models["folds"]["cal"], models["folds"]["test"]
     ident = models["dqr"].calibrate(x_cal, y_cal, alpha)
     m, n = first["model"], config.cond_n_feldman

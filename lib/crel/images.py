@@ -26,10 +26,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from lib.cache import cache_entry
 from lib.crel import method as crel
 from lib.crel.cvae import dead_dimensions
 from lib.crel.embeddings import EmbeddingModelSettings, calibrated_crel
+from lib.crel.stages import CACHE_NAMESPACE, LABEL_TO_IMAGE  # noqa: F401
 from lib.device import one_thread
 from lib.diffusion import family as fam
 from lib.linalg import PCA
@@ -37,7 +37,6 @@ from lib.models import cifar_resnet
 from lib.params import PARAMETER, check_choice, check_int, check_list, check_probability, check_real, shown
 from lib.run import Run
 
-CACHE_NAMESPACE = "02"
 VERSION = 1  # bump when `generator_crel` computes differently
 FOLDS_STREAM = 31  # the split of a set's samples into the LGM / DQR / calibration / test folds
 PGD_STREAM = 37  # the projected descent's random starts
@@ -235,9 +234,8 @@ def generator_crel(s: ImageSettings, spec: fam.GeneratedSet | None, run: Run) ->
     if spec is not None and spec.fraction < 1:  # its set may have been the full budget's: family.set_key
         key["snapshot"] = 2
     slug = "real" if spec is None else spec.slug
-    entry = cache_entry(CACHE_NAMESPACE, f"l2i-{slug}", key, ".pt")
     samples = lambda: set_samples(s, spec, run=run)  # noqa: E731
-    return run.torch(entry, lambda: _generator_crel(s, samples()), stored=True)
+    return run.stage(LABEL_TO_IMAGE, f"l2i-{slug}", key, lambda: _generator_crel(s, samples()))
 
 
 @one_thread()  # cached: the same bits at any NUM_THREADS

@@ -28,6 +28,7 @@ from lib.diffusion.training import Recipe, load_denoiser, one_hot, sample, train
 from lib.params import PARAMETER, shown
 from lib.run import Run
 from lib.seeds import derive_seed
+from lib.stages import PINNED, declare
 from lib.train import checkpoint_epoch
 
 NAMESPACE = "04"  # the cache namespace of the family's entries (first trained for notebook 04)
@@ -38,6 +39,11 @@ GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
+# The family's two stages (lib.stages), in notebook 04's namespace; lib.irs.stages lists them with 04's own
+WEIGHTS = declare(NAMESPACE, "diffusion-*", "torch", PINNED, dict,
+                  "a trained arm's EMA weights after a number of epochs (`trained_weights`)")
+SAMPLES = declare(NAMESPACE, "gen-*", "npz", PINNED, dict,
+                  "a generated set's images and the training row each conditions on (`generated_images`)")
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +223,7 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
     when a later run asks a smaller budget. An entry that holds more epochs than its own (the code before this fix
     wrote the later weights under the snapshot's path) is trained again."""
     epochs = epochs_at(family, fraction)
-    path = weights_path(family, low, arm, channels, epochs, conditioning_key)
+    label, key = _weights_label_key(family, low, arm, channels, epochs, conditioning_key)
 
     def compute() -> dict:
         single = checkpoint_path(family, low, arm, channels, conditioning_key)
@@ -231,18 +237,24 @@ def trained_weights(family: Family, low: dict, arm: str, channels: int, fraction
             checkpoint.unlink(missing_ok=True)
         return out
 
-    weights = run.torch(path, compute, pinned=True)
+    weights = run.stage(WEIGHTS, label, key, compute)
     if len(weights["history"]) != epochs:  # written by the code that returned a later epoch's weights
+        path = WEIGHTS.entry(label, key).path
         log.warning("%s holds %d epochs of training, not %d; training it again", path, len(weights["history"]), epochs)
         path.unlink()
-        weights = run.torch(path, compute, pinned=True)
+        weights = run.stage(WEIGHTS, label, key, compute)
     return weights
 
 
 def weights_path(family: Family, low: dict, arm: str, channels: int, epochs: int,
                  conditioning_key: dict | None = None):
+    return WEIGHTS.entry(*_weights_label_key(family, low, arm, channels, epochs, conditioning_key)).path
+
+
+def _weights_label_key(family: Family, low: dict, arm: str, channels: int, epochs: int,
+                       conditioning_key: dict | None) -> tuple[str, dict]:
     key = training_key(family, low, arm, channels, conditioning_key)
-    return cache_path(NAMESPACE, f"diffusion-{arm}-c{channels}-e{epochs}", {**key, "epochs": epochs}, ".pt")
+    return f"diffusion-{arm}-c{channels}-e{epochs}", {**key, "epochs": epochs}
 
 
 def source_rows(family: Family, n_pool: int, heldout: bool) -> np.ndarray:
@@ -270,7 +282,11 @@ def set_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dic
 
 
 def set_path(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None = None):
-    return cache_path(NAMESPACE, f"gen-{spec.slug}-n{family.n}", set_key(family, low, spec, conditioning_key), ".npz")
+    return SAMPLES.entry(*_set_label_key(family, low, spec, conditioning_key)).path
+
+
+def _set_label_key(family: Family, low: dict, spec: GeneratedSet, conditioning_key: dict | None) -> tuple[str, dict]:
+    return f"gen-{spec.slug}-n{family.n}", set_key(family, low, spec, conditioning_key)
 
 
 def generated_images(family: Family, low: dict, spec: GeneratedSet, conditioning=None,
@@ -291,4 +307,4 @@ def generated_images(family: Family, low: dict, spec: GeneratedSet, conditioning
                         seed=derive_seed(family.seed, SAMPLES_STREAM), progress=run.progress)
         return {"images": images, "sources": rows if spec.arm == "diadm" else np.full(family.n, -1)}
 
-    return run.npz(set_path(family, low, spec, conditioning_key), compute, pinned=True)
+    return run.stage(SAMPLES, *_set_label_key(family, low, spec, conditioning_key), compute)

@@ -18,18 +18,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_entry
 from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
 from lib.irs.config import FEATURE_DIMS, NUM_CLASSES, POOL_SPLITS, PRESETS, IRSConfig, extractor_for  # noqa: F401
-from lib.irs.features import CACHE_NAMESPACE, OFFLINE, RESNETS, Extractor, cached_features
+from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features
 from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
     MEMORISER_STREAM,
     REFERENCE_STREAM,
     memorised_copies,
     reference_rows,
 )
+from lib.irs.stages import RETRIEVAL, TOY, TOY_COVERAGE_K
 from lib.linalg import linear_fit  # noqa: F401  notebook 04 calls it as ie.linear_fit
 from lib.manifold import coverage_by_k, precision_recall_density_coverage
 from lib.metrics import frechet_distance
@@ -180,13 +180,12 @@ def retrieve(extractor: Extractor, train: Callable[[], np.ndarray] | np.ndarray,
     so a stored retrieval reads no features). The query features are cached under `label`, the retrieval
     under `label` plus the database size."""
     key = {"extractor": extractor.key, "train": train_images, "queries": images, "version": RETRIEVAL_VERSION}
-    entry = cache_entry(CACHE_NAMESPACE, f"nn-{extractor.name}-{label}-db{len(train_images)}", key, ".npz")
 
     def compute() -> dict:
         feats = cached_features(extractor, images, label=label, run=run)
         return {"idx": irs.nearest_train(train() if callable(train) else train, feats)}
 
-    return run.npz(entry, compute, stored=True)["idx"]
+    return run.stage(RETRIEVAL, f"nn-{extractor.name}-{label}-db{len(train_images)}", key, compute)["idx"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -445,9 +444,8 @@ def toy_rows(config: IRSConfig, name: str, extracted: ExtractorRun, sets: dict, 
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
            "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n,
            "prdc_k": config.prdc_k, "alpha_e": config.alpha_e, "seed": config.seed}
-    entry = cache_entry(CACHE_NAMESPACE, f"toy-{name}-n{config.family.n}", key, ".pt")
-    return run.torch(entry, lambda: _toy_rows(config, name, extracted, sets, generated, gen_idx, n_train, run),
-                     stored=True)
+    return run.stage(TOY, f"toy-{name}-n{config.family.n}", key,
+                     lambda: _toy_rows(config, name, extracted, sets, generated, gen_idx, n_train, run))
 
 
 def _toy_sets(config: IRSConfig, extracted: ExtractorRun, sets: dict, generated: dict[str, dict],
@@ -492,7 +490,6 @@ def toy_coverage_by_k(config: IRSConfig, name: str, extracted: ExtractorRun, set
     key = {"v": GENERATED_VERSION, "extractor": extracted.extractor.key, "train": sets["train"], "ref": sets["ref"],
            "syn": sets["syn"], "syn_labels": sets["syn_labels"],
            "generated": {k: g["images"] for k, g in generated.items()}, "gen_n": config.family.n, "ks": list(ks)}
-    entry = cache_entry(CACHE_NAMESPACE, f"toy-coverage-k-{name}-n{config.family.n}", key, ".pt")
 
     def compute() -> dict[str, dict[str, float]]:
         (real_feats, real_idx), candidates = _toy_sets(config, extracted, sets, generated, gen_idx, run)
@@ -502,7 +499,7 @@ def toy_coverage_by_k(config: IRSConfig, name: str, extracted: ExtractorRun, set
             out[label] = {str(k): v for k, v in coverage_by_k(real=real_feats[:n], fake=feats[:n], ks=ks).items()}
         return out
 
-    return run.torch(entry, compute)
+    return run.stage(TOY_COVERAGE_K, f"toy-coverage-k-{name}-n{config.family.n}", key, compute)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -27,13 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib.cache import cache_path
 from lib.device import one_thread
+from lib.irs.stages import CACHE_NAMESPACE, FEATURES  # noqa: F401  (the declared stages; the namespace is theirs)
 from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the akamaster models' (spec §2.2)
 from lib.progress import progress as progress_bar
 from lib.run import Run
-
-CACHE_NAMESPACE = "04"  # notebook 04's cache namespace and stored layer (results/04/)
 
 RESNETS = ("resnet20", "resnet32", "resnet44", "resnet56")
 OFFLINE = ("pixels", "randproj", "randcnn", *RESNETS, "efficientnet_lite0")
@@ -206,6 +204,5 @@ def get_extractor(name: str, device: torch.device | str | None = None, **options
 def cached_features(extractor: Extractor, images: np.ndarray, *, label: str, run: Run) -> np.ndarray:
     """extractor(images), a pinned entry of the cache (`lib.run`) under data/cache/04/, by the extractor's key
     and the images' content, extracted with `run`'s progress bar."""
-    path = cache_path(CACHE_NAMESPACE, f"feats-{extractor.name}-{label}", {"extractor": extractor.key,
-                                                                           "images": images}, ".npz")
-    return run.npz(path, lambda: {"feats": extractor(images, progress=run.progress)}, pinned=True)["feats"]
+    return run.stage(FEATURES, f"feats-{extractor.name}-{label}", {"extractor": extractor.key, "images": images},
+                     lambda: {"feats": extractor(images, progress=run.progress)})["feats"]

@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import cache_path
 from lib.cli import check_out_folder, command_parser, write_outputs
 from lib.device import pick_device
-from lib.irs.features import CACHE_NAMESPACE, EXTRACTORS, WITH_USER_WEIGHTS, Extractor, get_extractor
+from lib.irs.features import EXTRACTORS, WITH_USER_WEIGHTS, Extractor, get_extractor
 from lib.irs.method import ALPHA_E, image_retrieval_score
+from lib.irs.stages import FOLDER_FEATURES
 from lib.params import check_choice, check_int, check_real
-from lib.run import pinned_npz
+from lib.run import pinned
 
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".JPEG"}
 
@@ -116,8 +116,8 @@ def folder_features(folder: str, ex: Extractor, image_size: int, *, label: str) 
     listing and the extractor (`data/cache/04/folder-<extractor>-<label>-*`)."""
     folder = str(Path(folder).resolve())
     key = {"extractor": ex.key, "folder": folder, "image_size": image_size, "files": folder_listing(folder)}
-    path = cache_path(CACHE_NAMESPACE, f"folder-{ex.name}-{label}", key, ".npz")
-    return pinned_npz(path, lambda: {"feats": ex.extract_batches(iter_image_folder(folder, image_size))})["feats"]
+    return pinned(FOLDER_FEATURES, f"folder-{ex.name}-{label}", key,
+                  lambda: {"feats": ex.extract_batches(iter_image_folder(folder, image_size))})["feats"]
 
 
 def folder_score(s: FolderSettings, device: torch.device | str | None = None) -> dict:

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_entry
 from lib.diffusion.family import (
     ARMS,
     NUM_CLASSES,
@@ -42,7 +41,8 @@ from lib.diffusion.family import (
 )
 from lib.irs import method as irs
 from lib.irs.config import IRSConfig, extractor_for
-from lib.irs.features import CACHE_NAMESPACE, Extractor, cached_features
+from lib.irs.features import Extractor, cached_features
+from lib.irs.stages import GENERATOR_SCORES
 from lib.manifold import precision_recall_density_coverage
 from lib.metrics import frechet_distance
 from lib.params import shown
@@ -221,7 +221,6 @@ def measure_set(config: IRSConfig, low: dict, runs: dict[str, EvaluationRun], re
     full = {**key, "measure_v": MEASURE_VERSION, "extractors": {k: r.extractor.key for k, r in runs.items()},
             "ref": low["ref"], "reference": reference, "prdc_k": config.prdc_k, "alpha_e": config.alpha_e,
             "boot": config.gen_boot, "grid": config.gen_grid}
-    entry = cache_entry(CACHE_NAMESPACE, f"genscores-{slug}-n{config.family.n}", full, ".pt")
 
     def compute() -> dict:
         from lib.knn import nearest_neighbour
@@ -244,7 +243,7 @@ def measure_set(config: IRSConfig, low: dict, runs: dict[str, EvaluationRun], re
                 out["idx"] = fake_i.astype(np.int32)
         return out
 
-    return run.torch(entry, compute, stored=True)
+    return run.stage(GENERATOR_SCORES, f"genscores-{slug}-n{config.family.n}", full, compute)
 
 
 def memorised_copies(train: np.ndarray, g: float, n: int, noise: float, *, seed: int) -> dict:

@@ -25,12 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.cache import Entry, atomic_savez, atomic_write, cache_entry, cache_path
+from lib.cache import Entry, atomic_savez, atomic_write, cache_path
 from lib.cli import command_parser
 from lib.data.ring import ring_train_heldout
 from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
+from lib.prcurves.stages import FRONTIER
 from lib.run import Run, pinned_torch
 from lib.seeds import derive_seed
 
@@ -75,7 +76,6 @@ class StudySpec:
 # with more members, to see whether and when members fail as the authors' released curves suggest. Its rows are
 # one stored entry per complexity (`frontier_study`) in notebook 01's layer results/01/<preset>/.
 AUTHORS_RECIPE_BUDGETS = (1000, 2000, 5000, 10000, 20000, 40000, 60000)  # those of the stored C = 1 study
-FRONTIER_NAMESPACE = "01"  # notebook 01's namespace: the entries are part of its stored layer
 FRONTIER_VERSION = 1
 
 
@@ -258,12 +258,17 @@ def failure_summary(trajectory: dict, threshold: float = FAILED_AUC) -> dict:
                             for b, a in zip(below, ever_above)]}
 
 
-def frontier_entry(complexity: int, budgets: tuple[int, ...], num_members: int) -> Entry:
-    """The cache entry of one complexity's frontier rows, keyed by the study's whole spec."""
+def _frontier_label_key(complexity: int, budgets: tuple[int, ...], num_members: int) -> tuple[str, dict]:
+    """The label and key of one complexity's frontier rows (keyed by the study's whole spec)."""
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
     key = {"stage": "authors-recipe", "version": FRONTIER_VERSION, "spec": asdict(spec),
            "train": settings_of("paper")}
-    return cache_entry(FRONTIER_NAMESPACE, f"authors-recipe-C{complexity}", key, ".npz")
+    return f"authors-recipe-C{complexity}", key
+
+
+def frontier_entry(complexity: int, budgets: tuple[int, ...], num_members: int) -> Entry:
+    """The cache entry of one complexity's frontier rows (stage `FRONTIER`)."""
+    return FRONTIER.entry(*_frontier_label_key(complexity, budgets, num_members))
 
 
 def frontier_path(complexity: int, budgets: tuple[int, ...], num_members: int) -> Path:
@@ -278,13 +283,12 @@ def frontier_study(complexity: int, budgets: tuple[int, ...], num_members: int, 
     (`lib.store`: the default run reads it from results/01/<preset>/), else computed by `run_study` (about an
     hour of one core for C = 1 to 60,000 steps; its trainings and evaluations are cached and checkpointed). `run`
     looks the entry up; its trainings and evaluations are pinned entries of the cache (`lib.run`)."""
-    entry = frontier_entry(complexity, budgets, num_members)
     spec = authors_recipe_spec((complexity,), num_members, tuple(budgets))
 
     def compute() -> dict:
         return {"rows": np.array(json.dumps(run_study(spec, log=log)))}
 
-    arrays = run.npz(entry, compute, stored=True)
+    arrays = run.stage(FRONTIER, *_frontier_label_key(complexity, budgets, num_members), compute)
     return [_parsed(row) for row in json.loads(str(arrays["rows"]))]
 
 

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.cache import cache_entry, cache_path
 from lib.data.ring import RingSettings, check_truncation, ring_train_heldout
 from lib.params import (
     PARAMETER,
@@ -38,12 +37,12 @@ from lib.params import (
 from lib.prcurves import ddpm, families
 from lib.prcurves import method as prcurves
 from lib.prcurves.families import FamilySettings
+from lib.prcurves.stages import CACHE_NAMESPACE, CURVES, ENSEMBLE, FAMILY, FAMILY_MEMBER, LOSSES, SAMPLES  # noqa: F401
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
 from lib.run import Run
 from lib.seeds import derive_seed
 
-CACHE_NAMESPACE = "01"
 PAPER_EPOCHS = {1: 10_001, 2: 10_001, 4: 15_001, 8: 20_001}  # spec §2.3
 RESAMPLING = ("resplit", "bootstrap")
 
@@ -294,8 +293,7 @@ def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points:
     trained on `run.device`."""
     key = _train_key(config, complexity, len(train_points), num_steps)
     label = _label(complexity, len(train_points), num_steps, config.num_members)
-    path = cache_path(CACHE_NAMESPACE, f"ensemble-{label}", key, ".pt")
-    checkpoint = path.with_suffix(".ckpt")
+    checkpoint = ENSEMBLE.entry(f"ensemble-{label}", key).path.with_suffix(".ckpt")
     if run.force and checkpoint.exists():
         checkpoint.unlink()
 
@@ -305,7 +303,7 @@ def trained_ensemble(config: EnsemblePRConfig, *, complexity: int, train_points:
                                      checkpoint=checkpoint, checkpoint_every=500, progress=run.progress)
         return result
 
-    result = run.torch(path, train)
+    result = run.stage(ENSEMBLE, f"ensemble-{label}", key, train)
     checkpoint.unlink(missing_ok=True)
     return result
 
@@ -317,11 +315,10 @@ def generated_samples(config: EnsemblePRConfig, *, complexity: int, n_train: int
     the samples are computed (a stored run trains nothing)."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "sample", "n": config.num_generated}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    entry = cache_entry(CACHE_NAMESPACE, f"samples-{label}-{config.num_generated}", key, ".npz")
     compute = lambda: {"samples": ddpm.sample_ensemble(  # noqa: E731
         params() if callable(params) else params, num_samples=config.num_generated,
         seeds=member_seeds(config, complexity), device=run.device, progress=run.progress)}
-    return run.npz(entry, compute, stored=True)["samples"]
+    return run.stage(SAMPLES, f"samples-{label}-{config.num_generated}", key, compute)["samples"]
 
 
 def training_losses(config: EnsemblePRConfig, *, complexity: int, n_train: int, num_steps: int,
@@ -330,9 +327,8 @@ def training_losses(config: EnsemblePRConfig, *, complexity: int, n_train: int, 
     only when the losses are neither cached nor stored); cached and stored apart from the weights."""
     key = {**_train_key(config, complexity, n_train, num_steps), "stage": "losses"}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    entry = cache_entry(CACHE_NAMESPACE, f"losses-{label}", key, ".npz")
     compute = lambda: {"losses": np.asarray(trained()["losses"], dtype=np.float32)}  # noqa: E731
-    return run.npz(entry, compute, stored=True)["losses"]
+    return run.stage(LOSSES, f"losses-{label}", key, compute)["losses"]
 
 
 def evaluation_sets(heldout: np.ndarray, fake: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -394,10 +390,9 @@ def cached_curves(config: EnsemblePRConfig, ensemble: dict, heldout: np.ndarray,
            "k": config.k, "angles": config.num_angles, "split": config.split_seed, "resample": resample,
            "draws": num_draws, "heldout": heldout}
     label = _label(complexity, n_train, num_steps, config.num_members)
-    entry = cache_entry(CACHE_NAMESPACE, f"curves-{label}-{resample or 'main'}", key, ".npz")
     compute = lambda: member_curves(config, complexity=complexity, heldout=heldout, samples=samples,  # noqa: E731
                                     resample=resample, num_draws=num_draws, progress=run.progress)
-    return run.npz(entry, compute, stored=True)
+    return run.stage(CURVES, f"curves-{label}-{resample or 'main'}", key, compute)
 
 
 def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_steps: int,
@@ -548,8 +543,8 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
                 "scale": families.output_scale(model)}
 
     def compute() -> dict:
-        members = [run.npz(cache_path(CACHE_NAMESPACE, f"family-{family}-member{i}", {**key, "member": i}, ".npz"),
-                           lambda i=i: member(i)) for i in range(m)]
+        members = [run.stage(FAMILY_MEMBER, f"family-{family}-member{i}", {**key, "member": i},
+                             lambda i=i: member(i)) for i in range(m)]
         samples = np.stack([m["samples"] for m in members])
         curves = member_curves(config, complexity=families.FAMILY_STREAM[family], heldout=data["heldout"],
                                samples=samples)
@@ -557,10 +552,9 @@ def run_family(config: EnsemblePRConfig, family: str, data: dict, run: Run) -> d
                 "scale": np.stack([m["scale"] for m in members]),
                 "parameters": np.array([families.num_parameters(family, settings)]), **curves}
 
-    entry = cache_entry(CACHE_NAMESPACE, f"family-{family}-M{m}-{steps}steps",
-                        {**key, "members": m, "k": config.k, "angles": config.num_angles,
-                         "split": config.split_seed, "heldout": data["heldout"]}, ".npz")
-    arrays = run.npz(entry, compute, stored=True)
+    arrays = run.stage(FAMILY, f"family-{family}-M{m}-{steps}steps",
+                       {**key, "members": m, "k": config.k, "angles": config.num_angles, "split": config.split_seed,
+                        "heldout": data["heldout"]}, compute)
     curves = curve_list(arrays)
     band = prcurves.ensemble_band(curves, config.grid_size, *config.band, dup_recall=config.dup_recall)
     samples = arrays["samples"]

@@ -15,7 +15,7 @@ Backbones (spec B8, §7):
   spectral normalisation on every layer. Needs a GPU.
 
 Every stage is cached under data/cache/03/ by a hash of everything it depends on; the slow and compact ones
-(the trained heads, the whole networks' predictions) are stored entries (`stored=True`, `lib.store`).
+(the trained heads, the whole networks' predictions) are stored entries (`lib.regret.stages`, `lib.store`).
 
 Data source: `data_source` "jpeg" (default) reads the JPEG copy `cifar10/cifar10-jpeg.zip`, the only
 copy shipped with the workbook; "python" the official lossless archive `cifar10/cifar-10-python.tar.gz`, when a
@@ -36,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.cache import Entry, cache_entry, cache_path
+from lib.cache import Entry
 from lib.data.cifar10 import SOURCES
 from lib.device import describe, one_thread, threads_key
 from lib.metrics import auroc
@@ -56,9 +56,18 @@ from lib.regret import method as regret
 from lib.regret import uq
 from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
+from lib.regret.stages import (  # noqa: F401  (CACHE_NAMESPACE: the notebook's namespace, the stages')
+    ACTIVE_LEARNING,
+    CACHE_NAMESPACE,
+    HEADS,
+    PGAP_DRAWS,
+    PREDICTION,
+    PRETRAINED,
+    WHOLE_NETWORK,
+    WHOLE_PREDICTIONS,
+)
 from lib.run import Run
 
-CACHE_NAMESPACE = "03"
 # A prediction's random draws (MC-Dropout's masks) come from seed + PREDICTION_STREAM, far from the networks' own
 # seeds (seed, and seed + 1, ... for the ensemble's members and the active-learning rounds)
 PREDICTION_STREAM = 10_000
@@ -337,7 +346,7 @@ def pretrained_outputs(depth: int, images: np.ndarray, name: str, *, data_source
             logits = model.linear(torch.from_numpy(feats)).double()
         return {"feats": feats, "probs": F.softmax(logits, dim=1).numpy()}
 
-    return run.npz(cache_path(CACHE_NAMESPACE, label, key, ".npz"), compute, pinned=True)
+    return run.stage(PRETRAINED, label, key, compute)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -377,14 +386,14 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
     The trained weights move with the CPU thread count (float sums split across threads). Heads on features are
     small: they train at one thread (`lib.device.one_thread`), the bits of a NUM_THREADS=1 run whatever
     NUM_THREADS says. A backbone from scratch is too costly for that: its key holds the thread count instead
-    (`lib.device.threads_key`)."""
+    (`lib.device.threads_key`). `label`: the task, one of `lib.regret.stages.HEADS`."""
+    check_choice("label", label, HEADS)
     scratch = config.backbone == "scratch" and inputs.ndim == 4
     in_dim = 0 if scratch else inputs.shape[1]
     make = _make_module(config, method, in_dim, targets.shape[1], head)
     key = {"stage": "train", "version": 1, "method": method, "inputs": inputs.numpy(), "targets": targets.numpy(),
            "head": head, "seed": config.seed, "scratch": scratch, "depth": config.depth,
            "epochs": config.scratch_epochs if scratch else head.epochs, **(threads_key() if scratch else {})}
-    entry = cache_entry(CACHE_NAMESPACE, *source_keyed(f"{label}-{method}", key, config.data_source), ".pt")
 
     def train() -> dict:
         scratch_recipe = {"optimiser": "sgd", "augment": crop_flip} if scratch else {}
@@ -396,7 +405,7 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
         return {"states": [m.state_dict() for m in fit["modules"]], "history": fit["history"],
                 "ddu_fit": fit["ddu_fit"]}
 
-    stored = run.torch(entry, train, stored=True)  # small: the state dicts of the heads
+    stored = run.stage(HEADS[label], *source_keyed(f"{label}-{method}", key, config.data_source), train)  # small
     seeds = [config.seed + i for i in range(head.members)] if method == "ensemble" else [config.seed]
     modules = []
     for s, state in zip(seeds, stored["states"]):
@@ -407,16 +416,17 @@ def trained_method(config: RegretConfig, method: str, inputs: torch.Tensor, targ
 
 
 def method_prediction(config: RegretConfig, method: str, trained: dict, inputs: torch.Tensor, *, label: str,
-                      head: uq.HeadSettings, run: Run, stored: bool = False) -> dict:
-    """The method's prediction (lib.regret.uq.predict) on `inputs`, on `run.device`; cached as .npz, and `stored`
-    (lib.store) where it moves with the processor (synth_run's DDU density)."""
+                      head: uq.HeadSettings, run: Run, keep: bool = False) -> dict:
+    """The method's prediction (lib.regret.uq.predict) on `inputs`, on `run.device`; cached as .npz, and kept in the
+    stored layer (`keep`: stage PREDICTION is ON_REQUEST) where it moves with the processor (synth_run's DDU
+    density)."""
     key = {"stage": "predict", "version": 1, "method": method, "inputs": inputs.numpy(), "head": head,
            "seed": config.seed, "weights": [float(sum(p.double().sum() for p in m.state_dict().values()
                                                        if p.is_floating_point())) for m in trained["modules"]]}
-    entry = cache_entry(CACHE_NAMESPACE, *source_keyed(f"pred-{label}-{method}", key, config.data_source), ".npz")
-    return run.npz(entry, lambda: uq.predict(method, trained["modules"], inputs, settings=head,
-                                             seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
-                                             device=run.device), stored=stored)
+    return run.stage(PREDICTION, *source_keyed(f"pred-{label}-{method}", key, config.data_source),
+                     lambda: uq.predict(method, trained["modules"], inputs, settings=head,
+                                        seed=config.seed + PREDICTION_STREAM, ddu_fit=trained["ddu_fit"],
+                                        device=run.device), keep=keep)
 
 
 def evaluate(config: RegretConfig, method: str, prediction: dict, p_true: np.ndarray, loss: str,
@@ -497,9 +507,9 @@ def active_learning(config: RegretConfig, method: str, pool_feats: np.ndarray, p
            "pool_labels": pool_labels, "test_feats": test_feats, "test_labels": test_labels, "head": config.head,
            "seed": config.seed, **{f: getattr(config, f) for f in ("al_initial", "al_batch", "al_rounds",
                                                                     "al_epochs", "al_lr")}}
-    entry = cache_entry(CACHE_NAMESPACE, f"al-{method}-{strategy}-{len(pool_labels)}", key, ".npz")
-    arrays = run.npz(entry, lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats,
-                                                     test_labels, strategy=strategy, device=run.device), stored=True)
+    arrays = run.stage(ACTIVE_LEARNING, f"al-{method}-{strategy}-{len(pool_labels)}", key,
+                       lambda: _active_learning(config, method, pool_feats, pool_labels, test_feats, test_labels,
+                                                strategy=strategy, device=run.device))
     return {"budget": arrays["budget"], "accuracy": arrays["accuracy"], "nauc": float(arrays["nauc"])}
 
 
@@ -597,7 +607,7 @@ def synth_run(config: RegretConfig, run: Run) -> dict:
         trained = trained_method(frozen, method, x_train, soft, groups, head=config.synth_head, label="synth",
                                  run=run)
         pred = method_prediction(frozen, method, trained, x_test, label="synth", head=config.synth_head, run=run,
-                                 stored=method == "ddu")  # DDU's moves with the CPU
+                                 keep=method == "ddu")  # DDU's moves with the CPU
         for loss in ("squared", "absolute"):
             out["results"][(method, loss)] = evaluate(config, method, pred, data["test"]["p_true"], loss, AGES)
     return out
@@ -718,8 +728,8 @@ def pgap_pairs(config: RegretConfig, evaluations: dict, run: Run, loss: str = "c
                                                             evaluations[(m, loss)]["oracle"]["E"]))
                  for m, name in names.items()}
     settings = {"reps": PGAP_REPS, "seed": config.seed, "scale": config.pgap_scale, "norm": config.aurec_norm}
-    entry = cache_entry(CACHE_NAMESPACE, f"pgap-draws-{loss}", {"estimates": estimates, **settings}, ".npz")
-    found = run.npz(entry, lambda: regret.pgap_draws(estimates, **settings))
+    found = run.stage(PGAP_DRAWS, f"pgap-draws-{loss}", {"estimates": estimates, **settings},
+                      lambda: regret.pgap_draws(estimates, **settings))
     return regret.paired_differences(list(estimates), found["point"], found["draws"])
 
 
@@ -771,9 +781,9 @@ def whole_networks(config: RegretConfig, method: str, train_images: torch.Tensor
         key = {"stage": "whole", "version": versions[method], "method": method, "settings": settings,
                "seed": seed, "images": train_images.numpy(), "labels": train_labels, "max_steps": max_steps,
                **threads_key()}
-        path = cache_path(CACHE_NAMESPACE, *source_keyed(f"whole-{method}-{seed}", key, config.data_source), ".pt")
-        checkpoint = path.with_suffix(".ckpt")
-        trained = run.torch(path, lambda s=seed, c=checkpoint: wh.train_network(
+        label, key = source_keyed(f"whole-{method}-{seed}", key, config.data_source)
+        checkpoint = WHOLE_NETWORK.entry(label, key).path.with_suffix(".ckpt")
+        trained = run.stage(WHOLE_NETWORK, label, key, lambda s=seed, c=checkpoint: wh.train_network(
             method, train_images, labels, settings, s, checkpoint=c, device=run.device, progress=run.progress,
             max_steps=max_steps, version=versions[method]))
         checkpoint.unlink(missing_ok=True)
@@ -818,12 +828,17 @@ def whole_prediction_entry(config: RegretConfig, method: str, inputs: dict, vari
     depend on and nothing trained: the recipe and network version of `variant`, the seed (networks, ensemble
     members, dropout masks), the training images and labels (n_train, data source), the test and OOD images
     (`whole_inputs`' fingerprints), max_steps and the thread count the networks are trained at."""
+    return WHOLE_PREDICTIONS[variant].entry(*_whole_prediction_label_key(config, method, inputs, variant, max_steps))
+
+
+def _whole_prediction_label_key(config: RegretConfig, method: str, inputs: dict, variant: str,
+                                max_steps: int | None) -> tuple[str, dict]:
     settings, versions = whole_variant(config, variant)
     key = {"stage": "whole-predict", "version": WHOLE_PREDICTION_VERSION, "method": method,
            "network_version": versions[method], "settings": settings, "seed": config.seed,
            "inputs": inputs["keys"], "max_steps": max_steps, **threads_key()}
     label = f"whole{'-recipe' if variant == 'recipe' else ''}-pred-{method}"
-    return cache_entry(CACHE_NAMESPACE, *source_keyed(label, key, config.data_source), ".npz")
+    return source_keyed(label, key, config.data_source)
 
 
 def whole_predictions(config: RegretConfig, cifar: dict, run: Run, *, max_steps: int | None = None,
@@ -843,8 +858,10 @@ def whole_predictions(config: RegretConfig, cifar: dict, run: Run, *, max_steps:
     out = {}
     for method in config.methods:
         entry = whole_prediction_entry(config, method, inputs, variant, max_steps)
-        arrays = run.npz(entry, lambda m=method: _trained_whole_predictions(
-            config, m, inputs, tensors, cifar["test_labels"], run, max_steps=max_steps, variant=variant), stored=True)
+        arrays = run.stage(WHOLE_PREDICTIONS[variant],
+                           *_whole_prediction_label_key(config, method, inputs, variant, max_steps),
+                           lambda m=method: _trained_whole_predictions(config, m, inputs, tensors, cifar["test_labels"],
+                                                                       run, max_steps=max_steps, variant=variant))
         out[method] = {**wh.from_arrays(arrays, str(entry.path)), "path": entry.path}
     return out
 
