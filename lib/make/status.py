@@ -36,6 +36,7 @@ from lib.cli import command_line, command_parser
 from lib.paths import PROJECT_ROOT, cache_dir, results_root
 from lib.store import (
     MANIFEST,
+    NAME,
     PRESET_MODULES,
     RECORD_ENV,
     entry_code,
@@ -78,8 +79,9 @@ def cache_status(root: Path | None = None) -> dict[str, dict[str, dict]]:
     return dict(out)
 
 
-def _report(where: str, status: dict[str, dict | None]) -> list[str]:
-    """Lines on one layer or cache namespace: its counts, then its stale entries grouped by what changed."""
+def _report(where: str, status: dict[str, dict | None], namespace: str) -> list[str]:
+    """Lines on one layer or cache namespace: its counts, then its stale entries grouped by what changed, each
+    group led by the declared stages its entries belong to (`lib.stages.stage_of`)."""
     stale = {n: c for n, c in status.items() if c}
     unrecorded = [n for n, c in status.items() if c is None]
     lines = [f"{where}: {len(status)} entries, {len(status) - len(stale) - len(unrecorded)} current, "
@@ -90,11 +92,24 @@ def _report(where: str, status: dict[str, dict | None]) -> list[str]:
         groups[lineage.describe(moved, limit=6)].append(name)
     for what, names in sorted(groups.items()):
         shown_names = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        lines.append(f"  {shown_names}: {what}")
+        lines.append(f"  {_stages_of(namespace, names)}{shown_names}: {what}")
     if unrecorded:
         lines.append(f"  no record: {', '.join(unrecorded[:3])}" + (f" and {len(unrecorded) - 3} more"
                                                                      if len(unrecorded) > 3 else ""))
     return lines
+
+
+def _stages_of(namespace: str, names: list[str]) -> str:
+    """"stage nn-*, toy-*: " for entries of declared stages (nothing for files no stage declares)."""
+    from lib.stages import stage_of
+
+    patterns = sorted({s.pattern for s in (stage_of(namespace, _label(n)) for n in names) if s is not None})
+    return f"stage {', '.join(patterns)}: " if patterns else ""
+
+
+def _label(name: str) -> str:
+    match = NAME.match(name)
+    return match["label"] if match else name
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -134,10 +149,10 @@ def _list(args: argparse.Namespace) -> int:
     for layer in committed_layers():
         status = layer_status(layer)
         bad += sum(1 for c in status.values() if c is None or c)
-        print("\n".join(_report(shown(layer), status)))
+        print("\n".join(_report(shown(layer), status, layer.parent.name)))
     if not args.no_cache:
         for namespace, status in cache_status().items():
-            print("\n".join(_report(f"cache {shown(cache_dir() / namespace)}", status)))
+            print("\n".join(_report(f"cache {shown(cache_dir() / namespace)}", status, namespace)))
     return 1 if args.check and bad else 0
 
 
