@@ -107,3 +107,18 @@ def test_the_run_applies_the_declared_policy_and_checks_what_comes_back(tmp_path
     assert run.counts["computed"] == 2  # kept: stored
     with pytest.raises(TypeError, match="'typed-\\*'.*gave a dict"):
         run.stage(typed, "typed-a", {"k": 1}, lambda: {"not": "a list"})
+
+
+def test_make_status_lists_each_notebooks_stages(capsys):
+    """`python -m lib.make.status stages`: every declared stage of every notebook, with its policy and form, and
+    an ON_REQUEST stage's reason for which entries are kept."""
+    from lib.make import status
+
+    assert status.main(["stages"]) == 0
+    out = capsys.readouterr().out
+    for namespace in stages.MODULES:
+        assert f"notebook {namespace}:" in out
+        for stage in stages_of(namespace).values():
+            assert f"  {stage.pattern:24s} {stage.policy:10s} {stage.form:5s} {stage.what}" in out
+    assert out.count("; kept: ") == sum(s.policy == ON_REQUEST for ns in stages.MODULES
+                                        for s in stages_of(ns).values()) == 4

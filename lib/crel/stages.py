@@ -27,7 +27,7 @@ LGM = declare(CACHE_NAMESPACE, "banana-*", "torch", ON_REQUEST, nn.Module,
 LATENT_DQR = declare(CACHE_NAMESPACE, "banana-dqr-*", "torch", ON_REQUEST, dict,
                      "CReL's DQR on an LGM's codes (`experiment.fitted_models`)", why=KEPT, allow=MODEL_CLASSES)
 IDENTITY_DQR = declare(CACHE_NAMESPACE, "banana-dqr-identity-*", "torch", ON_REQUEST, crel.CReL,
-                       "the DQR in the output space, the LGM's (`experiment.fitted_models`)", why=KEPT,
+                       "the DQR in the output space, which needs no LGM (`experiment.fitted_models`)", why=KEPT,
                        allow=MODEL_CLASSES)
 GUARD = declare(CACHE_NAMESPACE, "guard-*", "torch", STORED, dict,
                 "the collapse guard's choice of an LGM training for one seed (`experiment.lgm_choice`)")
@@ -36,7 +36,7 @@ TABLE = declare(CACHE_NAMESPACE, "table-*", "torch", STORED, dict,
 EMBEDDINGS = declare(CACHE_NAMESPACE, "minilm-*", "npz", PINNED, dict,
                      "MiniLM embeddings of a list of texts (`captions.cached_embeddings`)")
 CAPTIONER = declare(CACHE_NAMESPACE, "captioner", "torch", STORED, dict,
-                    "one captioner's CReL-CLIP and CLIP-SIM on the caption data (`captions.run_captioner`)")
+                    "one captioner's CReL-BERT and mean BERT-SIM (`captions.run_captioner`)")
 LABEL_TO_IMAGE = declare(CACHE_NAMESPACE, "l2i-*", "torch", STORED, dict,
                          "CReL of one label-to-image generator's set, or of the real images (`images.generator_crel`)")
 STAGES = (LGM, LATENT_DQR, IDENTITY_DQR, GUARD, TABLE, EMBEDDINGS, CAPTIONER, LABEL_TO_IMAGE)

@@ -4,11 +4,13 @@
     python -m lib.make.status --check             # exit status 1 when a committed entry is stale or unrecorded
     python -m lib.make.status record 04 [--preset cpu]
     python -m lib.make.status accept 04 [--preset cpu] --why "refactor: recomputed the smoke tier, identical"
+    python -m lib.make.status stages [04]         # each notebook's declared stages (lib.stages): policy, form, what
 
 Each entry of a stored layer (`results/NN/<preset>/manifest.json`, its "code") and of the cache (`<cache>/NN/
 .lineage/`) records the code it was computed with: its roots and the digest of every `lib` function, class and
 constant they reach. This command recomputes those digests from today's code and lists, per entry, the parts that
-changed, appeared or went. A run (`lib.run.Run`) never serves such an entry: it computes it again and says so.
+changed, appeared or went, grouped by the declared stage the entries belong to (`lib.stages`). A run
+(`lib.run.Run`) never serves such an entry: it computes it again and says so.
 
 - `record`: give a layer written before entries recorded their code the record of the code that reads it today.
   It runs the notebook with SOURCE='stored' in an empty cache (minutes: nothing is recomputed) and takes, for each
@@ -99,6 +101,18 @@ def _report(where: str, status: dict[str, dict | None], namespace: str) -> list[
     return lines
 
 
+def _stages(namespaces: list[str]) -> int:
+    """Print each notebook's declared stages: pattern, policy, form, what it is (and, on request, which are kept)."""
+    from lib.stages import stages_of
+
+    for namespace in namespaces:
+        print(f"notebook {namespace}:")
+        for stage in sorted(stages_of(namespace).values(), key=lambda s: s.pattern):
+            print(f"  {stage.pattern:24s} {stage.policy:10s} {stage.form:5s} {stage.what}"
+                  + (f"; kept: {stage.why}" if stage.why else ""))
+    return 0
+
+
 def _stages_of(namespace: str, names: list[str]) -> str:
     """"stage nn-*, toy-*: " for entries of declared stages (nothing for files no stage declares)."""
     from lib.stages import stage_of
@@ -114,8 +128,9 @@ def _label(name: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = command_parser("lib.make.status", __doc__)
-    parser.add_argument("action", nargs="?", default="list", choices=("list", "record", "accept"))
-    parser.add_argument("namespace", nargs="?", help="the notebook of `record` and `accept`: 01, 02, 03 or 04")
+    parser.add_argument("action", nargs="?", default="list", choices=("list", "record", "accept", "stages"))
+    parser.add_argument("namespace", nargs="?", help="the notebook of `record`, `accept` and `stages`: 01, 02, 03 "
+                                                     "or 04")
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--check", action="store_true", help="list: exit 1 when a committed entry is stale or has "
                                                              "no record of its code")
@@ -131,12 +146,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "list":
         return _list(args)
+    if args.action == "stages" and args.namespace is None:
+        return _stages(list(PRESET_MODULES))
     if args.namespace not in PRESET_MODULES:
         parser.error(f"{args.action} needs the notebook's namespace, one of {', '.join(PRESET_MODULES)}; got "
                      f"{args.namespace!r}")
     layer = layer_dir(args.namespace, args.preset)
     if read_manifest(layer) is None:
         parser.error(f"--preset {args.preset}: {shown(layer)} has no stored layer")
+    if args.action == "stages":
+        return _stages([args.namespace])
     if args.action == "accept":
         if not args.why or not args.why.strip():
             parser.error("accept needs --why: what verified that the change does not move the layer's results")
