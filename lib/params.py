@@ -381,8 +381,8 @@ def _setting(config: Any, path: str) -> Any:
 
 def _short(value: Any, width: int = 48, list_width: int = 72) -> str:
     """A setting's value as a table cell: a list or tuple as its items in brackets, strings unquoted (as many as fit
-    in `list_width` characters, then how many there are in all), None as "None", anything else as its repr cut at
-    `width`."""
+    in `list_width` characters, then how many there are in all), a string unquoted (jpeg, not 'jpeg'; an empty one
+    as ''), None as "None", anything else as its repr cut at `width`."""
     if isinstance(value, (list, tuple)):
         items = [v if isinstance(v, str) else repr(list(v) if isinstance(v, tuple) else v) for v in value]
         if len(", ".join(items)) + 2 <= list_width:
@@ -391,7 +391,7 @@ def _short(value: Any, width: int = 48, list_width: int = 72) -> str:
         while len(", ".join([*kept, items[len(kept)]])) <= list_width - 18:
             kept.append(items[len(kept)])
         return f"[{', '.join(kept)}, …] ({len(items)} in all)"
-    text = repr(value)
+    text = value if isinstance(value, str) and value else repr(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

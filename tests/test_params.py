@@ -392,6 +392,22 @@ def test_the_resolved_table_shows_what_the_run_uses_and_the_presets_value_where_
         {"parameter": "SEED", "value": "5", "preset": ""}, {"parameter": "ALPHAS", "value": "[0.2]", "preset": "[0.1]"}]
 
 
+def test_the_resolved_table_shows_a_string_as_the_reader_types_it():
+    @dataclass(frozen=True)
+    class Source:
+        preset: str = "a"
+        cifar_source: str = "jpeg"
+        note: str = ""
+
+    notebook = {"PRESET": "a", "CIFAR_SOURCE": "python", "NOTE": None,
+                "__annotations__": dict.fromkeys(["PRESET", "CIFAR_SOURCE", "NOTE"])}
+    config = params.configure(lambda preset, **o: params.resolve_preset({"a": Source()}, preset, o), {"a": Source()},
+                              notebook)
+    assert params.resolved_parameters(config, {"a": Source()}, notebook) == [
+        {"parameter": "CIFAR_SOURCE", "value": "python", "preset": "jpeg"},
+        {"parameter": "NOTE", "value": "''", "preset": ""}]
+
+
 def test_a_parameter_that_sets_settings_of_different_values_shows_each():
     @dataclass(frozen=True)
     class Two:
