@@ -381,6 +381,8 @@ def test_paired_draws_resample_the_points_once_for_every_method():
     for row in draws:
         i = rng.integers(0, 10, 10)
         assert row.tolist() == [x[i].mean(), y[i].mean()]
+    shown = R.paired_draws(lambda i: [x[i].mean(), y[i].mean()], 10, reps=7, seed=3, progress=True, desc="draws")
+    assert np.array_equal(shown, draws)  # the progress bar draws nothing of its own
 
 
 def test_paired_differences_name_each_pair_once_with_its_interval():

@@ -729,7 +729,7 @@ def pgap_pairs(config: RegretConfig, evaluations: dict, run: Run, loss: str = "c
                  for m, name in names.items()}
     settings = {"reps": PGAP_REPS, "seed": config.seed, "scale": config.pgap_scale, "norm": config.aurec_norm}
     found = run.stage(PGAP_DRAWS, f"pgap-draws-{loss}", {"estimates": estimates, **settings},
-                      lambda: regret.pgap_draws(estimates, **settings))
+                      lambda: regret.pgap_draws(estimates, **settings, progress=run.progress))
     return regret.paired_differences(list(estimates), found["point"], found["draws"])
 
 

@@ -20,6 +20,7 @@ from scipy.special import digamma, logsumexp
 from scipy.stats import spearmanr
 
 from lib.params import check_choice, check_finite, check_int, check_ndim, check_nonempty, check_nonnegative, check_real
+from lib.progress import progress as progress_bar
 
 CLASSIFICATION_LOSSES = ("ce", "zero_one")
 REGRESSION_LOSSES = ("squared", "absolute")
@@ -578,12 +579,15 @@ def aurec_interval(scores: np.ndarray, regret: np.ndarray, *, reps: int = 500, s
             "reps": reps, "level": level}
 
 
-def paired_draws(statistic: Callable[[np.ndarray], list[float]], n: int, *, reps: int, seed: int) -> np.ndarray:
+def paired_draws(statistic: Callable[[np.ndarray], list[float]], n: int, *, reps: int, seed: int,
+                 progress: bool = False, desc: str = "paired bootstrap") -> np.ndarray:
     """A paired bootstrap over n points: `statistic(i)` of every method (a list, one value per method) on `reps`
     draws, each draw i resampling the n points once with replacement (a generator seeded `seed`) for every method.
-    Returns (reps, methods) float64."""
+    Returns (reps, methods) float64. `progress`: a text progress bar named `desc` (the P-gap's draws take minutes
+    at n = 10,000)."""
     rng = np.random.default_rng(seed)
-    return np.array([statistic(rng.integers(0, n, n)) for _ in range(reps)], dtype=float)
+    return np.array([statistic(rng.integers(0, n, n))
+                     for _ in progress_bar(range(reps), desc=desc, enabled=progress)], dtype=float)
 
 
 def paired_differences(names: list[str], point: np.ndarray, draws: np.ndarray,
@@ -598,11 +602,13 @@ def paired_differences(names: list[str], point: np.ndarray, draws: np.ndarray,
 
 
 def pgap_draws(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
-               seed: int = 0, scale: str = "none", norm: str = "selective") -> dict[str, np.ndarray]:
+               seed: int = 0, scale: str = "none", norm: str = "selective",
+               progress: bool = False) -> dict[str, np.ndarray]:
     """The methods' P-gaps (`pareto_gap`, both fronts recomputed on each draw) on all n points and on a paired
     bootstrap of them, the resampling of `aurec_ranking` (`paired_draws`). estimates[m] = (A_hat, E_hat, A, E):
     method m's estimates and its own oracle A*, E*, each (n,) float on the same points. Returns {"point":
-    (methods,), "draws": (reps, methods)} float64, methods in the order of `estimates`."""
+    (methods,), "draws": (reps, methods)} float64, methods in the order of `estimates`. `progress`: a progress bar
+    over the draws."""
     names = list(estimates)
     n = len(estimates[names[0]][0])
     if any(len(a) != n for m in names for a in estimates[m]):
@@ -612,7 +618,8 @@ def pgap_draws(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np
     def gaps(i: np.ndarray) -> list[float]:
         return [pareto_gap(*(a[i] for a in estimates[m]), scale=scale, norm=norm) for m in names]
 
-    return {"point": np.array(gaps(np.arange(n))), "draws": paired_draws(gaps, n, reps=reps, seed=seed)}
+    return {"point": np.array(gaps(np.arange(n))),
+            "draws": paired_draws(gaps, n, reps=reps, seed=seed, progress=progress, desc="P-gap bootstrap")}
 
 
 def pgap_pairs(estimates: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *, reps: int = 200,
