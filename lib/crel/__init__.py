@@ -6,7 +6,8 @@ paper's latent generative model (conditional VAE) with its collapse guard; `flow
 by the decoded-set distance, and Feldman et al.'s region measured the same way; `baselines`, the Y-grid, the DQR in the
 output space and PCP, the other compared rows; `embeddings`, CReL on embeddings of sampled outputs; `captions`, the
 MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT captioners scored with CLIP, the paper's
-online path; `experiment`, presets, validation and the cached pipeline notebook 02 calls; `plots`, its figures of a
+online path; `experiment`, presets, validation and the cached pipeline notebook 02 calls; `stages`, its expensive
+results declared once (`lib.stages`); `plots`, its figures of a
 condition's latent region and decoded set and of the generators' worst cases; `conditional`, coverage per bin of x, the
 PGD's spread across starts and the runtime's growth factors; `images`, CReL of the trained label-to-image generators
 (notebook 04's class-conditional diffusion arm, `lib.diffusion.family`); `guidance_seeds`, the guidance pair w = 2 / w =
