@@ -11,7 +11,7 @@ results declared once (`lib.stages`); `plots`, its figures of a
 condition's latent region and decoded set and of the generators' worst cases; `conditional`, coverage per bin of x, the
 PGD's spread across starts and the runtime's growth factors; `images`, CReL of the trained label-to-image generators
 (notebook 04's class-conditional diffusion arm, `lib.diffusion.family`); `guidance_seeds`, the guidance pair w = 2 / w =
-4 of those generators over training seeds; `findings`, the facts notebook 02's reading cells state and their sentences;
+4 of those generators over training seeds; `readings`, the facts notebook 02's reading cells state and their sentences;
 `claims`, the paper's claims and the verdicts the run decides (`lib.claims`). `own`, the evaluation on your own
 conditional generator's samples or their embeddings: `crel_report` and the command `python -m lib.crel.own`
 (docs/own-models.md). The paper's public functions are re-exported here, so `lib.crel.<name>` keeps working.

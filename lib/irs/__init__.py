@@ -6,7 +6,7 @@ its presets, the extractor a setting names); `experiment`, validation and the ca
 `stages`, its expensive results declared once (`lib.stages`); `folders`, the paper-scale score on image folders,
 also of your own generator (`irs_report` and the command `python -m lib.irs.folders`, docs/own-models.md); `embed`,
 image folders as feature arrays for the commands that take arrays (`python -m lib.irs.embed`); `plots`, its figures
-that take more than a few lines; `vote`, the extractor vote (paper §4.1); `findings`, the facts its reading cells
+that take more than a few lines; `vote`, the extractor vote (paper §4.1); `readings`, the facts its reading cells
 state and their sentences; `generators`, the trained diffusion arms (unconditional, DiADM, class) and their
 measurements (spec 04 §8); `train_generators`, their training as one command, also for a GPU machine; `seed_study`,
 the arms trained again with other seeds and compared over seeds; `claims`, the paper's claims and the verdicts the

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of, wilson
-from lib.irs.findings import IMAGENET_COVERED, IMAGENET_SAMPLES, IMAGENET_TRAIN, LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
 from lib.irs.generators import PAPER_CONDITIONAL, PAPER_DIADM, PAPER_UNCONDITIONAL, PAPER_XL, PAPER_XS
+from lib.irs.readings import IMAGENET_COVERED, IMAGENET_SAMPLES, IMAGENET_TRAIN, LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
 
 IMAGENET_HALF_WIDTH = 0.035  # spec §1's caveat: the half-width it states at ImageNet scale ("about ±3.5 points")
 IMAGENET_SCALE = f"N = {IMAGENET_TRAIN:,}, n = {IMAGENET_SAMPLES:,}"  # the paper's database and samples of a model

@@ -4,7 +4,7 @@ Its modules: `method`, the kNN precision-recall estimator and ensemble bands (sp
 paired tests across ensemble members, multiplicity corrections (spec 01 §4); `ddpm`, the denoising diffusion models
 trained as an ensemble (spec 01 §2); `experiment`, presets, validation and the cached pipeline notebook 01 calls;
 `stages`, its expensive results declared once (`lib.stages`); `plots`, its figure helpers (an ensemble's band,
-significant ranges); `findings`, the facts its reading cells state and their sentences; `budget`, the
+significant ranges); `readings`, the facts its reading cells state and their sentences; `budget`, the
 training-budget study that chose the `cpu` preset; `stored`, per-member curves stored from a run the notebook did
 not train; `spaces`, the same samples evaluated in fixed embeddings of the plane (the paper's feature-space
 limitation); `families`, ensembles of a small VAE and a neural spline flow on the ring (the paper's model-family

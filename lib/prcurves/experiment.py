@@ -5,7 +5,7 @@ steps (spec 01 §2.3-2.5). `run_ensemble` trains them (batched, checkpointed), s
 computes each member's kNN PR curve against the held-out ring. Every stage is cached under
 data/cache/01/ by a hash of everything it depends on, so an interrupted run resumes where it stopped.
 Each stage takes the notebook's run (`lib.run.Run`: the cache, the stored layer, FORCE_RECOMPUTE, the device and
-the progress bars); the facts the notebook's text states are `lib.prcurves.findings`'.
+the progress bars); the facts the notebook's text states are `lib.prcurves.readings`'.
 """
 
 from __future__ import annotations

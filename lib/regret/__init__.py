@@ -7,7 +7,7 @@ method, and the compact form of their predictions; `store_whole`, the command th
 the conversion of their first stored files into the stored layer; `experiment`, presets, validation and the cached
 pipeline notebook 03 calls; `stages`, its expensive results declared once (`lib.stages`); `plots`, its figures that
 take more than a few lines (the width study); `theorem_lp`, the constrained problems as linear programs over all
-selectors; `density`, the label-density study (k annotators per image); `findings`, the facts notebook 03's reading
+selectors; `density`, the label-density study (k annotators per image); `readings`, the facts notebook 03's reading
 cells state and their sentences; `claims`, the paper's claims and the verdicts the run decides (`lib.claims`).
 `own`, the evaluation on your own predictions, uncertainty score and soft labels: `regret_report` and the command
 `python -m lib.regret.own` (docs/own-models.md). The paper's public functions are re-exported here, so

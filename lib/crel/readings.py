@@ -1,7 +1,7 @@
 """What notebook 02's reading cells state: the facts (values, comparisons, the words "inside"/"below"/"reverses",
 counts) computed from the run's results, and the sentences built from them. Each reading cell of the notebook is
 one call of a `*_text` function here and a `say`; the facts are the functions without `_text`, unit-tested in
-tests/test_crel_findings.py on small hand-made inputs.
+tests/test_crel_readings.py on small hand-made inputs.
 
 `stats` below is the synthetic table over seeds, as the notebook makes it: `table_stats(rows)`, a groupby of the
 rows of `experiment.synthetic_table_rows` by (alpha, lgm, method) with the "mean", "std" and "count" of each of

@@ -1,4 +1,4 @@
-"""Notebook 03's findings (lib.regret.findings): the facts its reading cells state, on small hand-made tables
+"""Notebook 03's findings (lib.regret.readings): the facts its reading cells state, on small hand-made tables
 whose answers are known."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from lib.regret import experiment as ex
-from lib.regret import findings as fd
+from lib.regret import readings as fd
 
 
 def _frame(rows: list[dict], index: list[str]) -> pd.DataFrame:

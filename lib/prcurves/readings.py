@@ -1,8 +1,8 @@
-"""Notebook 01's findings: the facts its reading cells state, and the sentences that state them.
+"""Notebook 01's readings: the facts its reading cells state, and the sentences that state them.
 
 Each reading cell of notebooks/01_ensemble_pr_curves.ipynb is one call of a `*_text` function here and a `say`.
 The facts (values, comparisons with the paper, "above"/"below", counts) come from `*_facts` functions, which
-`tests/test_prcurves_findings.py` checks on small hand-made inputs; the `*_text` functions only format them.
+`tests/test_prcurves_readings.py` checks on small hand-made inputs; the `*_text` functions only format them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""lib.crel.findings: the facts notebook 02's reading cells state, on small hand-made inputs with known answers."""
+"""lib.crel.readings: the facts notebook 02's reading cells state, on small hand-made inputs with known answers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from lib.crel import experiment as ex
-from lib.crel import findings as fd
+from lib.crel import readings as fd
 
 NAN = float("nan")
 

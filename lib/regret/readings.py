@@ -1,9 +1,9 @@
-"""Notebook 03's findings: the facts its reading cells state, and the sentences that state them.
+"""Notebook 03's readings: the facts its reading cells state, and the sentences that state them.
 
 Each `*_facts` function returns what a sentence says about the run (values, comparisons, the word "above" or
 "below", who is best), from the run's tables; each `*_text` function renders the Markdown of one reading cell
 from those facts (a reading cell is one call and a `say`). The facts are unit-tested on small hand-made tables
-(tests/test_regret_findings.py); the notebook's tests check the rendered text against the recorded results.
+(tests/test_regret_readings.py); the notebook's tests check the rendered text against the recorded results.
 
 Tables are the notebook's pandas frames: `table` (index (loss, method name), our PAPER_COLUMNS, "accuracy" and
 "paper <column>"), `whole_table` (the same for the whole networks, `lib.regret.experiment.whole_rows`), and so on;

@@ -2,8 +2,8 @@
 extractors a rule picks), computed from the run's tables, and the sentences that state them.
 
 Each `*_facts` function returns the facts of one reading cell as a dict (unit-tested on small hand-made tables in
-tests/test_irs_findings.py); each `*_reading` function renders that cell's Markdown from them, so a reading cell is
-one call: `say(findings.gap_reading(gap, config))`. The thresholds the sentences apply (what counts as "linear", as
+tests/test_irs_readings.py); each `*_reading` function renders that cell's Markdown from them, so a reading cell is
+one call: `say(readings.gap_reading(gap, config))`. The thresholds the sentences apply (what counts as "linear", as
 "faithful") are the constants below. The facts of the trained generators' sections come from
 `lib.irs.generators` (`diadm_facts`, `trend_facts`, `copy_facts`, `ranking_agreement`).
 """
