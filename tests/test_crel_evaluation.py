@@ -436,7 +436,10 @@ def test_the_runtime_study_times_the_feldman_region_the_table_measures(monkeypat
         return scores(self, x, y)
 
     monkeypatch.setattr(ev.FeldmanRegion, "scores", counted)
+    crel_calls, crel_scores = [], ex.crel.CReL.scores
+    monkeypatch.setattr(ex.crel.CReL, "scores", lambda self, x, y: crel_calls.append(len(x)) or crel_scores(self, x, y))
     rows = ex.runtime_rows(config, Run())
+    assert crel_calls == [config.runtime_n_points] * ex.RUNTIME_REPEATS * 2  # the median of repeats, at each d
     assert [r["d"] for r in rows] == [2, 3] and all(r["feldman_s"] > 0 and r["crel_s"] > 0 for r in rows)
     for r in rows:  # the mean over the timed points is the inside and outside means weighted by their counts
         n, k = min(config.runtime_n_feldman, config.folds[2]), r["feldman_inside"]

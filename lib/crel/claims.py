@@ -13,7 +13,7 @@ from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, NotMeasured, Verdict, interval, need, side_of, t_interval
 from lib.crel.conditional import PAPER_SPREAD
-from lib.crel.experiment import PAPER_TABLE
+from lib.crel.experiment import PAPER_TABLE, RUNTIME_REPEATS
 from lib.linalg import slope_interval
 
 COVERAGE_TOLERANCE = 0.02  # as notebook 04's ledger: a coverage "as stated" reaches above 1 - alpha - this
@@ -131,9 +131,10 @@ def _runtime(r: Mapping[str, Any]) -> Verdict:
                             f"grow × {math.exp(feldman[0]):.2f} [{math.exp(feldman[1]):.2f}, "
                             f"{math.exp(feldman[2]):.2f}] per dimension (d = {dims[0]} to {dims[-1]})",
                    "least-squares lines over the dimensions, Student's t on n − 2 degrees of freedom: CReL's exponent "
-                   "of d below 1 (at most linear) and Feldman's factor per dimension above 1 (exponential); one "
-                   "timing per dimension on a shared CPU, and the Y-grid doubles per dimension by design (`cpu` "
-                   "preset's runtime_y_grid), which is what the grid's cost follows")
+                   "of d below 1 (at most linear) and Feldman's factor per dimension above 1 (exponential); per "
+                   f"dimension on a shared CPU, CReL's time is the median of {RUNTIME_REPEATS} timings and Feldman's a "
+                   "mean over its points, each timed once; the Y-grid doubles per dimension by design (`cpu` preset's "
+                   "runtime_y_grid), which is what the grid's cost follows")
 
 
 def _marginal(r: Mapping[str, Any]) -> Verdict:
