@@ -190,11 +190,11 @@ def test_a_pickle_payload_at_a_cache_path_is_never_run(tmp_path, caplog, forged_
     reason = "holds more than data, so it is not loaded" if forged_header else "no checksum header"
     assert reason in caplog.text
     # nor with the widest list of classes a caller lets an entry build (CReL's models)
-    from lib.crel import experiment as crel_ex
+    from lib.crel.stages import MODEL_CLASSES
 
     _plant(path, {"w": _payloads(marker)[runner]}, forged_header)
     with pytest.raises(cache.DamagedCacheEntry, match=str(path)):
-        cache.load_torch(path, allow=crel_ex.MODEL_CLASSES)
+        cache.load_torch(path, allow=MODEL_CLASSES)
     assert not marker.exists()
 
 

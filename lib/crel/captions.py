@@ -25,7 +25,7 @@ import pandas as pd
 
 from lib.crel import method as crel
 from lib.crel.embeddings import EmbeddingModelSettings, crel_on_embeddings
-from lib.crel.stages import CACHE_NAMESPACE, CAPTIONER, EMBEDDINGS  # noqa: F401
+from lib.crel.stages import CAPTIONER, EMBEDDINGS
 from lib.data.files import data_file
 from lib.device import one_thread
 from lib.params import PARAMETER, check_choice, check_int, check_list, check_real, shown

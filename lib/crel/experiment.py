@@ -23,7 +23,7 @@ from lib.crel import images as im
 from lib.crel import method as crel
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
-from lib.crel.stages import CACHE_NAMESPACE, GUARD, IDENTITY_DQR, LATENT_DQR, LGM, MODEL_CLASSES, TABLE  # noqa: F401
+from lib.crel.stages import GUARD, IDENTITY_DQR, LATENT_DQR, LGM, TABLE
 from lib.data.banana import banana
 from lib.diffusion.family import FAMILIES
 from lib.params import (

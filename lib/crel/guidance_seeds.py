@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from lib.crel import images as im
+from lib.crel.stages import CACHE_NAMESPACE
 from lib.diffusion import family as fam
 from lib.replicates import SeedComparison, compare_over_seeds, most_seeds
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         parser.error(f"--seeds {args.seeds}: distinct seeds >= 0")
     config = ex.resolve_config(args.preset)
-    run = Run.for_notebook(im.CACHE_NAMESPACE, args.preset, source="stored", force=False, device="cpu", progress=False)
+    run = Run.for_notebook(CACHE_NAMESPACE, args.preset, source="stored", force=False, device="cpu", progress=False)
     record, missing = measure(config.images, args.seeds, args.channels, run)
     record["preset"] = args.preset
     print("not trained:", ", ".join(missing) or "none")

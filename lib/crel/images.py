@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from lib.crel import method as crel
 from lib.crel.cvae import dead_dimensions
 from lib.crel.embeddings import EmbeddingModelSettings, calibrated_crel
-from lib.crel.stages import CACHE_NAMESPACE, LABEL_TO_IMAGE  # noqa: F401
+from lib.crel.stages import LABEL_TO_IMAGE
 from lib.device import one_thread
 from lib.diffusion import family as fam
 from lib.linalg import PCA

@@ -21,7 +21,7 @@ import pandas as pd
 from lib.diffusion.family import first_per_class
 from lib.irs import generators
 from lib.irs import method as irs
-from lib.irs.config import FEATURE_DIMS, NUM_CLASSES, POOL_SPLITS, PRESETS, IRSConfig, extractor_for  # noqa: F401
+from lib.irs.config import FEATURE_DIMS, NUM_CLASSES, POOL_SPLITS, PRESETS, IRSConfig, extractor_for
 from lib.irs.features import OFFLINE, RESNETS, Extractor, cached_features
 from lib.irs.generators import (  # noqa: F401  (ie.MEMORISER_STREAM: the streams below)
     MEMORISER_STREAM,

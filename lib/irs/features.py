@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from lib.device import one_thread
-from lib.irs.stages import CACHE_NAMESPACE, FEATURES  # noqa: F401  (the declared stages; the namespace is theirs)
+from lib.irs.stages import FEATURES
 from lib.models.images import IMAGENET_MEAN, IMAGENET_STD, to_tensor  # also the akamaster models' (spec §2.2)
 from lib.progress import progress as progress_bar
 from lib.run import Run

@@ -36,7 +36,7 @@ from lib.diffusion.family import (
 )
 from lib.irs import generators as gen
 from lib.irs.config import IRSConfig
-from lib.irs.features import CACHE_NAMESPACE
+from lib.irs.stages import CACHE_NAMESPACE
 from lib.replicates import SeedComparison, compare_over_seeds, log_ratio_se, most_seeds
 from lib.run import Run
 

@@ -146,16 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "list":
         return _list(args)
-    if args.action == "stages" and args.namespace is None:
-        return _stages(list(PRESET_MODULES))
+    if args.action == "stages":  # the declarations: no layer needed
+        return _stages([args.namespace] if args.namespace in PRESET_MODULES else list(PRESET_MODULES))
     if args.namespace not in PRESET_MODULES:
         parser.error(f"{args.action} needs the notebook's namespace, one of {', '.join(PRESET_MODULES)}; got "
                      f"{args.namespace!r}")
     layer = layer_dir(args.namespace, args.preset)
     if read_manifest(layer) is None:
         parser.error(f"--preset {args.preset}: {shown(layer)} has no stored layer")
-    if args.action == "stages":
-        return _stages([args.namespace])
     if args.action == "accept":
         if not args.why or not args.why.strip():
             parser.error("accept needs --why: what verified that the change does not move the layer's results")

@@ -37,7 +37,7 @@ from lib.params import (
 from lib.prcurves import ddpm, families
 from lib.prcurves import method as prcurves
 from lib.prcurves.families import FamilySettings
-from lib.prcurves.stages import CACHE_NAMESPACE, CURVES, ENSEMBLE, FAMILY, FAMILY_MEMBER, LOSSES, SAMPLES  # noqa: F401
+from lib.prcurves.stages import CURVES, ENSEMBLE, FAMILY, FAMILY_MEMBER, LOSSES, SAMPLES
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
 from lib.run import Run

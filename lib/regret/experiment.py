@@ -56,9 +56,8 @@ from lib.regret import method as regret
 from lib.regret import uq
 from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
-from lib.regret.stages import (  # noqa: F401  (CACHE_NAMESPACE: the notebook's namespace, the stages')
+from lib.regret.stages import (
     ACTIVE_LEARNING,
-    CACHE_NAMESPACE,
     HEADS,
     PGAP_DRAWS,
     PREDICTION,

@@ -39,6 +39,7 @@ from lib.data.cifar10 import SOURCES
 from lib.device import one_thread, pick_device, set_threads
 from lib.regret import experiment as ex
 from lib.regret import whole as wh
+from lib.regret.stages import CACHE_NAMESPACE
 from lib.run import Run
 
 LEGACY_VERSION = 1  # the version field of the files in results/03/whole*/
@@ -134,7 +135,7 @@ def convert(folders: dict[str, Path], config: ex.RegretConfig, cifar: dict, *, c
             records.append(record)
             origins[Path(record["path"]).name] = origin
     provenance = _conversion_provenance(config, made, origins, wall_seconds=time.perf_counter() - start)
-    layer = store.write_layer(ex.CACHE_NAMESPACE, config.preset, records, provenance)
+    layer = store.write_layer(CACHE_NAMESPACE, config.preset, records, provenance)
     manifest = store.read_manifest(layer)  # each entry's origin beside its key (kept when stored again unchanged)
     for name, origin in origins.items():
         manifest["entries"][name]["origin"] = origin
