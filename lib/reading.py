@@ -30,6 +30,7 @@ import numbers
 import re
 import textwrap
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 TAGS = ("reading", "remove-input")
@@ -184,3 +185,41 @@ def unused_literals(nb: dict) -> list[str]:
     """Declared literals that no Markdown cell or reading cell states any more."""
     stated = {n for cell in nb["cells"] if (text := cell_text(cell)) is not None for n in stated_numbers(text)}
     return sorted(set(literals(nb)) - stated)
+
+
+# -- the check that no number is typed twice, in prose and in code ---------------------------------------
+
+def code_numbers(package: Path) -> dict[float, list[str]]:
+    """The decimal numbers the modules of `package` (a folder of `lib`) name at module level, in an assignment to
+    UPPER_CASE names (a constant, a table of the paper's values): {0.77: ["generators.PAPER_XL"], ...}."""
+    found: dict[float, list[str]] = {}
+    for module in sorted(Path(package).glob("*.py")):
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) and node.value is not None else []
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if not names or not all(n.lstrip("_").isupper() for n in names):
+                continue
+            for constant in ast.walk(node.value):
+                if isinstance(constant, ast.Constant) and type(constant.value) is float:
+                    found.setdefault(constant.value, []).append(f"{module.stem}.{','.join(names)}")
+    return found
+
+
+def typed_twice(prose: dict[str, str], package: Path, other_facts: Iterable[str] = ()) -> list[tuple[str, str, str]]:
+    """(where, number, the code's names) for every decimal number that a text of `prose` {where: text} states and
+    a module of `package` also types (`code_numbers`): one fact typed in two places, which the prose should state
+    from the code's name instead (a template's `{{ paper.NAME }}`, a reading's constant). `other_facts`: numbers
+    whose digits the two share by coincidence (a different fact on each side), declared with the reason by the
+    caller. Percentages are not compared (a share in prose is a fraction in code)."""
+    code = code_numbers(package)
+    out = []
+    for where, text in prose.items():
+        for number in stated_numbers(text):
+            try:
+                value = float(number.replace(",", ""))
+            except ValueError:  # "1.6.0", "44.2 %"
+                continue
+            if value in code and number not in other_facts:
+                out.append((where, number, ", ".join(sorted(set(code[value])))))
+    return out

@@ -10,10 +10,18 @@ decimal numbers their text may state (`split_template`; `lib.make.results` check
 recording cell replaces it with the sentences of `findings-NN.md` rendered from the run's results (`findings_text`),
 each with our number beside the paper's. JupyterLab shows it live; papermill keeps it in the executed notebook;
 the book and the HTML report put the same box under the page's title (`lib.make.book.add_provenance`).
+
+`Readings` is the notebooks' end of it: every sentence a reading cell says (`lib.reading.say`) is a section of
+`readings-NN.md`, rendered from the facts its package computes (`lib.<package>.readings`), so that the English of a
+paper lives in one folder, under the same check on typed numbers as the results pages. A number the paper reports
+is named once, in the paper's module (`lib.<package>.paper`, `paper_module`), and every template states it as
+`{{ paper.NAME }}` (`{{ paper01.NAME }}` ... in the headline template); `lib.reading.typed_twice` finds a number
+that prose and code both type.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import statistics
 from collections.abc import Mapping
@@ -22,7 +30,7 @@ from typing import Any
 
 from lib.paths import PROJECT_ROOT
 from lib.provenance import minutes
-from lib.reading import pct, span
+from lib.reading import compare, md_table, num, pct, seq, sig, skipped, span
 from lib.tables import in_readers_words
 
 TEMPLATES = PROJECT_ROOT / "docs" / "results" / "templates"
@@ -36,6 +44,15 @@ class TemplateError(KeyError):
 
 
 FINDINGS_CLASS = "workbook-findings"
+PAPER_MODULES = {"01": "lib.prcurves.paper", "02": "lib.crel.paper", "03": "lib.regret.paper", "04": "lib.irs.paper"}
+
+
+def paper_module(number: str) -> Any:
+    """Notebook `number`'s paper module (`PAPER_MODULES`): the numbers its paper reports, each named once, which the
+    package's code and every template of the notebook read (`{{ paper.NAME }}`)."""
+    if number not in PAPER_MODULES:
+        raise KeyError(f"notebook {number!r} has no paper module (notebooks: {', '.join(PAPER_MODULES)})")
+    return importlib.import_module(PAPER_MODULES[number])
 
 
 def wall_time(run: Mapping[str, Any]) -> str:
@@ -93,15 +110,21 @@ def split_template(text: str) -> tuple[dict[str, str], str]:
     return {str(number): source for number, source in literals.items()}, text[match.end():]
 
 
+HELPERS = {  # what every template may call besides its namespace
+    "mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs, "len": len,
+    "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum, "any": any, "all": all,
+    "int": int, "float": float, "str": str, "list": list, "enumerate": enumerate, "format": format,
+    "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows,
+    "num": num, "pct": pct, "seq": seq, "sig": sig, "span": span, "compare": compare, "skipped": skipped,
+    "md_table": md_table}
+
+
 def render(template: str, namespace: Mapping[str, Any], *, source: str | Path | None = None) -> str:
     """Fill every `{{ expression[ :format] }}` of `template` from `namespace` (see the module docstring). A
     placeholder that cannot be filled, or whose value its format cannot show (a non-finite number, glued as 'inf',
     '-inf' or None, under `:.3f`), raises TemplateError naming it and the template's file `source`."""
     where = f"{source}: " if source else ""
-    env = {"mean": statistics.fmean, "minutes": minutes, "wall_time": wall_time, "round": round, "abs": abs,
-           "len": len, "max": max, "min": min, "sorted": sorted, "dict": dict, "zip": zip, "sum": sum,
-           "mean_sd": mean_sd, "rows_table": rows_table, "csv_rows": csv_rows, "span": span, "pct": pct,
-           **namespace}
+    env = {**HELPERS, **namespace}
     if "r" in namespace and "claim" not in namespace:  # claim("04.conditional"): "[04.conditional] **holds**"
         from lib.claims import stated
 
@@ -110,7 +133,9 @@ def render(template: str, namespace: Mapping[str, Any], *, source: str | Path | 
     def fill(match: re.Match) -> str:
         expression, spec = match.group(1), match.group(2)
         try:
-            value = eval(expression, {"__builtins__": {}, **env})  # trusted templates from this repository
+            value = eval(f"({expression}\n)", {"__builtins__": {}, **env})  # trusted; (): may span lines
+        except TemplateError:  # a section it renders (`Readings`) names its own problem
+            raise
         except (KeyError, IndexError, TypeError, NameError) as err:
             problem = f"{type(err).__name__}: {err}"
             raise TemplateError(f"{where}{{{{ {expression} }}}}: the run did not record it ({problem})") from err
@@ -138,10 +163,11 @@ def findings_text(number: str, results: Mapping[str, Any], templates: Path = TEM
     template = findings_template(number, templates)
     if template is None:
         return ""
+    namespace = {"r": results, **({"paper": paper_module(number)} if number in PAPER_MODULES else {})}
     sentences = []
     for line in split_template(template.read_text(encoding="utf-8"))[1].strip().splitlines():
         try:
-            sentences.append(render(line, {"r": results}))
+            sentences.append(render(line, namespace))
         except (TemplateError, ValueError, ZeroDivisionError, AttributeError):
             continue
     if not sentences:
@@ -183,3 +209,50 @@ class FindingsBox:
         if self.handle is not None:  # None outside IPython
             self.handle.update(Markdown(text), metadata={FINDINGS_MARK: True})
         return text
+
+
+SECTION = re.compile(r"^<!-- reading: ([\w-]+) -->[ \t]*\n", re.M)
+
+
+class Readings:
+    """The sentences of notebook `number`'s reading cells: the sections of `templates/readings-NN.md`, each opened
+    by a line `<!-- reading: name -->` and rendered by `readings(name, **facts)`.
+
+    A section sees the facts it is given, the template helpers (`HELPERS`: `pct`, `num`, `span`, ...), the
+    UPPER_CASE names of the Python module `module` (its thresholds: a sentence states `{{ LINEAR_MIN_R2 }}`, never
+    the number), the paper's numbers as `paper` (`paper_module`), and `part(name, **more)`, which renders another
+    section with the same names and `more` (a phrase repeated for each item of a list). The file is read on every
+    call, so that an edited sentence shows at the next run of its cell."""
+
+    def __init__(self, number: str, module: str, templates: Path = TEMPLATES):
+        self.number, self.module = number, module
+        self.path = Path(templates) / f"readings-{number}.md"
+
+    def sections(self) -> dict[str, str]:
+        """{name: its template}, in the file's order; an error names text outside a section or a name twice."""
+        body = split_template(self.path.read_text(encoding="utf-8"))[1]
+        parts = SECTION.split(body)
+        if parts[0].strip():
+            raise TemplateError(f"{self.path}: text before the first '<!-- reading: name -->' line: "
+                                f"{parts[0].strip()[:60]!r}")
+        names = parts[1::2]
+        if len(set(names)) < len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise TemplateError(f"{self.path}: sections named twice: {twice}")
+        return {name: text.strip("\n") for name, text in zip(names, parts[2::2])}
+
+    def constants(self) -> dict[str, Any]:
+        """The UPPER_CASE names of the module the sentences belong to."""
+        return {k: v for k, v in vars(importlib.import_module(self.module)).items() if k.isupper()}
+
+    def __call__(self, name: str, **facts: Any) -> str:
+        sections = self.sections()
+        namespace = {**self.constants(), "paper": paper_module(self.number), **facts}
+
+        def section(name: str, names: Mapping[str, Any]) -> str:
+            if name not in sections:
+                raise TemplateError(f"{self.path}: no section {name!r} (sections: {', '.join(sections)})")
+            return render(sections[name], {**names, "part": lambda other, **more: section(other, {**names, **more})},
+                          source=f"{self.path.name}#{name}")
+
+        return section(name, namespace)

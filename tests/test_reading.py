@@ -126,3 +126,52 @@ def test_reading_cells_are_hidden_and_change_nothing_the_run_uses(notebook):
         assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, cell["id"]
         clash = stored_names("".join(cell["source"])) & others
         assert not clash, f"{notebook.name} {cell['id']} assigns names other cells use: {sorted(clash)}"
+
+
+def prose_of(number: str) -> dict[str, str]:
+    """Every text of notebook `number` a reader sees, {where: text}: its Markdown cells and reading cells' fixed
+    text, its templates (results page, Findings box, reading sentences; their words and the constants typed into
+    their placeholders) and its row of the README's headline template."""
+    from lib.make.results import template_text
+    from lib.templates import TEMPLATES, split_template
+
+    notebook = next(path for path in NOTEBOOKS if path.name.startswith(f"{number}_"))
+    prose = {f"{notebook.name} cell {cell.get('id', '?')}": text for cell in load(notebook)["cells"]
+             if (text := reading.cell_text(cell)) is not None}
+    for template in sorted(TEMPLATES.glob(f"{number}-*.md")) + sorted(TEMPLATES.glob(f"*-{number}.md")):
+        prose[template.name] = template_text(split_template(template.read_text(encoding="utf-8"))[1])
+    headlines = split_template((TEMPLATES / "headlines.md").read_text(encoding="utf-8"))[1]
+    prose["headlines.md"] = template_text("\n".join(line for line in headlines.splitlines()
+                                                    if line.startswith(f"| [{number}]")))
+    return prose
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
+def test_no_number_is_typed_both_in_prose_and_in_code(number):
+    """A number the paper reports, or a threshold a sentence applies, is named once, in its package, and the prose
+    states it from that name ({{ paper.NAME }} in a template, a constant in a reading's section): no text of the
+    notebook types a decimal number that a module-level constant of its package also types, unless the package's
+    readings declare the two as different facts that share their digits (OTHER_FACTS, with the reason)."""
+    import importlib
+
+    from lib.templates import PAPER_MODULES
+
+    package = PAPER_MODULES[number].rsplit(".", 1)[0]
+    other = getattr(importlib.import_module(f"{package}.readings"), "OTHER_FACTS", {})
+    assert all(isinstance(why, str) and len(why) > 10 for why in other.values())
+    folder = Path(__file__).resolve().parents[1] / package.replace(".", "/")
+    twice = reading.typed_twice(prose_of(number), folder, other)
+    assert not twice, "typed in prose and in code:\n" + "\n".join(f"  {where}: {n} ({names})"
+                                                                  for where, n, names in twice)
+    stated = {n for text in prose_of(number).values() for n in stated_numbers(text)}
+    code = {float(k) for k in reading.code_numbers(folder)}
+    assert all(n in stated and float(n) in code for n in other), "OTHER_FACTS that no longer coincide"
+
+
+def test_typed_twice_finds_a_paper_number_in_a_template_and_a_constant(tmp_path):
+    (tmp_path / "paper.py").write_text("XL, XS = 0.77, 0.46\nscale = 0.5\n_NOTE = 'x'\n")
+    (tmp_path / "readings.py").write_text("def f():\n    LOCAL = 0.25\n    return LOCAL\n")
+    prose = {"04-x.md": "XL 0.77 against 0.460, 0.25 and 0.5", "cell": "77 % and 0.77"}
+    twice = [("04-x.md", "0.77", "paper.XL,XS"), ("04-x.md", "0.460", "paper.XL,XS"), ("cell", "0.77", "paper.XL,XS")]
+    assert reading.typed_twice(prose, tmp_path) == twice
+    assert reading.typed_twice(prose, tmp_path, other_facts=["0.77"]) == [("04-x.md", "0.460", "paper.XL,XS")]

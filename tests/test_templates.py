@@ -1,8 +1,17 @@
-"""lib.templates: the Findings box a notebook shows under its title, from the same template as its book page."""
+"""lib.templates: the Findings box a notebook shows under its title, from the same template as its book page, and
+the reading cells' sentences, sections of one template file per paper."""
 
 from __future__ import annotations
 
-from lib.templates import FINDINGS_CLASS, FINDINGS_MARK, FINDINGS_PENDING, NO_FINDINGS, FindingsBox, findings_text
+import re
+import sys
+import types
+
+import pytest
+
+from lib.paths import PROJECT_ROOT
+from lib.templates import (FINDINGS_CLASS, FINDINGS_MARK, FINDINGS_PENDING, NO_FINDINGS, PAPER_MODULES, TEMPLATES,
+                           FindingsBox, Readings, TemplateError, findings_text)
 
 
 def templates_with_findings(tmp_path):
@@ -75,3 +84,46 @@ def test_a_from_scratch_cost_never_shows_a_placeholder_and_names_what_its_wall_t
             "stored": {"from_scratch_s": 2862, "from_scratch_also": "the generators' training"}}
     assert wall_time(more).endswith("from scratch 47 min 42 s + the generators' training)")
     assert "?" not in wall_time(untimed) + wall_time(more)
+
+
+def test_a_reading_renders_its_section_with_the_module_s_constants_the_paper_and_its_parts(tmp_path, monkeypatch):
+    module = types.ModuleType("lib_fake_readings")
+    module.THRESHOLD, module.lower = 0.9, 0.1
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    (tmp_path / "readings-01.md").write_text(
+        '---\nliterals: {}\n---\n<!-- reading: main -->\n**Reading.** {{ "; ".join(part("item", x=x) for x in xs) }}'
+        ' with R² ≥ {{ THRESHOLD }}\n(paper {{ paper.__name__ }}).\n\n<!-- reading: item -->\n{{ x :.2f }}/{{ y }}\n')
+    readings = Readings("01", module.__name__, templates=tmp_path)
+    assert readings("main", xs=[0.5, 0.25], y="b") == ("**Reading.** 0.50/b; 0.25/b with R² ≥ 0.9\n"
+                                                        "(paper lib.prcurves.paper).")
+    assert list(readings.sections()) == ["main", "item"]
+    with pytest.raises(TemplateError, match="y"):  # only UPPER_CASE names of the module are passed
+        readings("item", x=1.0, lower=module.lower)
+
+
+@pytest.mark.parametrize("text, problem", [("stray\n<!-- reading: a -->\nx\n", "before the first"),
+                                           ("<!-- reading: a -->\nx\n<!-- reading: a -->\ny\n", "named twice")])
+def test_a_readings_file_has_only_sections_each_named_once(tmp_path, text, problem):
+    (tmp_path / "readings-01.md").write_text(text)
+    with pytest.raises(TemplateError, match=problem):
+        Readings("01", "lib.reading", templates=tmp_path).sections()
+
+
+def test_an_unknown_section_is_named_with_the_file_s_sections(tmp_path):
+    (tmp_path / "readings-01.md").write_text("<!-- reading: a -->\n{{ part('b') }}\n")
+    with pytest.raises(TemplateError, match=r"no section 'b' \(sections: a\)"):
+        Readings("01", "lib.reading", templates=tmp_path)("a")
+
+
+SECTION_USE = re.compile(r"""(?:TEXT|part)\(\s*["']([\w-]+)["']""")
+
+
+@pytest.mark.parametrize("number", sorted(PAPER_MODULES))
+def test_every_section_of_a_paper_s_readings_is_said_and_every_one_said_exists(number):
+    """The sections of readings-NN.md are exactly those its package's code (`TEXT("name", ...)`) and its own
+    sections (`part("name")`) name: no sentence is dead, none is missing."""
+    path = TEMPLATES / f"readings-{number}.md"
+    package = PROJECT_ROOT / PAPER_MODULES[number].rsplit(".", 1)[0].replace(".", "/")
+    code = "\n".join(p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py")))
+    named = set(SECTION_USE.findall(code)) | set(SECTION_USE.findall(path.read_text(encoding="utf-8")))
+    assert set(Readings(number, "lib.reading").sections()) == named

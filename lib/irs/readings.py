@@ -15,6 +15,9 @@ import pandas as pd
 
 from lib.irs.config import IRSConfig
 from lib.reading import compare, num, pct, sig, skipped, span
+from lib.templates import Readings
+
+TEXT = Readings("04", __name__)  # the sentences: docs/results/templates/readings-04.md
 
 # Section 1: the spec's reference simulation (§5) and what the reading tests against it
 SPEC_COVERAGE = 0.85  # spec §5: the reference simulation's coverage at N = 10k, s = 9k, n = 2k
@@ -119,18 +122,7 @@ def gap_facts(gap: pd.DataFrame, extractors: tuple[str, ...]) -> dict:
 
 def gap_reading(gap: pd.DataFrame, config: IRSConfig, n_train: int) -> str:
     """Section 2's reading: IRS_inf of real held-out images per extractor at the largest n."""
-    f = gap_facts(gap, config.extractors)
-    untrained = (", a network that has learned nothing, so a small gap alone does not make a good extractor "
-                 "(section 3 shows what it misses)") if f["smallest_gap"] == "randcnn" else ""
-    return f"""
-**Reading** (`{config.preset}` preset: N = {n_train:,}, n = {f["n_max"]:,} held-out images).
-{"Every extractor falls short of 1 on real data, with intervals below 1" if f["below_one"] else
-"Not every extractor's interval stays below 1"}: {"; ".join(f"{name} {r.estimate:.2f} [{r.lower:.2f}, {r.upper:.2f}]"
-for name, r in f["top"].iterrows())}. The gap varies {f["fold"]:.1f}-fold
-between feature spaces; the smallest belongs to {f["smallest_gap"]}{untrained}.
-The estimate also moves with n ({f["first"]}: {f["first_low"]:.2f} at n = {f["n_min"]:,},
-{f["first_high"]:.2f} at n = {f["n_max"]:,}).
-"""
+    return TEXT("gap", f=gap_facts(gap, config.extractors), config=config, n_train=n_train)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -315,13 +307,7 @@ IRS_∞,a and FID order {len(agreement["disagree"])} of the {agreement["pairs"]}
 
 def copying_reading(c: dict, extractor: str) -> str:
     """Section 5's copying-control reading from `generators.copy_facts` (`c`), stated on `extractor`."""
-    return f"""
-**Reading** ({extractor} features). DiADM's samples retrieve their own conditioning image {c['diadm_hit']:.1%} of the
-time (the memoriser's copies: {c['memoriser_hit']:.1%}); conditioned on held-out images its IRS_∞,a is
-{c['irs_heldout']:.3f} against {c['irs_diadm']:.3f} on database conditions. Distance ratios: DiADM
-{c['ratio_diadm']:.2f}, held-out conditions {c['ratio_heldout']:.2f}, unconditional {c['ratio_uncond']:.2f}, memoriser
-{c['ratio_memoriser']:.2f}.
-"""
+    return TEXT("copying", c=c, extractor=extractor)
 
 
 # ----------------------------------------------------------------------------------------------------

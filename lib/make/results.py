@@ -6,8 +6,9 @@ the headline table of README.md between its `<!-- headlines:begin -->` / `<!-- h
 from `docs/results/templates/headlines.md`.
 
 A template is Markdown with `{{ expression }}` or `{{ expression :format }}` placeholders, evaluated against
-the run's results `r` (a dict of glued values; `r01` ... `r04` in the headline template) and `run` (preset,
-commit, date, duration). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
+the run's results `r` (a dict of glued values; `r01` ... `r04` in the headline template), `run` (preset,
+commit, date, duration) and the paper's numbers `paper` (`paper01` ... in the headline template;
+`lib.templates.paper_module`). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
 value the run did not record is an error that names it: a template never renders a stale number.
 `{{ csv_rows("results/01/budget_study.csv") }}` reads a committed study that a notebook reads too.
 
@@ -41,7 +42,16 @@ from lib.paths import PROJECT_ROOT
 from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_info: the tests')
 from lib.reading import stated_numbers
 from lib.tables import in_readers_words, reader_name
-from lib.templates import PLACEHOLDER, TemplateError, findings_template, findings_text, render, split_template
+from lib.templates import (
+    PAPER_MODULES,
+    PLACEHOLDER,
+    TemplateError,
+    findings_template,
+    findings_text,
+    paper_module,
+    render,
+    split_template,
+)
 
 HEADLINES = re.compile(r"(<!-- headlines:begin -->\n).*?(\n<!-- headlines:end -->)", re.S)
 VOLATILE = ("runtime", "seconds", "device", "per_s")  # glued values that describe the machine, not the result
@@ -127,7 +137,7 @@ def value_tables(results: Mapping[str, Any]) -> str:
 def expression_constants(expression: str) -> list[str]:
     """The strings and numbers typed into a placeholder's expression, as written ("0.0030"), but not the keys it
     looks values up by (`r["whole_temperature"]["0.25"]`, `.get("0.25")`): what the expression may state."""
-    source = expression.strip()
+    source = f"({expression.strip()}\n)"  # as `render` evaluates it: it may span lines
     tree = ast.parse(source, mode="eval")
     keys = {id(node.slice) for node in ast.walk(tree) if isinstance(node, ast.Subscript)}
     keys |= {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
@@ -164,7 +174,9 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
               f"{info['preset']}, run on {info['date']}, fingerprint {info['fingerprint']}); edit "
               f"docs/results/templates/{template.name} instead -->\n")
     body = render(split_template(template.read_text(encoding="utf-8"))[1],
-                  {"r": results, "run": info, "all_results": lambda: value_tables(stable)}, source=template)
+                  {"r": results, "run": info, "all_results": lambda: value_tables(stable),
+                   **({"paper": paper_module(template.name[:2])} if template.name[:2] in PAPER_MODULES else {})},
+                  source=template)
     body = in_readers_words(body)
     if provenance:
         title, _, rest = body.partition("\n")
@@ -299,6 +311,8 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
         page = out / template.name
         atomic_write(page, lambda tmp, t=template, r=run: tmp.write_text(results_page(r, t), encoding="utf-8"))
         namespace[f"r{number}"], namespace[f"run{number}"] = read_complete_results(run), run_info(run)
+        if number in PAPER_MODULES:
+            namespace[f"paper{number}"] = paper_module(number)
         written.append(page)
     ledgers = {n: found[t] for t in found if (n := t.name[:2]) in CLAIMS_MODULES and found[t] is not None}
     if ledgers and len(ledgers) == len(CLAIMS_MODULES):

@@ -1,0 +1,7 @@
+"""The numbers the paper reports (Ensemble precision-recall curves (Morales, Jurie & Fadili 2025)) and its digest and
+our spec quote: each named once, with its source, so that the code that compares with them and every sentence that
+states them (`{{ paper.NAME }}` in docs/results/templates/*-01.md and 01-*.md; `lib.templates.paper_module`) read the
+same value.
+"""
+
+from __future__ import annotations

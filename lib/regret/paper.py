@@ -1,0 +1,6 @@
+"""The numbers the paper reports (Epistemic uncertainty evaluated by regret (NeurIPS 2026)) and its digest and our spec
+quote: each named once, with its source, so that the code that compares with them and every sentence that states them
+(`{{ paper.NAME }}` in docs/results/templates/*-03.md and 03-*.md; `lib.templates.paper_module`) read the same value.
+"""
+
+from __future__ import annotations
