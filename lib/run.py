@@ -114,9 +114,9 @@ class Run:
             value = self.npz(entry, compute, stored=stored, pinned=pinned)
         else:
             value = self.torch(entry, compute, allow=stage.allow, stored=stored, pinned=pinned)
-        if not isinstance(value, stage.returns):
-            raise TypeError(f"stage {stage.pattern!r} ({store.shown(entry.path)}) gave a {type(value).__name__}, "
-                            f"not the {stage.returns} it declares")
+        problem = stage.problem(value)
+        if problem:
+            raise TypeError(f"stage {stage.pattern!r} ({store.shown(entry.path)}) gave {problem}")
         return value
 
     def npz(self, entry: Entry | Path, compute: Callable[[], Mapping[str, np.ndarray]], *,

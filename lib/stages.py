@@ -2,8 +2,9 @@
 
 A `Stage` is one kind of expensive result: the notebook whose cache namespace and stored layer hold its entries
 (`namespace`), the pattern its entries' labels match (`pattern`, as `fnmatch` reads it: "curves-*"), how it is
-saved (`form`: "npz" arrays or a torch-saved object), what its compute returns (`returns`), and its policy
-(`lib.run`'s module docstring):
+saved (`form`: "npz" arrays or a torch-saved object), what its compute returns (`returns`: a class, or a *record*, a
+`TypedDict` that names each field of the dict and its type, so that a reader of the stage's entries knows what
+they hold without loading one), and its policy (`lib.run`'s module docstring):
 
 - `STORED`: a result of the notebook's stored layer (results/<NN>/<PRESET>/);
 - `CACHED`: a cache entry, recomputed under FORCE_RECOMPUTE;
@@ -26,9 +27,13 @@ and `lib.claims` do not), and `stages_of` imports the notebook's `stages` module
 from __future__ import annotations
 
 import importlib
+import types
+import typing
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
+
+import numpy as np
 
 from lib.cache import Entry, cache_entry
 
@@ -62,8 +67,21 @@ class Stage:
             raise ValueError(f"stage {self.pattern!r}: policy {self.policy!r} is not one of {list(POLICIES)}")
         if (self.policy == ON_REQUEST) != bool(self.why):
             raise ValueError(f"stage {self.pattern!r}: an ON_REQUEST stage says why (and only it)")
-        if self.form == "npz" and self.returns is not dict:
+        kinds = self.returns if isinstance(self.returns, tuple) else (self.returns,)
+        if self.form == "npz" and not all(kind is dict or typing.is_typeddict(kind) for kind in kinds):
             raise ValueError(f"stage {self.pattern!r}: an npz stage returns a dict of arrays")
+        if self.form == "npz" and any(hint is not np.ndarray for kind in kinds if typing.is_typeddict(kind)
+                                      for hint in typing.get_type_hints(kind).values()):
+            raise ValueError(f"stage {self.pattern!r}: an npz stage's record holds arrays only (np.ndarray fields)")
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is not what the stage declares it returns (a record: a dict with its required fields, no
+        other, each of its declared type), or None when it is."""
+        kinds = self.returns if isinstance(self.returns, tuple) else (self.returns,)
+        problems = [_record_problem(value, kind) if typing.is_typeddict(kind) else
+                    None if isinstance(value, kind) else f"a {type(value).__name__}, not a {kind}" for kind in kinds]
+        return None if None in problems else " / ".join(problems)
+
 
     def matches(self, label: str) -> bool:
         return fnmatchcase(label, self.pattern)
@@ -81,6 +99,39 @@ class Stage:
                              f"{self.namespace}: every entry belongs to the one declared stage whose pattern it "
                              "matches (the longest fixed start wins)")
         return cache_entry(self.namespace, label, key, FORMS[self.form])
+
+
+def _record_problem(value: Any, record: type) -> str | None:
+    """Why `value` is not the record `record` (a TypedDict), or None."""
+    if not isinstance(value, dict):
+        return f"a {type(value).__name__}, not a dict (the record {record.__name__})"
+    hints = typing.get_type_hints(record)
+    missing = sorted(record.__required_keys__ - set(value))
+    extra = sorted(set(value) - set(hints))
+    wrong = [f"{name} is a {type(value[name]).__name__}, not {_shown(hints[name])}" for name in hints
+             if name in value and not _is(value[name], hints[name])]
+    said = [f"missing {missing}" if missing else "", f"fields it does not declare {extra}" if extra else "",
+            "; ".join(wrong)]
+    return f"not its record {record.__name__}: " + "; ".join(s for s in said if s) if any(said) else None
+
+def _is(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the type `hint` as far as a record's check goes: a class, `X | None`, a generic
+    (`list[float]`, `dict[str, ...]`: its container only), `Any`."""
+    if hint is Any:
+        return True
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_is(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:  # a float field holds any real number (numpy's too)
+        return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(hint) or hint)
+
+
+def _shown(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint)
 
 
 def declare(namespace: str, pattern: str, form: str, policy: str, returns: type | tuple[type, ...], what: str, *,

@@ -6,12 +6,14 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pytest
 
 import lib
 from lib import stages
+from lib.cache import load_npz, load_torch
 from lib.run import Run
 from lib.stages import CACHED, ON_REQUEST, PINNED, STORED, declare, stage_of, stages_of
 
@@ -122,3 +124,41 @@ def test_make_status_lists_each_notebooks_stages(capsys):
             assert f"  {stage.pattern:24s} {stage.policy:10s} {stage.form:5s} {stage.what}" in out
     assert out.count("; kept: ") == sum(s.policy == ON_REQUEST for ns in stages.MODULES
                                         for s in stages_of(ns).values()) == 4
+
+
+class _Made(TypedDict):
+    images: np.ndarray
+    seconds: float
+
+
+class _Resumed(_Made, total=False):
+    note: str | None
+
+
+def test_a_record_names_missing_undeclared_and_mistyped_fields():
+    made = declare("zz", "made-*", "torch", CACHED, _Resumed, "a record")
+    assert made.problem({"images": np.ones(2), "seconds": 1}) is None  # an int is a float's value; note optional
+    assert made.problem({"images": np.ones(2), "seconds": np.float32(1.0), "note": None}) is None
+    problem = made.problem({"images": [1], "extra": 0})
+    assert "missing ['seconds']" in problem and "does not declare ['extra']" in problem
+    assert "images is a list, not ndarray" in problem
+    assert "not a dict" in made.problem([1])
+    either = declare("zz", "either-*", "torch", CACHED, (_Made, list), "a record or a list")
+    assert either.problem([1]) is None and either.problem({"images": np.ones(1), "seconds": 2.0}) is None
+    assert " / " in either.problem({"x": 1})  # why it is neither
+    with pytest.raises(ValueError, match="arrays only"):
+        declare("zz", "arrays-*", "npz", CACHED, _Made, "an npz record with a float field")
+
+
+@pytest.mark.parametrize("namespace", sorted(stages.MODULES))
+def test_every_committed_entry_holds_its_stage_s_record(namespace):
+    """Each entry of a committed stored layer loads as the record its stage declares (the fields a reader of the
+    stage relies on, each of its type, and no other)."""
+    wrong = []
+    for manifest in sorted((ROOT / "results" / namespace).glob("*/manifest.json")):
+        for name in json.loads(manifest.read_text(encoding="utf-8"))["entries"]:
+            stage, path = stage_of(namespace, name.rsplit("-", 1)[0]), manifest.parent / name
+            value = load_npz(path) if stage.form == "npz" else load_torch(path, allow=stage.allow)
+            if stage.problem(value):
+                wrong.append(f"{path.relative_to(ROOT)}: {stage.problem(value)}")
+    assert not wrong, "\n".join(wrong[:10])

@@ -10,8 +10,18 @@ import types
 import pytest
 
 from lib.paths import PROJECT_ROOT
-from lib.templates import (FINDINGS_CLASS, FINDINGS_MARK, FINDINGS_PENDING, NO_FINDINGS, PAPER_MODULES, TEMPLATES,
-                           FindingsBox, Readings, TemplateError, findings_text)
+from lib.templates import (
+    FINDINGS_CLASS,
+    FINDINGS_MARK,
+    FINDINGS_PENDING,
+    NO_FINDINGS,
+    PAPER_MODULES,
+    TEMPLATES,
+    FindingsBox,
+    Readings,
+    TemplateError,
+    findings_text,
+)
 
 
 def templates_with_findings(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -39,10 +40,35 @@ GENERATORS_VERSION = 1  # bump when a trained arm or a generated set is computed
 SOURCES_STREAM = 11  # the training rows a conditioned set conditions on
 SAMPLES_STREAM = 13  # the sampler's starting noise
 TRAIN_STREAM = 17  # the arms' training (data order, noise), equal for every arm
+
+
+class Weights(TypedDict):
+    ema: dict  # the EMA denoiser's state dict (float32, CPU)
+    history: list  # mean loss per epoch
+    epoch_seconds: list
+    steps: int
+    images_seen: int  # the images of every batch trained on
+    parameters: int
+
+
+class Checkpoint(TypedDict):  # an unfinished training, resumable (`lib.train.checkpoint_epoch`)
+    net: dict
+    opt: dict
+    generator: torch.Tensor  # the data order's random state
+    torch_rng: torch.Tensor
+    state: dict
+    config: dict
+
+
+class Images(TypedDict):
+    images: np.ndarray  # (n, H, W, 3) uint8
+    sources: np.ndarray  # (n,) the training row each image conditions on (-1: none)
+
+
 # The family's two stages (lib.stages), in notebook 04's namespace; lib.irs.stages lists them with 04's own
-WEIGHTS = declare(NAMESPACE, "diffusion-*", "torch", PINNED, dict,
+WEIGHTS = declare(NAMESPACE, "diffusion-*", "torch", PINNED, (Weights, Checkpoint),
                   "a trained arm's EMA weights after a number of epochs (`trained_weights`)")
-SAMPLES = declare(NAMESPACE, "gen-*", "npz", PINNED, dict,
+SAMPLES = declare(NAMESPACE, "gen-*", "npz", PINNED, Images,
                   "a generated set's images and the training row each conditions on (`generated_images`)")
 
 log = logging.getLogger(__name__)
