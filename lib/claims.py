@@ -26,10 +26,6 @@ from typing import Any
 
 HOLDS, FAILS, UNDECIDED, OFFLINE = "holds", "fails", "undecided", "not testable offline"
 VERDICTS = (HOLDS, FAILS, UNDECIDED, OFFLINE)
-# words a sentence about a claim may use only when the ledger's verdict is the one they state
-STRONGER_THAN = {UNDECIDED: ("holds", "confirms", "confirmed", "reproduces", "reproduced", "fails", "refutes",
-                             "contradicts", "shows that"),
-                 OFFLINE: ("holds", "confirms", "reproduces", "fails", "refutes")}
 
 
 @dataclass(frozen=True)
