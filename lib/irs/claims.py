@@ -22,6 +22,7 @@ from typing import Any
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of, wilson
 from lib.irs import paper
 from lib.irs.readings import LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
+from lib.reading import pct
 
 IMAGENET_SCALE = f"N = {paper.IMAGENET_TRAIN:,}, n = {paper.IMAGENET_SAMPLES:,}"  # the paper's database and samples
 HALF_WIDTH_TOLERANCE = 0.005  # "about ±3.5 points": ours within half a point of it
@@ -305,6 +306,7 @@ def _vote(r: Mapping[str, Any]) -> Verdict:
 
 
 _PAPER = paper.DIADM.loc["ImageNet-512"]
+_HALF_POINTS = f"{100 * paper.IMAGENET_HALF_WIDTH:.1f}"  # "about ±3.5 points"
 
 
 def _offline(what: str) -> str:
@@ -315,8 +317,9 @@ CLAIMS = (
     Claim("04.intervals", "§1, §3", "The coupon-collector model's bounds are confidence intervals for IRS_∞",
           "exact 90 % intervals", "coverage of the simulated truth by the 90 % interval", decide=_coverage),
     Claim("04.imagenet-noise", "spec §1 caveat",
-          "At ImageNet scale (50k samples) the 90 % interval is about ±3.5 points, so 0.77 against 0.75 is within "
-          "noise", "±3.5 points", f"half-width of the interval at {IMAGENET_SCALE}", decide=_imagenet),
+          f"At ImageNet scale (50k samples) the 90 % interval is about ±{_HALF_POINTS} points, so {paper.XL} against "
+          f"{paper.XXL} is within noise", f"±{_HALF_POINTS} points", f"half-width of the interval at {IMAGENET_SCALE}",
+          decide=_imagenet),
     Claim("04.gap", "§1, measurement gap", "Every extractor under-measures the diversity of real data",
           "9 of 9 extractors", "IRS_∞ of real held-out images, per extractor", decide=_gap),
     Claim("04.linear", "§1, controlled experiments", "IRS is linear in the true class fraction", "linear",
@@ -337,10 +340,11 @@ CLAIMS = (
           decide=_conditional),
     Claim("04.small-n", "§1, limitations", "IRS fluctuates at small sample sizes", "stated",
           "bias of IRS_∞ over simulated repetitions, by sample size", decide=_small_n),
-    Claim("04.best-77", "§1, further claims", "The best model (EDM-2-XL) covers 77 % of the training data",
+    Claim("04.best-77", "§1, further claims", f"The best model (EDM-2-XL) covers {pct(paper.XL)} of the training data",
           f"{paper.XL}", "IRS_∞,a of EDM-2-XL on ImageNet",
           missing=_offline("EDM-2-XL and ImageNet's 1.28 M training images")),
-    Claim("04.xs-xl", "§1, further claims", "EDM-2 XS → XL raises IRS from 46 % to 77 % while FID moves 0.9",
+    Claim("04.xs-xl", "§1, further claims",
+          f"EDM-2 XS → XL raises IRS from {pct(paper.XS)} to {pct(paper.XL)} while FID moves 0.9",
           f"{paper.XS} → {paper.XL}", "IRS_∞,a of EDM-2 XS and XL", missing=_offline("the EDM-2 family's samples")),
     Claim("04.deepfloyd", "§1, further claims",
           "DeepFloyd reaches about 50 % diversity when the prompt leaves gender unspecified", "about 0.5",
