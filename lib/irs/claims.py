@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of, wilson
-from lib.irs.generators import PAPER_CONDITIONAL, PAPER_DIADM, PAPER_UNCONDITIONAL, PAPER_XL, PAPER_XS
-from lib.irs.readings import IMAGENET_COVERED, IMAGENET_SAMPLES, IMAGENET_TRAIN, LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
+from lib.irs import paper
+from lib.irs.readings import LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
+from lib.reading import pct
 
-IMAGENET_HALF_WIDTH = 0.035  # spec §1's caveat: the half-width it states at ImageNet scale ("about ±3.5 points")
-IMAGENET_SCALE = f"N = {IMAGENET_TRAIN:,}, n = {IMAGENET_SAMPLES:,}"  # the paper's database and samples of a model
+IMAGENET_SCALE = f"N = {paper.IMAGENET_TRAIN:,}, n = {paper.IMAGENET_SAMPLES:,}"  # the paper's database and samples
 HALF_WIDTH_TOLERANCE = 0.005  # "about ±3.5 points": ours within half a point of it
 COVERAGE_TOLERANCE = 0.02  # an interval covers "as stated" when the pooled coverage's lower bound is this close
 
@@ -48,12 +48,12 @@ def _imagenet(r: Mapping[str, Any]) -> Verdict:
     lower, estimate, upper = need(r, "imagenet_scale")[:3]
     nominal = 1 - 2 * need(r, "alpha_e")
     half = (upper - lower) / 2
-    verdict = HOLDS if abs(half - IMAGENET_HALF_WIDTH) <= HALF_WIDTH_TOLERANCE else FAILS
-    missed = not lower <= IMAGENET_COVERED <= upper
+    verdict = HOLDS if abs(half - paper.IMAGENET_HALF_WIDTH) <= HALF_WIDTH_TOLERANCE else FAILS
+    missed = not lower <= paper.XL <= upper  # s / N: EDM-2-XL's IRS_∞,a
     return Verdict(verdict, f"±{100 * half:.1f} points ({interval(estimate, lower, upper)})",
-                   f"one draw at {IMAGENET_SCALE}, s = {IMAGENET_COVERED:g} N; the rule: within "
-                   f"{100 * HALF_WIDTH_TOLERANCE:.1f} point of ±{100 * IMAGENET_HALF_WIDTH:.1f}"
-                   + (f"; this draw's interval misses the truth {IMAGENET_COVERED:g}, as one {100 * nominal:.0f} % "
+                   f"one draw at {IMAGENET_SCALE}, s = {paper.XL:g} N; the rule: within "
+                   f"{100 * HALF_WIDTH_TOLERANCE:.1f} point of ±{100 * paper.IMAGENET_HALF_WIDTH:.1f}"
+                   + (f"; this draw's interval misses the truth {paper.XL:g}, as one {100 * nominal:.0f} % "
                       f"interval in {round(1 / (1 - nominal))} does: the simulation's coverage (the claim above) is "
                       "what decides the intervals" if missed else ""))
 
@@ -118,8 +118,8 @@ def _conditional(r: Mapping[str, Any]) -> Verdict:
     return Verdict(verdict.verdict, verdict.ours,
                    verdict.why + f"; the size: the unconditional arm already reaches IRS_∞,a {uncond:.2f} (width 32), "
                    f"so even a generator as diverse as the real data would be {1 / uncond:.1f} times it, where the "
-                   f"paper's unconditional EDM-2-XL at {PAPER_UNCONDITIONAL} leaves room for a ratio of "
-                   f"{1 / PAPER_UNCONDITIONAL:.0f}")
+                   f"paper's unconditional EDM-2-XL at {paper.XL_UNCONDITIONAL} leaves room for a ratio of "
+                   f"{1 / paper.XL_UNCONDITIONAL:.0f}")
 
 
 def _small_n(r: Mapping[str, Any]) -> Verdict:
@@ -305,7 +305,8 @@ def _vote(r: Mapping[str, Any]) -> Verdict:
                    "agrees less")
 
 
-_PAPER = PAPER_DIADM.loc["ImageNet-512"]
+_PAPER = paper.DIADM.loc["ImageNet-512"]
+_HALF_POINTS = f"{100 * paper.IMAGENET_HALF_WIDTH:.1f}"  # "about ±3.5 points"
 
 
 def _offline(what: str) -> str:
@@ -316,8 +317,9 @@ CLAIMS = (
     Claim("04.intervals", "§1, §3", "The coupon-collector model's bounds are confidence intervals for IRS_∞",
           "exact 90 % intervals", "coverage of the simulated truth by the 90 % interval", decide=_coverage),
     Claim("04.imagenet-noise", "spec §1 caveat",
-          "At ImageNet scale (50k samples) the 90 % interval is about ±3.5 points, so 0.77 against 0.75 is within "
-          "noise", "±3.5 points", f"half-width of the interval at {IMAGENET_SCALE}", decide=_imagenet),
+          f"At ImageNet scale (50k samples) the 90 % interval is about ±{_HALF_POINTS} points, so {paper.XL} against "
+          f"{paper.XXL} is within noise", f"±{_HALF_POINTS} points", f"half-width of the interval at {IMAGENET_SCALE}",
+          decide=_imagenet),
     Claim("04.gap", "§1, measurement gap", "Every extractor under-measures the diversity of real data",
           "9 of 9 extractors", "IRS_∞ of real held-out images, per extractor", decide=_gap),
     Claim("04.linear", "§1, controlled experiments", "IRS is linear in the true class fraction", "linear",
@@ -332,17 +334,18 @@ CLAIMS = (
                                                                                                      "FID gain")),
     Claim("04.conditional", "§1, main table",
           "Class-conditional generation covers more of the training data than unconditional",
-          f"IRS_∞,a {PAPER_CONDITIONAL} against {PAPER_UNCONDITIONAL} (EDM-2-XL), a ratio of about "
-          f"{PAPER_CONDITIONAL / PAPER_UNCONDITIONAL:.0f}",
+          f"IRS_∞,a {paper.XL} against {paper.XL_UNCONDITIONAL} (EDM-2-XL), a ratio of about "
+          f"{paper.XL / paper.XL_UNCONDITIONAL:.0f}",
           "IRS_∞ of the class-conditional arm over the unconditional arm's",
           decide=_conditional),
     Claim("04.small-n", "§1, limitations", "IRS fluctuates at small sample sizes", "stated",
           "bias of IRS_∞ over simulated repetitions, by sample size", decide=_small_n),
-    Claim("04.best-77", "§1, further claims", "The best model (EDM-2-XL) covers 77 % of the training data",
-          f"{PAPER_XL}", "IRS_∞,a of EDM-2-XL on ImageNet",
+    Claim("04.best-77", "§1, further claims", f"The best model (EDM-2-XL) covers {pct(paper.XL)} of the training data",
+          f"{paper.XL}", "IRS_∞,a of EDM-2-XL on ImageNet",
           missing=_offline("EDM-2-XL and ImageNet's 1.28 M training images")),
-    Claim("04.xs-xl", "§1, further claims", "EDM-2 XS → XL raises IRS from 46 % to 77 % while FID moves 0.9",
-          f"{PAPER_XS} → {PAPER_XL}", "IRS_∞,a of EDM-2 XS and XL", missing=_offline("the EDM-2 family's samples")),
+    Claim("04.xs-xl", "§1, further claims",
+          f"EDM-2 XS → XL raises IRS from {pct(paper.XS)} to {pct(paper.XL)} while FID moves 0.9",
+          f"{paper.XS} → {paper.XL}", "IRS_∞,a of EDM-2 XS and XL", missing=_offline("the EDM-2 family's samples")),
     Claim("04.deepfloyd", "§1, further claims",
           "DeepFloyd reaches about 50 % diversity when the prompt leaves gender unspecified", "about 0.5",
           "IRS of DeepFloyd's samples", missing=_offline("DeepFloyd IF")),
@@ -365,7 +368,7 @@ CLAIMS = (
           "evaluation extractor of the one offline dataset (CIFAR-10)",
           decide=_diadm_everywhere),
     Claim("04.beyond", "§1, DiADM", "IRS > 1 (DiADM on FFHQ) is read as covering beyond the training distribution",
-          f"IRS_∞,a {PAPER_DIADM.loc['FFHQ', 'DiADM IRS_∞,a']} (FFHQ)",
+          f"IRS_∞,a {paper.DIADM.loc['FFHQ', 'DiADM IRS_∞,a']} (FFHQ)",
           "IRS_∞,a of memorisers, which copy training images only", decide=_beyond),
     Claim("04.vote", "§1, measurement gap", "An ensemble vote (≥ 5 of 9 extractors agree on a retrieval) serves "
           "as pseudo ground truth for choosing the extractor", "≥ 5 of 9",

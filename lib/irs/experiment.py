@@ -205,6 +205,10 @@ def simulate_estimator(n_train: int, s_true: int, n: int, reps: int, *, seed: in
             "width": (upper - lower).mean(), "capped": (est >= 1.0).mean()}
 
 
+# the simulation of the adjusted interval in section 1: s_synth / N and s_real / N (n = N / 2)
+ADJUSTED_SYNTH, ADJUSTED_REAL = 0.5, 0.8
+
+
 def simulate_adjusted(n_train: int, s_fake: int, s_real: int, n: int, reps: int, *, seed: int,
                       alpha_e: float = 0.05) -> dict:
     """Coverage of the bounds-ratio interval of IRS_inf,a = s_fake / s_real (both sets at the same n)."""

@@ -318,15 +318,6 @@ def _grid_of(measured: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------
 # Tables and the facts the notebook states
 # ----------------------------------------------------------------------------------------------------
-# The paper's DiADM ablation (EDM -> DiADM at 1/10 of EDM's training budget; FID and IRS_inf,a): the FID
-# reference set and the guidance of these numbers are not in the authors' code (their pipeline computes FID
-# against train and test, and samples with and without guidance 1.4)
-PAPER_DIADM = pd.DataFrame(
-    {"EDM FID": [51.59, 40.92, 24.29, 68.41], "DiADM FID": [22.28, 6.24, 6.76, 13.64],
-     "EDM IRS_∞,a": [0.09, 0.23, 0.19, 0.18], "DiADM IRS_∞,a": [0.15, 1.51, 1.08, 0.69]},
-    index=pd.Index(["ImageNet-512", "FFHQ", "ChestX-ray14", "CelebV-HQ"], name="dataset"))
-# The paper's main table (ImageNet, SwAV): EDM-2-XL conditional against unconditional, and the XS -> XL trend
-PAPER_CONDITIONAL, PAPER_UNCONDITIONAL, PAPER_XS, PAPER_XL = 0.77, 0.03, 0.46, 0.77
 RANKED_BY = {"irs_adj": False, "fid": True, "recall": False}  # metric -> ascending (True: lower is better)
 
 
