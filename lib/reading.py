@@ -191,7 +191,7 @@ def unused_literals(nb: dict) -> list[str]:
 
 def code_numbers(package: Path) -> dict[float, list[str]]:
     """The decimal numbers the modules of `package` (a folder of `lib`) name at module level, in an assignment to
-    UPPER_CASE names (a constant, a table of the paper's values): {0.77: ["generators.PAPER_XL"], ...}."""
+    UPPER_CASE names (a constant, a table of the paper's values): {0.77: ["paper.XL"], ...}."""
     found: dict[float, list[str]] = {}
     for module in sorted(Path(package).glob("*.py")):
         for node in ast.parse(module.read_text(encoding="utf-8")).body:
