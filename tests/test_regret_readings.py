@@ -43,9 +43,9 @@ def test_the_theorem_facts_separate_lambdas_inside_and_outside_the_interval():
 def _table() -> pd.DataFrame:
     """Two methods under CE and 0/1, with the paper's values beside (hand-made)."""
     rows = []
-    for loss, ours, paper, rs in (("ce", (0.2, 0.4), (0.1, 0.05), (0.8, 0.6)),
+    for loss, ours, theirs, rs in (("ce", (0.2, 0.4), (0.1, 0.05), (0.8, 0.6)),
                                   ("zero_one", (0.03, 0.01), (0.016, 0.003), (0.3, 0.2))):
-        for method, a, p, r in zip(("MC-Dropout", "Evidential"), ours, paper, rs):
+        for method, a, p, r in zip(("MC-Dropout", "Evidential"), ours, theirs, rs):
             rows.append({"loss": loss, "method": method, "accuracy": 0.8, "AuReC": a, "ex-AuReC": a / 2,
                          "P-gap": a, "r_s(Â,Ê)": 0.5, "r_s(A*,E*)": r, "paper AuReC": p, "paper ex-AuReC": p / 4,
                          "paper P-gap": p, "paper r_s(Â,Ê)": 0.9, "paper r_s(A*,E*)": r + 0.1})

@@ -3,7 +3,7 @@
 Each `*_facts` function returns what a sentence says about the run (values, comparisons, the word "above" or
 "below", who is best), from the run's tables; each `*_text` function renders the Markdown of one reading cell from
 those facts (a reading cell is one call and a `say`). The sentences themselves are the sections of
-docs/results/templates/readings-03.md: `TEXT("name", **facts)` (`lib.templates.Readings`) renders one with the facts
+docs/results/templates/readings-03.md: `TEXT(section, **facts)` (`lib.templates.Readings`) renders one with the facts
 given, this module's UPPER_CASE names and the paper's numbers (`lib.regret.paper`, `{{ paper.NAME }}`). The facts are
 unit-tested on small hand-made tables (tests/test_regret_readings.py); the notebook's tests check the rendered text
 against the recorded results.
