@@ -35,7 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from lib import store
 from lib.regret import experiment as ex
-from lib.regret import uq
+from lib.regret import paper, uq
 from lib.run import Run
 
 CPU = torch.device("cpu")
@@ -93,7 +93,7 @@ def prediction_shift(config, cifar, feats, cache: Path) -> dict:
         with float64_heads() if precision == "float64" else threads(1):
             synth = ex.synth_run(config, run)
             for (method, loss), ev in synth["results"].items():
-                for metric in ex.PAPER_COLUMNS:
+                for metric in paper.COLUMNS:
                     out.setdefault(("synth", method, loss, metric), []).append(ev["metrics"][metric])
             for method in config.methods:
                 trained = ex.trained_method(config, method, inputs["train"], targets, cifar["train_labels"],
@@ -102,7 +102,7 @@ def prediction_shift(config, cifar, feats, cache: Path) -> dict:
                                             run=run)
                 for loss in config.losses:
                     metrics = ex.evaluate(config, method, pred, cifar["p_true"], loss)["metrics"]
-                    for metric in ex.PAPER_COLUMNS:
+                    for metric in paper.COLUMNS:
                         out.setdefault(("cifar", method, loss, metric), []).append(metrics[metric])
     return out
 

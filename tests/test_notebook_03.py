@@ -17,6 +17,7 @@ from notebook_runner import (
 from lib.glue import without_clocks
 from lib.make.report import temporary_environ
 from lib.regret import experiment as ex
+from lib.regret import paper
 
 run = notebook_runner("03_epistemic_regret_cifar10h.ipynb")
 METHODS = ("mc_dropout", "ensemble", "evidential", "ddu")
@@ -55,7 +56,7 @@ def test_label_density_study(smoke):
     assert {k.rsplit("/", 1)[1] for k in aurec} == {"1", "5", "all"}
     for key, row in r["table"].items():
         loss, method = key.split("/")
-        assert aurec[f"{loss}/{ex.PAPER_METHOD_NAMES[method]}/all"] == pytest.approx(row["AuReC"], rel=1e-9)
+        assert aurec[f"{loss}/{paper.METHOD_NAMES[method]}/all"] == pytest.approx(row["AuReC"], rel=1e-9)
 
 
 def test_reading_cells_state_the_recorded_results(smoke):
@@ -66,7 +67,9 @@ def test_reading_cells_state_the_recorded_results(smoke):
     assert set(text) == {"reading-sandbox", "reading-theorem", "reading-table", "reading-table-claims", "reading-whole",
                          "reading-whole-claims", "reading-whole-recipe", "reading-whole-temperature",
                          "reading-whole-components", "reading-whole-width", "reading-single", "reading-proxy",
-                         "reading-synth", "reading-closing", "reading-lp", "reading-density"}
+                         "reading-synth", "reading-closing", "reading-lp", "reading-density",
+                         "reading-whole-recipe-intro", "whole-temperature-text", "whole-temperature-reading",
+                         "reading-single-intro"}
     for row in r["table"].values():
         assert f"{row['AuReC']:.3f}" in text["reading-table"] and f"{row['ex-AuReC']:.3f}" in text["reading-table"]
     assert f"{r['whole']['ce/ensemble']['AuReC']:.3f}" in text["reading-whole"]
@@ -135,7 +138,7 @@ def test_smoke_run_records_what_the_ratio_and_pgap_claims_read(smoke):
         assert sum(f["problems"] for f in facts.values()) == r["theorem_lp"][loss]["problems"]
         assert facts["P_Re/rho"]["all_threshold_form"] and facts["P_Re/rho"]["lambda_in_range"]
     pairs = r["pgap_pairs"]["heads/ce"]
-    keys = {ex.PAPER_METHOD_NAMES[m]: m for m in METHODS}
+    keys = {paper.METHOD_NAMES[m]: m for m in METHODS}
     assert len(pairs) == len(keys) * (len(keys) - 1) // 2
     for key, (mean, lower, upper) in pairs.items():
         a, b = key.split(" − ")
@@ -173,7 +176,7 @@ def test_smoke_run_records_the_width_study(smoke):
     """The preset's networks (8/16/16, all four methods) and the study's wider ones (12/24/24: MC-Dropout and the
     ensemble); the preset's rows are the whole networks' own values, and each row's paper value is the paper's."""
     r = smoke["results"]
-    names = {m: ex.PAPER_METHOD_NAMES[m] for m in METHODS}
+    names = {m: paper.METHOD_NAMES[m] for m in METHODS}
     assert set(r["whole_width"]) == ({f"8/16/16/{n}" for n in names.values()}
                                      | {f"12/24/24/{names[m]}" for m in ("mc_dropout", "ensemble")})
     for m, name in names.items():

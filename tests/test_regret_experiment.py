@@ -18,8 +18,8 @@ from threads import at_one_and_two_threads, differing
 
 from lib import regret, store
 from lib.regret import experiment as ex
+from lib.regret import paper, uq
 from lib.regret import sandbox as sb
-from lib.regret import uq
 from lib.run import Run
 
 CPU = torch.device("cpu")
@@ -447,7 +447,7 @@ def test_single_model_rows_give_no_regret_to_the_true_distribution():
 
 def test_whole_rows_set_each_whole_network_beside_its_head_and_the_paper():
     rng = np.random.default_rng(2)
-    metrics = lambda: {"accuracy_vs_argmax_p*": rng.uniform(), **{c: rng.normal() for c in ex.PAPER_COLUMNS}}  # noqa: E731
+    metrics = lambda: {"accuracy_vs_argmax_p*": rng.uniform(), **{c: rng.normal() for c in paper.COLUMNS}}  # noqa: E731
     methods, losses = ("mc_dropout", "ddu"), ("ce", "zero_one")
     head_evals = {(m, loss): {"metrics": metrics()} for m in methods for loss in losses}
     whole_evals = {(m, loss): {"metrics": metrics()} for m in methods for loss in losses}
@@ -455,7 +455,7 @@ def test_whole_rows_set_each_whole_network_beside_its_head_and_the_paper():
              for m in methods}
     rows = ex.whole_rows(whole_evals, head_evals)
     for row, (key, ev) in zip(rows, whole_evals.items(), strict=True):
-        assert (row["loss"], row["method"]) == (key[1], ex.PAPER_METHOD_NAMES[key[0]])
+        assert (row["loss"], row["method"]) == (key[1], paper.METHOD_NAMES[key[0]])
         assert row["AuReC (whole)"] == ev["metrics"]["AuReC"]
         assert row["AuReC (head)"] == head_evals[key]["metrics"]["AuReC"]
     ood = ex.whole_ood_aurocs(whole, ("mnist", "gaussian_noise", "blur"))

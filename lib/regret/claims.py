@@ -14,16 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of
-from lib.regret.experiment import PAPER_COLUMNS, PAPER_METHOD_NAMES, PAPER_PROXY, PAPER_TABLE
+from lib.regret import paper
 
 PAPER_CE_ORDER = sorted(("mc_dropout", "ensemble", "ddu", "evidential"),
-                        key=lambda m: PAPER_TABLE[("CIFAR-10H", "ce", m)][0])  # the paper's CE ranking, best first
-PAPER_BEST_CE = PAPER_METHOD_NAMES[PAPER_CE_ORDER[0]]
+                        key=lambda m: paper.TABLE[("CIFAR-10H", "ce", m)][0])  # the paper's CE ranking, best first
+PAPER_BEST_CE = paper.METHOD_NAMES[PAPER_CE_ORDER[0]]
 REFERENCE_ACCURACY = 0.94  # the paper's kind of network (airbench94): the accuracy the width study extrapolates to
 
 
 def _paper(loss: str, method: str, column: str) -> float:
-    return PAPER_TABLE[("CIFAR-10H", loss, method)][PAPER_COLUMNS.index(column)]
+    return paper.TABLE[("CIFAR-10H", loss, method)][paper.COLUMNS.index(column)]
 
 
 def _theorem(r: Mapping[str, Any]) -> Verdict:
@@ -86,12 +86,12 @@ def _ranking(kind: str):
 def _scale(r: Mapping[str, Any]) -> Verdict:
     table, trend = need(r, "table"), need(r, "whole_width_trend")
     ens = table["ce/ensemble"]["AuReC"]
-    paper = _paper("ce", "ensemble", "AuReC")
-    at_reference = trend.get(PAPER_METHOD_NAMES["ensemble"], {}).get(f"CE AuReC at {REFERENCE_ACCURACY:.0%}")
+    theirs = _paper("ce", "ensemble", "AuReC")
+    at_reference = trend.get(paper.METHOD_NAMES["ensemble"], {}).get(f"CE AuReC at {REFERENCE_ACCURACY:.0%}")
     ours = f"Deep Ensemble CE AuReC {ens:.3f} at accuracy {table['ce/ensemble']['accuracy_vs_argmax_p*']:.1%}"
     if at_reference is not None:
         ours += f"; {at_reference:.3f} extrapolated to {REFERENCE_ACCURACY:.0%} over the whole networks' widths"
-    return Verdict(FAILS if ens > 2 * paper else UNDECIDED, ours,
+    return Verdict(FAILS if ens > 2 * theirs else UNDECIDED, ours,
                    "AuReC is a mean regret, which shrinks as the models improve; our models are far less accurate "
                    "than the paper's, and the width study's linear trend in accuracy brings the ensemble to the "
                    "paper's value at its accuracy (one trend, two or three widths per method: a cause, measured "
@@ -107,25 +107,25 @@ def _scale_zero_one(r: Mapping[str, Any]) -> Verdict:
     import math
 
     table = need(r, "table")
-    rows = {m: table[f"zero_one/{m}"] for m in PAPER_METHOD_NAMES if f"zero_one/{m}" in table}
+    rows = {m: table[f"zero_one/{m}"] for m in paper.METHOD_NAMES if f"zero_one/{m}" in table}
     for m in rows:  # each value the rule reads, else "not measured" naming it
         for key in ("AuReC", "oracle_AuReC", "mean_E*", "accuracy_vs_argmax_p*"):
             need(table, f"zero_one/{m}", key)
     if not rows:
         need(table, "zero_one/ensemble")
     ours = {m: row["AuReC"] for m, row in rows.items()}
-    paper = {m: _paper("zero_one", m, "AuReC") for m in rows}
-    factor = [ours[m] / paper[m] for m in rows]
+    theirs = {m: _paper("zero_one", m, "AuReC") for m in rows}
+    factor = [ours[m] / theirs[m] for m in rows]
     oracle = {m: row["oracle_AuReC"] for m, row in rows.items()}
     approx = {m: row["mean_E*"] * (1 - row["accuracy_vs_argmax_p*"]) / 2 for m, row in rows.items()}
     ratio = [oracle[m] / approx[m] for m in rows]
     k = sum(row["mean_E*"] / (1 - row["accuracy_vs_argmax_p*"]) for row in rows.values()) / len(rows)
-    best = min(paper.values())
+    best = min(theirs.values())
     needed = math.sqrt(2 * best / k)  # the disagreement at which the oracle itself would equal the paper's best
-    verdict = FAILS if min(ours.values()) > max(paper.values()) else UNDECIDED
+    verdict = FAILS if min(ours.values()) > max(theirs.values()) else UNDECIDED
     d = [1 - row["accuracy_vs_argmax_p*"] for row in rows.values()]
     return Verdict(verdict, f"0/1 AuReC {min(ours.values()):.3f}–{max(ours.values()):.3f} against the paper's "
-                            f"{min(paper.values())}–{max(paper.values())} ({min(factor):.0f}–{max(factor):.0f} "
+                            f"{min(theirs.values())}–{max(theirs.values())} ({min(factor):.0f}–{max(factor):.0f} "
                             f"times); the oracle (ranking by the true E*) {min(oracle.values()):.4f}–"
                             f"{max(oracle.values()):.4f}",
                    "fails when every method's AuReC exceeds every paper value; measured cause: our oracle alone "
@@ -142,9 +142,9 @@ def _truth_correlation(r: Mapping[str, Any]) -> Verdict:
     for method in ("mc_dropout", "ensemble", "ddu"):
         rho = table[f"ce/{method}"]["r_s(A*,E*)"]
         lo, hi = math.tanh(math.atanh(rho) - 1.96 * se), math.tanh(math.atanh(rho) + 1.96 * se)
-        paper = _paper("ce", method, "r_s(A*,E*)")
-        outside += not lo <= paper <= hi
-        parts.append(f"{PAPER_METHOD_NAMES[method]} {rho:.3f} [{lo:.3f}, {hi:.3f}] (paper {paper})")
+        theirs = _paper("ce", method, "r_s(A*,E*)")
+        outside += not lo <= theirs <= hi
+        parts.append(f"{paper.METHOD_NAMES[method]} {rho:.3f} [{lo:.3f}, {hi:.3f}] (paper {theirs})")
     verdict = FAILS if outside == 3 else HOLDS if outside == 0 else UNDECIDED
     return Verdict(verdict, "; ".join(parts),
                    "Fisher-z 95 % intervals over the test images; holds when each covers the paper's value. The "
@@ -222,7 +222,7 @@ def _excess(ranking: Mapping[str, Any], method: str) -> str:
 
 def _f1_ddu(r: Mapping[str, Any]) -> Verdict:
     ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
-    ddu, methods = PAPER_METHOD_NAMES["ddu"], list(proxy)
+    ddu, methods = paper.METHOD_NAMES["ddu"], list(proxy)
     need(r, "aurec_ranking", "heads/ce", "difference", ddu), need(r, "proxy", ddu)  # a run without DDU
     far = {m: proxy[m]["far-OOD AuROC"] for m in methods}
     poor = _behind_best(ranking, ddu)
@@ -248,9 +248,9 @@ def _al_runs(r: Mapping[str, Any]) -> str:
 
 def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
     ranking, proxy = need(r, "aurec_ranking", "heads/ce"), need(r, "proxy")
-    evidential, methods = PAPER_METHOD_NAMES["evidential"], list(proxy)
+    evidential, methods = paper.METHOD_NAMES["evidential"], list(proxy)
     need(r, "aurec_ranking", "heads/ce", "difference", evidential), need(r, "proxy", evidential)
-    paper = "; ".join(f"{c} {_ranked({PAPER_METHOD_NAMES[m]: PAPER_PROXY[m][i] for m in PAPER_PROXY})}"
+    theirs = "; ".join(f"{c} {_ranked({paper.METHOD_NAMES[m]: paper.PROXY[m][i] for m in paper.PROXY})}"
                       for i, c in ((1, PROXIES[0]), (0, PROXIES[1]), (2, PROXIES[2])))
     ours = "; ".join(f"{c} {_ranked({m: proxy[m][c] for m in methods})}" for c in PROXIES)
     ours += f"; {_excess(ranking, evidential)}"
@@ -258,7 +258,7 @@ def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
     rule = ("holds when Evidential is decidedly the worst at far- and near-OOD AuROC and at AL NAUC (paired "
             "intervals) and decidedly the best CE AuReC (paired bootstrap over the test images); fails when a part is "
             "decided against. Offline stand-ins for OpenOOD and OpenML-6 (heads on frozen features, active learning "
-            f"{_al_runs(r)}); the paper's: {paper}")
+            f"{_al_runs(r)}); the paper's: {theirs}")
     all_pairs = r.get("proxy_pairs", {})
     if not all(f"heads/{c}" in all_pairs for c in PROXIES):
         return Verdict(FAILS if best == FAILS else UNDECIDED, ours + " (proxies without interval)",
@@ -270,8 +270,8 @@ def _f1_evidential(r: Mapping[str, Any]) -> Verdict:
 
 def _f2_pgap(r: Mapping[str, Any]) -> Verdict:
     table, n = need(r, "table"), need(r, "n_test")
-    evidential = PAPER_METHOD_NAMES["evidential"]
-    names = {PAPER_METHOD_NAMES[m]: m for m in ("mc_dropout", "ensemble", "ddu", "evidential")
+    evidential = paper.METHOD_NAMES["evidential"]
+    names = {paper.METHOD_NAMES[m]: m for m in ("mc_dropout", "ensemble", "ddu", "evidential")
              if f"ce/{m}" in table}
     need(r, "table", "ce/evidential")
     rs = {name: need(r, "table", f"ce/{m}", "r_s(Â,Ê)") for name, m in names.items()}
@@ -310,13 +310,13 @@ def _f3_loss(r: Mapping[str, Any]) -> Verdict:
         sides.append(side_of(lower, upper))
         near += _fisher(zero_one, n)[0] <= _paper("zero_one", method, "r_s(A*,E*)") <= _fisher(zero_one, n)[1]
         fall = interval(ce - zero_one, lower, upper)
-        parts.append(f"{PAPER_METHOD_NAMES[method]} {ce:.3f} → {zero_one:.3f}, fall {fall}")
-    paper = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS)
+        parts.append(f"{paper.METHOD_NAMES[method]} {ce:.3f} → {zero_one:.3f}, fall {fall}")
+    theirs = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS)
     verdict = HOLDS if all(s == HOLDS for s in sides) else FAILS if FAILS in sides else UNDECIDED
     return Verdict(verdict, "; ".join(parts),
                    "the fall of each method's true r_s(A*,E*) from CE to 0/1 on the same test images, its interval the "
                    "difference of two Fisher-z intervals at 97.5 % (95 % together, whatever their dependence); holds "
-                   f"when every fall lies above 0 (paper {paper}). The size differs: the CE level is 03.truth-"
+                   f"when every fall lies above 0 (paper {theirs}). The size differs: the CE level is 03.truth-"
                    f"correlation's; the 0/1 level's 95 % interval covers the paper's value for {near} of "
                    f"{len(F3_METHODS)} methods")
 
@@ -378,9 +378,9 @@ def _dinkelbach(r: Mapping[str, Any]) -> Verdict:
                    "holds when every optimum has the threshold form with λ in [½, 1]")
 
 
-_ORDER = ", ".join(PAPER_METHOD_NAMES[m] for m in PAPER_CE_ORDER)
+_ORDER = ", ".join(paper.METHOD_NAMES[m] for m in PAPER_CE_ORDER)
 _TRUTH = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')}" for m in ("mc_dropout", "ensemble", "ddu")) + " (CE)"
-_APPA = f"AuReC {PAPER_TABLE[('APPA-REAL', 'squared', 'ensemble')][0]} (Deep Ensemble, squared loss)"
+_APPA = f"AuReC {paper.TABLE[('APPA-REAL', 'squared', 'ensemble')][0]} (Deep Ensemble, squared loss)"
 
 CLAIMS = (
     Claim("03.theorem", "§1.1 theorem", "The optimal selector thresholds (1 − λ) A* + λ E* with λ in [½, 1]",
@@ -413,13 +413,13 @@ CLAIMS = (
           "AuReC on APPA-REAL", missing="needs APPA-REAL's face images (the notebook's synthetic-age stand-in "
                                         "replaces them)"),
     Claim("03.f1-ddu", "§1.4 F1, §1.3 table", "DDU has the best far-OOD AuROC but poor regret",
-          f"far-OOD AuROC {PAPER_PROXY['ddu'][1]} (best), CE AuReC {PAPER_PROXY['ddu'][3]} (third of four)",
+          f"far-OOD AuROC {paper.PROXY['ddu'][1]} (best), CE AuReC {paper.PROXY_TABLE['ddu'][3]} (third of four)",
           "far-OOD AuROC of the four methods on offline stand-ins, and DDU's CE AuReC behind the best",
           decide=_f1_ddu),
     Claim("03.f1-evidential", "§1.4 F1, §1.3 table",
           "Evidential is the worst at OOD detection and active learning but the best at CE regret",
-          f"near/far AuROC {PAPER_PROXY['evidential'][0]} / {PAPER_PROXY['evidential'][1]}, AL NAUC "
-          f"{PAPER_PROXY['evidential'][2]} (all worst); CE AuReC {PAPER_PROXY['evidential'][3]} (best)",
+          f"near/far AuROC {paper.PROXY['evidential'][0]} / {paper.PROXY['evidential'][1]}, AL NAUC "
+          f"{paper.PROXY['evidential'][2]} (all worst); CE AuReC {paper.PROXY_TABLE['evidential'][3]} (best)",
           "near- and far-OOD AuROC and AL NAUC on offline stand-ins, and the CE AuReC ranking", decide=_f1_evidential),
     Claim("03.f2-pgap", "§1.4 F2", "Evidential has r_s(Â, Ê) = 0.999 yet the lowest CE Pareto-gap",
           f"r_s(Â,Ê) {_paper('ce', 'evidential', 'r_s(Â,Ê)')}, P-gap {_paper('ce', 'evidential', 'P-gap')} (lowest)",

@@ -53,7 +53,7 @@ from lib.params import (
     shown,
 )
 from lib.regret import method as regret
-from lib.regret import uq
+from lib.regret import paper, uq
 from lib.regret import whole as wh
 from lib.regret.sandbox import AGES, Sandbox, SynthAge, synth_age
 from lib.regret.stages import (
@@ -613,42 +613,15 @@ def synth_run(config: RegretConfig, run: Run) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------
-# The paper's numbers (spec §1.2, §1.3; the digest is the only source)
+# The paper's numbers (spec §1.2, §1.3: lib.regret.paper)
 # ----------------------------------------------------------------------------------------------------
-PAPER_COLUMNS = ("AuReC", "ex-AuReC", "P-gap", "r_s(Â,Ê)", "r_s(A*,E*)")
 # the losses as the figures and the reading text write them
 LOSS_NAMES = {"ce": "CE", "zero_one": "0/1", "squared": "squared", "absolute": "absolute"}
-PAPER_METHOD_NAMES = {"mc_dropout": "MC-Dropout", "ensemble": "Deep Ensemble", "ddu": "DDU",
-                      "evidential": "Evidential"}
-PAPER_TABLE = {  # (data, loss, method) -> AuReC, ex-AuReC, P-gap, r_s(Â,Ê), r_s(A*,E*)
-    ("CIFAR-10H", "ce", "mc_dropout"): (0.1023, 0.0738, 0.1074, 0.912, 0.882),
-    ("CIFAR-10H", "ce", "ensemble"): (0.0752, 0.0491, 0.0753, 0.880, 0.865),
-    ("CIFAR-10H", "ce", "ddu"): (0.0958, 0.0665, 0.0979, 0.674, 0.875),
-    ("CIFAR-10H", "ce", "evidential"): (0.0673, 0.0183, 0.0379, 0.999, 0.293),
-    ("CIFAR-10H", "zero_one", "mc_dropout"): (0.0162, 0.0154, 0.0117, 0.205, 0.216),
-    ("CIFAR-10H", "zero_one", "ensemble"): (0.0058, 0.0053, 0.0097, 0.456, 0.208),
-    ("CIFAR-10H", "zero_one", "ddu"): (0.0034, 0.0027, 0.0108, 0.678, 0.212),
-    ("CIFAR-10H", "zero_one", "evidential"): (0.0030, 0.0023, 0.0103, 0.999, 0.213),
-    ("APPA-REAL", "squared", "mc_dropout"): (11.6382, 6.6169, 0.2005, 0.823, 0.316),
-    ("APPA-REAL", "squared", "ensemble"): (11.3519, 6.6908, 0.1806, 0.674, 0.273),
-    ("APPA-REAL", "squared", "evidential"): (16.9411, 8.4294, 0.1998, 0.976, -0.128),
-    ("APPA-REAL", "squared", "ddu"): (20.0456, 15.4126, 0.1843, -0.201, 0.273),
-    ("APPA-REAL", "absolute", "mc_dropout"): (0.8184, 0.4499, 0.1722, 0.718, 0.133),
-    ("APPA-REAL", "absolute", "ensemble"): (0.7948, 0.4640, 0.1531, 0.580, 0.107),
-    ("APPA-REAL", "absolute", "evidential"): (0.9707, 0.5689, 0.1678, 0.418, 0.049),
-    ("APPA-REAL", "absolute", "ddu"): (1.0422, 0.7116, 0.1595, -0.235, 0.104),
-}
-PAPER_PROXY = {  # method -> Near-OOD AuROC, Far-OOD AuROC, AL NAUC, CIFAR-10H CE AuReC (spec §1.3)
-    "ensemble": (0.907, 0.931, 0.960, 0.0752),
-    "ddu": (0.899, 0.935, 0.943, 0.0958),
-    "mc_dropout": (0.839, 0.895, 0.962, 0.1023),
-    "evidential": (0.711, 0.726, 0.177, 0.0673),
-}
 
 
 def paper_rows(data: str, loss: str) -> dict:
-    """{method: {column: the paper's value}} for one block of spec §1.2."""
-    return {m: dict(zip(PAPER_COLUMNS, v)) for (d, lo, m), v in PAPER_TABLE.items() if d == data and lo == loss}
+    """{method: {column: the paper's value}} for one block of spec §1.2 (`paper.TABLE`)."""
+    return {m: dict(zip(paper.COLUMNS, v)) for (d, lo, m), v in paper.TABLE.items() if d == data and lo == loss}
 
 
 def ood_inputs(config: RegretConfig, test_images: np.ndarray, run: Run) -> dict:
@@ -720,7 +693,7 @@ def pgap_pairs(config: RegretConfig, evaluations: dict, run: Run, loss: str = "c
     named as the paper names them, with the table's P-gap settings: {"A − B": [difference, lower, upper]} over
     PGAP_REPS paired draws of the test images. Cached by the estimates and oracles it reads (minutes at n = 10,000:
     each draw recomputes every method's fronts)."""
-    names = {m: PAPER_METHOD_NAMES[m] for (m, lo) in evaluations if lo == loss}
+    names = {m: paper.METHOD_NAMES[m] for (m, lo) in evaluations if lo == loss}
     estimates = {name: tuple(np.asarray(a, float) for a in (evaluations[(m, loss)]["A_hat"],
                                                             evaluations[(m, loss)]["E_hat"],
                                                             evaluations[(m, loss)]["oracle"]["A"],
@@ -994,25 +967,25 @@ def single_model_rows(models: dict, p_true: np.ndarray, labels: np.ndarray) -> l
 
 def whole_rows(whole_evals: dict, head_evals: dict) -> list[dict]:
     """The whole networks beside the heads and the paper (CIFAR-10H), one row per (method, loss) of
-    `whole_evals`: the whole networks' accuracy and PAPER_COLUMNS, the head's AuReC and r_s(Â,Ê), the paper's.
+    `whole_evals`: the whole networks' accuracy and paper.COLUMNS, the head's AuReC and r_s(Â,Ê), the paper's.
 
     whole_evals, head_evals: {(method, loss): `evaluate` result}; every key of whole_evals is in head_evals.
     """
     rows = []
     for (method, loss), ev in whole_evals.items():
-        head, paper = head_evals[(method, loss)]["metrics"], paper_rows("CIFAR-10H", loss).get(method, {})
-        rows.append({"loss": loss, "method": PAPER_METHOD_NAMES[method],
+        head, theirs = head_evals[(method, loss)]["metrics"], paper_rows("CIFAR-10H", loss).get(method, {})
+        rows.append({"loss": loss, "method": paper.METHOD_NAMES[method],
                      "accuracy (whole)": ev["metrics"]["accuracy_vs_argmax_p*"],
-                     **{f"{c} (whole)": ev["metrics"][c] for c in PAPER_COLUMNS},
+                     **{f"{c} (whole)": ev["metrics"][c] for c in paper.COLUMNS},
                      "AuReC (head)": head["AuReC"], "r_s(Â,Ê) (head)": head["r_s(Â,Ê)"],
-                     "paper AuReC": paper.get("AuReC"), "paper r_s(Â,Ê)": paper.get("r_s(Â,Ê)")})
+                     "paper AuReC": theirs.get("AuReC"), "paper r_s(Â,Ê)": theirs.get("r_s(Â,Ê)")})
     return rows
 
 
 def whole_ood_aurocs(whole: dict, ood_sets: tuple[str, ...]) -> dict:
     """{method name: {OOD set: AuROC}} of the whole networks' CE Ê, in-distribution ("id") against each set of
     `ood_sets` that the predictions hold (`whole_predictions`)."""
-    return {PAPER_METHOD_NAMES[m]: {s: auroc(negatives=w["ood"]["id"], positives=w["ood"][s])
+    return {paper.METHOD_NAMES[m]: {s: auroc(negatives=w["ood"]["id"], positives=w["ood"][s])
                                     for s in ood_sets if s in w["ood"]} for m, w in whole.items()}
 
 
@@ -1063,15 +1036,15 @@ def width_rows(config: RegretConfig, study: dict, cifar: dict, known: dict | Non
                      or evaluate(config, method, w["test"], cifar["p_true"], loss) for loss in config.losses}
             cal = regret.calibration(next(iter(evals.values()))["q"], cifar["test_labels"])
             net = wh.build_network(method, replace(config.whole, widths=widths), seed=0)
-            row = {"widths": "/".join(map(str, widths)), "method": PAPER_METHOD_NAMES[method],
+            row = {"widths": "/".join(map(str, widths)), "method": paper.METHOD_NAMES[method],
                    "parameters": sum(p.numel() for p in net.parameters() if p.requires_grad),
                    "train min": sum(w["meta"]["train_seconds"]) / 60 / len(w["meta"]["train_seconds"]),
                    "accuracy": cal["accuracy"], "ECE": cal["ece"]}
             for loss, ev in evals.items():
-                paper = paper_rows("CIFAR-10H", loss).get(method, {})
+                theirs = paper_rows("CIFAR-10H", loss).get(method, {})
                 for c in ("AuReC", "r_s(Â,Ê)", "r_s(A*,E*)"):
                     row[f"{LOSS_NAMES[loss]} {c}"] = ev["metrics"][c]
-                    row[f"paper {LOSS_NAMES[loss]} {c}"] = paper.get(c)
+                    row[f"paper {LOSS_NAMES[loss]} {c}"] = theirs.get(c)
             rows.append(row)
     return rows
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from lib.plotting import PALETTE, legend_below
-from lib.regret.experiment import PAPER_METHOD_NAMES
+from lib.regret.paper import METHOD_NAMES
 from lib.regret.uq import METHODS
 
 # one colour per method, the same in every figure of notebook 03 (its cells use PALETTE in METHODS' order)
-METHOD_COLORS = {PAPER_METHOD_NAMES[m]: PALETTE[i] for i, m in enumerate(METHODS)}
+METHOD_COLORS = {METHOD_NAMES[m]: PALETTE[i] for i, m in enumerate(METHODS)}
 WIDTH_PANELS = (("accuracy", "test accuracy (CIFAR-10 labels)"), ("ECE", "ECE (15 bins)"),
                 ("CE AuReC", "CE AuReC"), ("0/1 AuReC", "0/1 AuReC"), ("CE r_s(A*,E*)", "CE r_s(A*, E*)"),
                 ("CE r_s(Â,Ê)", "CE r_s(Â, Ê)"))
