@@ -7,13 +7,13 @@ by the decoded-set distance, and Feldman et al.'s region measured the same way; 
 output space and PCP, the other compared rows; `embeddings`, CReL on embeddings of sampled outputs; `captions`, the
 MS-COCO captions experiment on sentence embeddings; `hf_captioners`, BLIP/GIT captioners scored with CLIP, the paper's
 online path; `experiment`, presets, validation and the cached pipeline notebook 02 calls; `stages`, its expensive
-results declared once (`lib.stages`); `plots`, its figures of a
-condition's latent region and decoded set and of the generators' worst cases; `conditional`, coverage per bin of x, the
-PGD's spread across starts and the runtime's growth factors; `images`, CReL of the trained label-to-image generators
-(notebook 04's class-conditional diffusion arm, `lib.diffusion.family`); `guidance_seeds`, the guidance pair w = 2 / w =
-4 of those generators over training seeds; `readings`, the facts notebook 02's reading cells state and their sentences;
-`claims`, the paper's claims and the verdicts the run decides (`lib.claims`). `own`, the evaluation on your own
-conditional generator's samples or their embeddings: `crel_report` and the command `python -m lib.crel.own`
+results declared once (`lib.stages`); `plots`, its figures of a condition's latent region and decoded set and of the
+generators' worst cases; `conditional`, coverage per bin of x, the PGD's spread across starts and the runtime's growth
+factors; `images`, CReL of the trained label-to-image generators (notebook 04's class-conditional diffusion arm,
+`lib.diffusion.family`); `guidance_seeds`, the guidance pair w = 2 / w = 4 of those generators over training seeds;
+`readings`, the facts notebook 02's reading cells state (their sentences: readings-02.md); `paper`, the paper's numbers,
+each named once; `claims`, the paper's claims and the verdicts the run decides (`lib.claims`). `own`, the evaluation on
+your own conditional generator's samples or their embeddings: `crel_report` and the command `python -m lib.crel.own`
 (docs/own-models.md). The paper's public functions are re-exported here, so `lib.crel.<name>` keeps working.
 """
 
