@@ -29,7 +29,22 @@ TEXT = Readings("02", __name__)  # the sentences: docs/results/templates/reading
 
 TABLE_ORDER = {"CReL": 0, "Feldman": 1, "DQR": 2, "PCP": 3}  # the paper's rows, in its table's order
 BASELINES = (("Feldman", "Feldman et al."), ("DQR (Y-space)", "DQR in Y"), ("PCP", "PCP"))  # (method, its name)
-OTHER_FACTS = {}  # numbers the notebook's prose and this package's constants share by coincidence (filled below)
+# Numbers that the notebook's prose and a constant of this package both type, as different facts sharing their digits
+# (`lib.reading.typed_twice`): {the number: why the two differ}
+OTHER_FACTS = {
+    "0.05": "the prose's 0.05 nats is the collapse guard's KL threshold (CReLConfig.collapse_threshold); the 0.05 of "
+            "PRESETS is a p_fail of the cpu preset's caption sweep",
+    "0.1": "the prose's 0.1 is the banana's noise radius (lib.data.banana), the collapse guard's sensitivity "
+           "threshold (lib.crel.cvae), captioner C's UNREL weight (lib.crel.captions) and the label-to-image "
+           "section's α (ImageSettings.alpha); the constants' 0.1 are the paper's α (paper.ALPHAS, which every "
+           "sentence that states the paper's α names) and the ± 10 % margin of claims.PAR_MARGIN",
+    "0.15": "the prose's 0.15 is captioner A's designed p_fail (CaptionSettings.p_fail, captions.captioner_weights); "
+            "the 0.15 of PRESETS is one point of the cpu preset's p_fail sweep",
+    "0.3": "the prose's 0.3 is captioner C's NEAR weight (lib.crel.captions) and the p_fail of a dated record of "
+           "an earlier run; the 0.3 of PRESETS is one point of the cpu preset's p_fail sweep",
+    "0.5": "the prose's 0.5 is a record's free bits (nats) and captioner B's NEAR and MID weights "
+           "(lib.crel.captions); the 0.5 of PRESETS is the budget fraction of a label-to-image generator",
+}
 
 
 def table_stats(rows: pd.DataFrame) -> pd.DataFrame:
