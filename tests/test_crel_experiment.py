@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from lib.crel import experiment as ex
+from lib.crel import paper
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -94,6 +95,6 @@ def test_synthetic_summary_gives_mean_and_sd_over_seeds_beside_the_papers_values
     assert len(side) == len(rows.drop_duplicates(["alpha", "lgm", "method"]))  # one row per (alpha, LGM, method)
     crel = side[(side["method"] == "CReL") & (side["lgm"] == "flow") & (side["alpha"] == 0.1)].iloc[0]
     assert crel["area"] == "200.5 ± 0.7" and crel["seeds"] == 2  # mean ± sd of 200 and 201 over two seeds
-    assert crel["paper_coverage_z"] == ex.PAPER_TABLE[("CReL", 0.1)][0]
+    assert crel["paper_coverage_z"] == paper.TABLE[("CReL", 0.1)][0]
     paired = side[side["paper_coverage_z"] != ""]["method"].unique()
     assert "DQR (Y-space)" in paired if dqr_baseline == "identity_convex" else "DQR (latent, uncalibrated)" in paired

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from lib.crel import experiment as ex
+from lib.crel import paper
 from lib.crel import readings as fd
 
 NAN = float("nan")
@@ -92,7 +93,7 @@ def test_the_reading_table_follows_the_papers_order_flow_first():
 
 
 def test_a_difference_from_the_paper_is_within_two_standard_errors_or_not():
-    paper_se = math.sqrt(0.8953 * 0.1047 / fd.PAPER_TEST_POINTS)
+    paper_se = math.sqrt(0.8953 * 0.1047 / paper.TEST_POINTS)
     close = fd.against_paper((0.89, 0.01, 4), 0.8953, 4000)
     assert close[0] == pytest.approx(-0.0053) and close[1] is True  # 0.0053 <= 2 hypot(0.005, 0.0048)
     far = fd.against_paper((0.87, 0.01, 4), 0.8953, 4000)

@@ -32,7 +32,8 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-collapse", "reading-guarantee", "reading-table", "reading-table-claims",
                          "reading-table-areas", "reading-tail", "reading-rank-reversal", "reading-summary",
-                         "reading-conditional", "reading-spread", "reading-l2i", "reading-l2i-seeds"}
+                         "reading-conditional", "reading-spread", "reading-l2i", "reading-l2i-seeds",
+                         "reading-synthetic-task"}
     assert f"averages {r['resplit']['mean']:.4f} ± {r['resplit']['se']:.4f}" in text["reading-guarantee"]
     for lgm, shown, label in (("flow", "flow", "exact"), ("cvae", "CVAE", "decoded set")):
         row = r["table_by_lgm"][f"{lgm}/CReL/0.1"]

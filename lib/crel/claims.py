@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, NotMeasured, Verdict, interval, need, side_of, t_interval
-from lib.crel.conditional import PAPER_SPREAD
-from lib.crel.experiment import PAPER_TABLE, RUNTIME_REPEATS
+from lib.crel import paper
+from lib.crel.experiment import RUNTIME_REPEATS
 from lib.linalg import slope_interval
 
 COVERAGE_TOLERANCE = 0.02  # as notebook 04's ledger: a coverage "as stated" reaches above 1 - alpha - this
-ALPHA = 0.1  # the α of the paper's headline rows
+ALPHA = paper.ALPHAS[0]  # the α of the paper's headline rows
 
 
 def _values(r: Mapping[str, Any], lgm: str, method: str, alpha: float, column: str) -> dict[int, float]:
@@ -196,10 +196,10 @@ def _dqr_row(r: Mapping[str, Any]) -> Verdict:
     for alpha in need(r, "alphas"):
         values = _values(r, lgm, "DQR (latent, uncalibrated)", alpha, "coverage_z")
         mean, lower, upper = t_interval(values.values())
-        paper = PAPER_TABLE[("DQR", alpha)][0]
-        sides.append(side_of(lower, upper, above=paper))
+        reported = paper.TABLE[("DQR", alpha)][0]
+        sides.append(side_of(lower, upper, above=reported))
         matches.append(lower <= gaussian_halfspace_coverage(alpha) <= upper)
-        parts.append(f"α = {alpha}: {interval(mean, lower, upper, 4)} (paper {paper}; a Gaussian latent's "
+        parts.append(f"α = {alpha}: {interval(mean, lower, upper, 4)} (paper {reported}; a Gaussian latent's "
                      f"halfspace intersection {gaussian_halfspace_coverage(alpha):.3f})")
     area = _values(r, "none", "DQR (Y-space)", min(need(r, "alphas")), "area")
     wide = _values(r, "none", "DQR (Y-space)", max(need(r, "alphas")), "area")
@@ -223,7 +223,7 @@ def _spread(r: Mapping[str, Any]) -> Verdict:
     spread = need(r, "spread")
     median = max(s["median_std"] for s in spread.values())
     basin = max(s["median_basin_std"] for s in spread.values())
-    verdict = HOLDS if median <= PAPER_SPREAD else FAILS
+    verdict = HOLDS if median <= paper.SPREAD else FAILS
     return Verdict(verdict, f"median std across starts up to {median:.3g}; among the starts that reach the best "
                             f"value {basin:.2g}",
                    "the starts end in different local minima of ρ over the set: the std across all starts exceeds "
@@ -261,32 +261,32 @@ CLAIMS = (
           "1 − α + 1/(1 + n_cal)", "a guarantee", "latent coverage over re-splits of one calibration pool",
           decide=_guarantee),
     Claim("02.coverage-flow", "§1 coverage", "The coverage carries over to output space when the LGM is exact "
-          "(a flow)", f"Coverage-Y {PAPER_TABLE[('CReL', 0.1)][1]} at α = 0.1", "Coverage-Y of CReL with the "
+          "(a flow)", f"Coverage-Y {paper.TABLE[('CReL', ALPHA)][1]} at α = {ALPHA}", "Coverage-Y of CReL with the "
           "flow, per α", decide=_coverage_y("flow")),
     Claim("02.coverage-cvae", "§1 coverage", "The decoder does not decrease coverage (a CVAE)", "stated",
           "Coverage-Y of CReL with the CVAE, per α", decide=_coverage_y("cvae")),
     Claim("02.area-dqr", "§1 table", "CReL's area is much smaller than DQR's",
-          f"{PAPER_TABLE[('CReL', 0.1)][2]} against {PAPER_TABLE[('DQR', 0.1)][2]}", "DQR − CReL area per seed",
+          f"{paper.TABLE[('CReL', ALPHA)][2]} against {paper.TABLE[('DQR', ALPHA)][2]}", "DQR − CReL area per seed",
           decide=_area_against("DQR (Y-space)", paper_larger=True)),
     Claim("02.area-pcp", "§1 table", "PCP's area is far larger than CReL's",
-          f"{PAPER_TABLE[('PCP', 0.1)][2]} against {PAPER_TABLE[('CReL', 0.1)][2]}", "PCP − CReL area per seed",
+          f"{paper.TABLE[('PCP', ALPHA)][2]} against {paper.TABLE[('CReL', ALPHA)][2]}", "PCP − CReL area per seed",
           decide=_area_against("PCP", paper_larger=True)),
     Claim("02.dqr-row", "§1 table", "The DQR row: latent coverage near 1 − α, area growing as α falls",
-          f"Coverage-Z {PAPER_TABLE[('DQR', 0.1)][0]} at α = 0.1; area {PAPER_TABLE[('DQR', 0.1)][2]} → "
-          f"{PAPER_TABLE[('DQR', 0.02)][2]}", "the uncalibrated latent DQR's coverage per seed; the Y-space DQR's "
-          "areas",
+          f"Coverage-Z {paper.TABLE[('DQR', ALPHA)][0]} at α = {ALPHA}; area {paper.TABLE[('DQR', ALPHA)][2]} → "
+          f"{paper.TABLE[('DQR', paper.ALPHAS[1])][2]}", "the uncalibrated latent DQR's coverage per seed; "
+          "the Y-space DQR's areas",
           decide=_dqr_row),
     Claim("02.conservative", "§1 coverage", "Latent calibration is slightly more conservative than Feldman's "
-          "output-space calibration", f"{PAPER_TABLE[('CReL', 0.1)][1]} against {PAPER_TABLE[('Feldman', 0.1)][1]} "
+          "output-space calibration", f"{paper.TABLE[('CReL', ALPHA)][1]} against {paper.TABLE[('Feldman', ALPHA)][1]} "
           "(Coverage-Y)", "CReL − Feldman Coverage-Y per seed", decide=_conservative),
     Claim("02.pgd-spread", "§1 further claims", "PGD's worst case varies little across its random starts",
-          f"std {PAPER_SPREAD}", "std of the worst case across starts", decide=_spread),
+          f"std {paper.SPREAD}", "std of the worst case across starts", decide=_spread),
     Claim("02.reversal", "§1", "CReL can rank generators differently from their mean quality", "a reversal "
           "(BLIP-base; SD3-M)", "pairs of trained label-to-image generators ranked in opposite orders; the guidance "
           "pair over training seeds",
           decide=_reversal),
     Claim("02.area-feldman", "§1 table", "CReL's area is on par with Feldman's",
-          f"{PAPER_TABLE[('CReL', 0.1)][2]} against {PAPER_TABLE[('Feldman', 0.1)][2]}",
+          f"{paper.TABLE[('CReL', ALPHA)][2]} against {paper.TABLE[('Feldman', ALPHA)][2]}",
           "CReL − Feldman area per seed, as a share of Feldman's", decide=_area_par),
     Claim("02.runtime", "§1 further claims", "CReL's runtime grows linearly in the dimension, Feldman's grid "
           "exponentially", "stated", "seconds per calibration point at d = 2 to 7", decide=_runtime),

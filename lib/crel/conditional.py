@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from lib.claims import wilson
+from lib.crel import paper
 
-PAPER_SPREAD = 0.00027  # spec §1: the std of the worst case across the paper's 50 PGD starts
 X_RANGE = (0.8, 3.2)  # the banana's X ~ U(0.8, 3.2) (lib.data.banana)
 
 
@@ -84,7 +84,7 @@ def step_factors(dims: np.ndarray, seconds: np.ndarray) -> list[dict]:
              "per_dim": float((t[i + 1] / t[i]) ** (1 / (d[i + 1] - d[i])))} for i in range(len(d) - 1)]
 
 
-def spread_verdict(spreads: dict[str, dict], paper_std: float = PAPER_SPREAD) -> dict:
+def spread_verdict(spreads: dict[str, dict], paper_std: float = paper.SPREAD) -> dict:
     """`start_spread` summaries (one per LGM) against the paper's std: {"larger": every LGM's median std across all
     starts exceeds it; "basin_within": every LGM's median std among the starts that reach the best value is at most
     it}."""

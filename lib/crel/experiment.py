@@ -21,6 +21,7 @@ from lib.crel import captions as cap
 from lib.crel import evaluation as ev_mod
 from lib.crel import images as im
 from lib.crel import method as crel
+from lib.crel import paper
 from lib.crel.cvae import SMALL_X_HIDDEN, CVAESettings, check_collapse, dead_dimensions, train_cvae
 from lib.crel.flow import FlowSettings, train_flow
 from lib.crel.stages import GUARD, IDENTITY_DQR, LATENT_DQR, LGM, TABLE
@@ -46,11 +47,6 @@ DQR_BASELINES = ("identity_convex", "latent_uncalibrated")
 # What the cached LGMs and CReL models may be built of when loaded (lib.cache.load_torch's `allow`)
 LGMS = ("cvae", "flow")  # the latent generative models
 RESTART_STRIDE = 10_000  # a CVAE's k-th re-training after a collapse is initialised from seed + k * RESTART_STRIDE
-PAPER_TABLE = {  # spec §1, the paper's synthetic table: (Coverage-Z, Coverage-Y, Area)
-    ("CReL", 0.1): (0.8953, 0.8915, 232.7), ("Feldman", 0.1): (None, 0.8940, 234.5),
-    ("DQR", 0.1): (0.8823, 0.9145, 287.4), ("CReL", 0.02): (0.9770, 0.9760, 398.5),
-    ("DQR", 0.02): (0.9818, 0.9872, 749.1), ("PCP", 0.1): (None, None, 854.24),
-}
 
 
 @dataclass(frozen=True)
@@ -658,14 +654,14 @@ def synthetic_summary(rows: pd.DataFrame, dqr_baseline: str) -> pd.DataFrame:
     """
     keys = ["alpha", "lgm", "method"]
     stats = rows.groupby(keys, sort=False)[list(SYNTHETIC_COLUMNS)].agg(["mean", "std", "count"])
-    paper = pd.DataFrame([dict(alpha=a, method=m, paper_coverage_z=v[0], paper_coverage_y=v[1], paper_area=v[2])
-                          for (m, a), v in PAPER_TABLE.items()])
+    reported = pd.DataFrame([dict(alpha=a, method=m, paper_coverage_z=v[0], paper_coverage_y=v[1], paper_area=v[2])
+                             for (m, a), v in paper.TABLE.items()])
     short = paper_dqr_row(dqr_baseline)
     side = pd.DataFrame({c: mean_sd(stats, c) for c in SUMMARY_COLUMNS})
     side["seeds"] = stats[("coverage_y", "count")].astype(int)
     side = side.reset_index()
     side["paper_name"] = side["method"].map(lambda m: short.get(m, m))
-    side = side.merge(paper, left_on=["alpha", "paper_name"], right_on=["alpha", "method"], how="left",
+    side = side.merge(reported, left_on=["alpha", "paper_name"], right_on=["alpha", "method"], how="left",
                       suffixes=("", "_p")).drop(columns=["paper_name", "method_p"])
     return side.astype(object).fillna("")
 

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from lib.crel import method as crel
+from lib.crel import paper
 from lib.crel.cvae import dead_dimensions
 from lib.crel.embeddings import EmbeddingModelSettings, calibrated_crel
 from lib.crel.stages import LABEL_TO_IMAGE
@@ -302,9 +303,6 @@ def label_to_image(s: ImageSettings, run: Run) -> dict:
 # ----------------------------------------------------------------------------------------------------
 # What notebook 02 shows
 # ----------------------------------------------------------------------------------------------------
-PAPER_SPREAD = 0.00027  # spec §1: the std of the worst case across the 50 starts
-
-
 MEAN, WORST = "mean ρ", "CReL-ρ"  # the two scores the table ranks by
 
 
@@ -374,7 +372,7 @@ def section_facts(results: dict[str, dict], table: pd.DataFrame) -> dict:
     facts["unguided_ranges"] = {column: float(np.ptp(table.loc[unguided, column])) if unguided else float("nan")
                                 for column in (MEAN, WORST)}
     return {**facts, "coverage": span("coverage_z"), "spread": span("spread"),
-            "spread_ratio": span("spread")[0] / PAPER_SPREAD, "tail": span("tail_sanity"),
+            "spread_ratio": span("spread")[0] / paper.SPREAD, "tail": span("tail_sanity"),
             "recon_gap": float(np.mean([r["mean_rho"] - r["recon_rho"] for r in gens.values()])),
             "largest_gap": max(worst_gap, key=worst_gap.get), "smallest_gap": min(worst_gap, key=worst_gap.get),
             "collapsed": [label for label, r in gens.items() if r["dead_dimensions"]],
