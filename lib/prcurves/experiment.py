@@ -53,7 +53,7 @@ class EnsemblePRConfig:
     preset: str
     n_train: int = 10_000  # A1: training-set size; the held-out set has the same size
     complexities: tuple[int, ...] = (1, 2, 4, 8)  # C2: residual blocks
-    num_members: int = paper.MEMBERS  # C1: M
+    num_members: int = 30  # C1: M (the paper's, paper.MEMBERS)
     budget_unit: str = "epochs"  # A2: "epochs" (the authors') or "steps"
     budget: int | None = None  # per member, in budget_unit; None: the authors' epochs per C (§2.3)
     num_generated: int = 10_000  # samples per member for evaluation (the authors: n_train)
