@@ -37,6 +37,7 @@ from lib.params import (
 from lib.prcurves import budget, ddpm, families, paper
 from lib.prcurves import method as prcurves
 from lib.prcurves.families import FamilySettings
+from lib.prcurves.paper import EPOCHS as PAPER_EPOCHS  # the authors' epochs per C (the `paper` preset's budget)
 from lib.prcurves.stages import CURVES, ENSEMBLE, FAMILY, FAMILY_MEMBER, LOSSES, SAMPLES
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
@@ -160,10 +161,10 @@ def validate(config: EnsemblePRConfig) -> None:
     check_int("small_n", config.small_n, minimum=32)
     check_choice("budget_unit", config.budget_unit, ("epochs", "steps"))
     if config.budget is None:
-        if config.budget_unit != "epochs" or set(config.complexities) - set(paper.EPOCHS):
+        if config.budget_unit != "epochs" or set(config.complexities) - set(PAPER_EPOCHS):
             raise ValueError(f"{shown('budget')}=None means the authors' epochs, defined for "
                              f"{shown('budget_unit')}='epochs' and {shown('complexities')} in "
-                             f"{sorted(paper.EPOCHS)}; give an integer budget instead.")
+                             f"{sorted(PAPER_EPOCHS)}; give an integer budget instead.")
     else:
         check_int("budget", config.budget, minimum=1)
     check_int("num_generated", config.num_generated, minimum=8, maximum=config.n_train)
@@ -251,8 +252,8 @@ def training_steps(config: EnsemblePRConfig, complexity: int, n_train: int | Non
     """
     check_choice("match", match, ("steps", "epochs"))
     batch = config.train.batch_size
-    units = paper.EPOCHS[complexity] if config.budget is None else config.budget  # in config.budget_unit
-    epochs = units if config.budget_unit == "epochs" else units / steps_per_epoch(config.n_train, batch)
+    budget = PAPER_EPOCHS[complexity] if config.budget is None else config.budget
+    epochs = budget if config.budget_unit == "epochs" else budget / steps_per_epoch(config.n_train, batch)
     steps = round(epochs * steps_per_epoch(config.n_train, batch))
     if n_train is None or n_train == config.n_train or match == "steps":
         return steps
