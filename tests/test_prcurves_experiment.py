@@ -3,7 +3,7 @@ import pytest
 
 from lib import prcurves
 from lib.prcurves import experiment as ex
-from lib.prcurves import stats
+from lib.prcurves import paper, stats
 
 
 @pytest.mark.parametrize("preset, overrides, message", [
@@ -175,5 +175,5 @@ def test_first_members_are_an_ensemble_of_m_and_the_members_study_reads_them():
     assert study.loc["6 (ours)", "paired_t bh"] == full["paired_t", "bh"]
     assert study.loc["6 (ours)", "permutation_maxT"] == full["permutation_maxT", "none"]
     assert study.loc["3 (ours)", "AUC C=4"] == pytest.approx(ex.summary_row(three)["auc_mean"])
-    assert study.loc["30 (paper)", "paired_t"] == ex.PAPER_FRACTION_PAIRED_T
-    assert study.loc["30 (paper)", "width C=2"] == ex.PAPER_TABLE[2]["width"]
+    assert study.loc["30 (paper)", "paired_t"] == paper.FRACTION_PAIRED_T
+    assert study.loc["30 (paper)", "width C=2"] == paper.TABLE[2]["width"]

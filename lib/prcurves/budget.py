@@ -31,13 +31,14 @@ from lib.data.ring import ring_train_heldout
 from lib.paths import PROJECT_ROOT
 from lib.prcurves import ddpm
 from lib.prcurves import method as prcurves
+from lib.prcurves.paper import FAILED_AUC, MEMBERS
 from lib.prcurves.stages import FRONTIER
 from lib.run import Run, pinned_torch
 from lib.seeds import derive_seed
 
 NAMESPACE = "01/budget"
 STUDY_CSV = PROJECT_ROOT / "results" / "01" / "budget_study.csv"  # the committed study notebook 01 plots
-EMA_DECAY = 0.999
+EMA_DECAY = 0.999  # the EMA of the weights every run of the study tracks, and the `cpu` preset samples with
 
 # name -> TrainSettings overrides; the learning rate, clipping and t range stay the authors'.
 VARIANTS: dict[str, dict] = {
@@ -212,9 +213,6 @@ def write_csv(rows: list[dict], out: Path) -> None:
 # ----------------------------------------------------------------------------------------------------
 # The frontier study's summaries (notebook 01, "The authors' recipe at longer budgets")
 # ----------------------------------------------------------------------------------------------------
-FAILED_AUC = 0.9  # a member below this AUC_raw counts as failed, as in the paper's table (spec §1)
-
-
 def read_study(path: Path) -> list[dict]:
     """The rows of a study CSV written by `write_csv`, with `aucs` as a list of floats per row."""
     with open(path, newline="") as fh:
@@ -312,7 +310,8 @@ def convert_frontier_csv(path: Path, origin: dict) -> Path:
     return target
 
 
-def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int], paper_members: int = 30) -> list[dict]:
+def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int],
+                  paper_members: int = MEMBERS) -> list[dict]:
     """The frontier table: per complexity and budget, members below `FAILED_AUC`, mean and median AUC, band
     width and training hours, beside the authors' released curves' failures at their 200k-400k steps."""
     out = []
@@ -327,7 +326,7 @@ def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int], pa
     return out
 
 
-def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], paper_members: int = 30) -> str:
+def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], paper_members: int = MEMBERS) -> str:
     """One Markdown sentence per complexity stating what the stored frontier study measured (its numbers come
     from the study's rows, so the text follows a rerun)."""
     lines = []

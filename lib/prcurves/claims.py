@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, side_of, wilson
-from lib.prcurves.experiment import PAPER_FRACTION_PAIRED_T, PAPER_TABLE
+from lib.prcurves import paper
 
 SAMPLING_DOMINATES = 0.6  # the band is mostly the estimator's noise when both decompositions give more than this
 MODEL_DOMINATES = 0.4  # ... mostly the models' when both give less
@@ -32,8 +32,8 @@ def _band_order(r: Mapping[str, Any]) -> Verdict:
     below = need(r, "below_0.9")
     why = (f"basic bootstrap intervals over the members (95 %): width C = 1 − C = 2 {interval(*low_end, digits=4)}, "
            f"C = 8 − C = 4 {interval(*high_end, digits=4)}; holds when both lie above 0. No member falls below "
-           f"AUC 0.9 here ({' / '.join(str(v) for v in below.values())}); the paper's wide C = 1 and C = 8 bands "
-           "hold its failed members (the claim below)")
+           f"AUC {paper.FAILED_AUC} here ({' / '.join(str(v) for v in below.values())}); the paper's wide C = 1 and "
+           "C = 8 bands hold its failed members (the claim below)")
     return Verdict(verdict, "width " + " / ".join(f"{v:.3f}" for v in widths.values()) + " for C = "
                    + " / ".join(str(c) for c in widths), why)
 
@@ -44,8 +44,8 @@ def _failures(r: Mapping[str, Any]) -> Verdict:
     for name, s in recipe.items():
         lower, upper = wilson(s["final_below"], s["members"])
         verdicts.append(side_of(lower, upper))
-        parts.append(f"{name}: {s['final_below']} of {s['members']} below AUC 0.9 after {s['steps'][-1]:,} steps "
-                     f"[{lower:.2f}, {upper:.2f}]")
+        parts.append(f"{name}: {s['final_below']} of {s['members']} below AUC {paper.FAILED_AUC} after "
+                     f"{s['steps'][-1]:,} steps [{lower:.2f}, {upper:.2f}]")
     verdict = HOLDS if verdicts and all(v == HOLDS for v in verdicts) else UNDECIDED
     return Verdict(verdict, "; ".join(parts),
                    "the authors' recipe (constant learning rate, no EMA) trained here for C = 1 and C = 8; Wilson "
@@ -57,11 +57,11 @@ def _significance(r: Mapping[str, Any]) -> Verdict:
     ci = need(r, "fraction_ci")
     bh = need(r, "fraction_significant", "paired_t/bh")
     verdict = HOLDS if ci["lower"] > 0 and bh > 0 else FAILS if ci["upper"] == 0 else UNDECIDED
-    matches = ci["lower"] <= PAPER_FRACTION_PAIRED_T <= ci["upper"]
+    matches = ci["lower"] <= paper.FRACTION_PAIRED_T <= ci["upper"]
     return Verdict(verdict, f"{interval(ci['fraction'], ci['lower'], ci['upper'])} of the curve (paired t); "
                             f"{bh:.3f} with Benjamini–Hochberg",
                    "basic bootstrap over member pairs (95 %); holds when C = 4 is significantly better on some of the "
-                   f"curve, with and without a correction; the paper's {PAPER_FRACTION_PAIRED_T} is "
+                   f"curve, with and without a correction; the paper's {paper.FRACTION_PAIRED_T} is "
                    + ("inside" if matches else "outside") + " our interval")
 
 
@@ -134,13 +134,14 @@ def _no_guarantee(r: Mapping[str, Any]) -> Verdict:
 
 CLAIMS = (
     Claim("01.band-order", "C5", "Band widths: C = 1 widest, C = 2 and C = 4 narrowest, C = 8 wider again",
-          " / ".join(f"{PAPER_TABLE[c]['width']}" for c in (1, 2, 4, 8)), "mean width of the 10th–90th percentile "
+          " / ".join(f"{paper.TABLE[c]['width']}" for c in (1, 2, 4, 8)), "mean width of the 10th–90th percentile "
           "band, per C, and the differences' intervals", decide=_band_order),
-    Claim("01.failures", "spec §1 table", "Ensembles at C = 1 and C = 8 contain failed members (AUC below 0.9)",
-          f"{PAPER_TABLE[1]['below_0.9']} and {PAPER_TABLE[8]['below_0.9']} of 30",
-          "members below AUC 0.9 under the authors' recipe", decide=_failures),
+    Claim("01.failures", "spec §1 table",
+          f"Ensembles at C = 1 and C = 8 contain failed members (AUC below {paper.FAILED_AUC})",
+          f"{paper.TABLE[1]['below_0.9']} and {paper.TABLE[8]['below_0.9']} of {paper.MEMBERS}",
+          f"members below AUC {paper.FAILED_AUC} under the authors' recipe", decide=_failures),
     Claim("01.significance", "C6", "C = 4 is significantly better than C = 2 on part of the curve (paired t)",
-          f"{PAPER_FRACTION_PAIRED_T:.1%} of the curve", "share of the recall grid where C = 4 is significantly "
+          f"{paper.FRACTION_PAIRED_T:.1%} of the curve", "share of the recall grid where C = 4 is significantly "
           "better", decide=_significance),
     Claim("01.data-size", "C7", "A smaller training set gives wider bands and a lower AUC", "stated",
           "AUC and band width of C = 4 at a quarter of the data, same steps and same epochs", decide=_data_size),

@@ -34,16 +34,16 @@ from lib.params import (
     resolve_preset,
     shown,
 )
-from lib.prcurves import ddpm, families
+from lib.prcurves import budget, ddpm, families, paper
 from lib.prcurves import method as prcurves
 from lib.prcurves.families import FamilySettings
+from lib.prcurves.paper import EPOCHS as PAPER_EPOCHS  # the authors' epochs per C (the `paper` preset's budget)
 from lib.prcurves.stages import CURVES, ENSEMBLE, FAMILY, FAMILY_MEMBER, LOSSES, SAMPLES
 from lib.prcurves.stats import TESTS, pointwise_compare
 from lib.progress import progress as progress_bar
 from lib.run import Run
 from lib.seeds import derive_seed
 
-PAPER_EPOCHS = {1: 10_001, 2: 10_001, 4: 15_001, 8: 20_001}  # spec §2.3
 RESAMPLING = ("resplit", "bootstrap")
 
 
@@ -54,7 +54,7 @@ class EnsemblePRConfig:
     preset: str
     n_train: int = 10_000  # A1: training-set size; the held-out set has the same size
     complexities: tuple[int, ...] = (1, 2, 4, 8)  # C2: residual blocks
-    num_members: int = 30  # C1: M
+    num_members: int = 30  # C1: M (the paper's, paper.MEMBERS)
     budget_unit: str = "epochs"  # A2: "epochs" (the authors') or "steps"
     budget: int | None = None  # per member, in budget_unit; None: the authors' epochs per C (§2.3)
     num_generated: int = 10_000  # samples per member for evaluation (the authors: n_train)
@@ -97,10 +97,10 @@ PRESETS: dict[str, EnsemblePRConfig] = {
     "cpu": EnsemblePRConfig(
         # M = 30, the paper's ensemble size: 2.6 h of one core to train the six ensembles (the first 8 members are
         # the former M = 8 preset's, bit for bit); stored
-        preset="cpu", n_train=10_000, complexities=(1, 2, 4, 8), num_members=30, budget_unit="steps",
+        preset="cpu", n_train=10_000, complexities=(1, 2, 4, 8), num_members=paper.MEMBERS, budget_unit="steps",
         budget=8_000, num_generated=5_000, small_n=2_500, num_resplits=5,
         train=ddpm.TrainSettings(batch_size=128, t_sampling="stratified", lr_schedule="cosine", warmup_steps=100,
-                                 ema_decay=0.999),
+                                 ema_decay=budget.EMA_DECAY),
         # the frontier study: C = 1 to 60,000 steps (60 min of one core), C = 8 to 10,000 (32 min); stored
         frontier=((1, (1000, 2000, 5000, 10000, 20000, 40000, 60000)), (8, (1000, 2000, 5000, 10000))),
         # the families: 8 VAEs (about 13 min of one core) and 8 flows (about 25 min); stored
@@ -421,31 +421,16 @@ def run_ensemble(config: EnsemblePRConfig, *, complexity: int, data: dict, num_s
 # ----------------------------------------------------------------------------------------------------
 # Summaries for the notebook's tables
 # ----------------------------------------------------------------------------------------------------
-# Spec §1: the authors' released curves (n = 10,000, 30 models per C), AUC_raw as in metrics_.json.
-PAPER_TABLE = {
-    C: {"auc_mean": mean, "auc_sd": sd, "auc_median": median, "below_0.9": below, "width": width,
-        **{f"width@{r}": w for r, w in zip((0.5, 0.8, 0.95), at)}}
-    for C, mean, sd, median, below, width, at in [
-        (1, 0.829, 0.205, 0.919, 14, 0.424, (0.52, 0.60, 0.56)),
-        (2, 0.964, 0.022, 0.975, 1, 0.057, (0.01, 0.10, 0.22)),
-        (4, 0.976, 0.015, 0.981, 0, 0.040, (0.01, 0.05, 0.23)),
-        (8, 0.869, 0.246, 0.976, 5, 0.546, (0.40, 0.96, 0.95)),
-    ]
-}
-PAPER_FRACTION_PAIRED_T = 0.442  # C6: the paper's share of the curve where C=4 beats C=2
-WIDTH_RECALLS = (0.5, 0.8, 0.95)
-
-
 def summary_row(result: dict) -> dict:
     """One row of the AUC / band-width table for an ensemble returned by `run_ensemble`."""
     auc = np.array([s["auc_raw"] for s in result["summary"]])
     band = result["band"]
     width = band["hi"] - band["lo"]
-    at = {f"width@{r}": float(np.interp(r, band["recall"], width)) for r in WIDTH_RECALLS}
+    at = {f"width@{r}": float(np.interp(r, band["recall"], width)) for r in paper.WIDTH_RECALLS}
     return {"C": result["complexity"], "n_train": result["n_train"], "steps": result["num_steps"],
             "members": len(auc), "auc_mean": float(auc.mean()), "auc_sd": float(auc.std(ddof=1)),
             "auc_median": float(np.median(auc)), "auc_grid_mean": float(band["auc"].mean()),
-            "below_0.9": int((auc < 0.9).sum()), "width": float(width.mean()), **at,
+            "below_0.9": int((auc < paper.FAILED_AUC).sum()), "width": float(width.mean()), **at,
             "dropped_samples": int(result["num_dropped"].sum())}
 
 
@@ -499,9 +484,9 @@ def members_study(config: EnsemblePRConfig, results: dict, counts: tuple[int, ..
         rows.append({"M": f"{m} (ours)", **{f"{t} {c}".replace(" none", ""): shares[t, c] for t, c in MEMBER_TESTS},
                      **{f"AUC C={C}": summary_row(r)["auc_mean"] for C, r in subset.items()},
                      **{f"width C={C}": summary_row(r)["width"] for C, r in subset.items()}})
-    rows.append({"M": "30 (paper)", "paired_t": PAPER_FRACTION_PAIRED_T,
-                 **{f"AUC C={C}": PAPER_TABLE[C]["auc_mean"] for C in results if C in PAPER_TABLE},
-                 **{f"width C={C}": PAPER_TABLE[C]["width"] for C in results if C in PAPER_TABLE}})
+    rows.append({"M": f"{paper.MEMBERS} (paper)", "paired_t": paper.FRACTION_PAIRED_T,
+                 **{f"AUC C={C}": paper.TABLE[C]["auc_mean"] for C in results if C in paper.TABLE},
+                 **{f"width C={C}": paper.TABLE[C]["width"] for C in results if C in paper.TABLE}})
     return pd.DataFrame(rows).set_index("M")
 
 

@@ -40,7 +40,7 @@ def frontier_figure(rows: list[dict], colors: list, threshold: float) -> plt.Fig
     """The frontier study (`lib.prcurves.budget.frontier_study` rows): each member's AUC against Adam steps, one
     column per complexity, the trained weights (the authors' sampling) on top and their EMA below, the failure
     `threshold` dotted."""
-    from lib.prcurves.budget import member_trajectories
+    from lib.prcurves.budget import EMA_DECAY, member_trajectories
 
     complexities = sorted({r["C"] for r in rows})
     fig, axes = plt.subplots(2, len(complexities), figsize=(5.5 * len(complexities), 6.4), sharex=True, sharey=True,
@@ -49,10 +49,11 @@ def frontier_figure(rows: list[dict], colors: list, threshold: float) -> plt.Fig
         for row, ema in enumerate((False, True)):  # the authors sample with the trained weights; the EMA is ours
             plot_member_trajectories(axes[row][column], member_trajectories(rows, C, ema=ema), colors=colors,
                                      threshold=threshold)
-            weights = "EMA 0.999 of the weights" if ema else "trained weights (the authors')"
+            weights = f"EMA {EMA_DECAY:g} of the weights" if ema else "trained weights (the authors')"
             axes[row][column].set_title(f"C = {C}, {weights}")
         axes[1][column].set_xlabel("Adam steps (batch 500)")
     for row in axes:
         row[0].set_ylabel("AUC_raw per member")
-    fig.suptitle("The authors' recipe: each member's AUC against training steps (one line per member; dotted: 0.9)")
+    fig.suptitle("The authors' recipe: each member's AUC against training steps (one line per member; dotted: "
+                 f"{threshold:g})")
     return fig
