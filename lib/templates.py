@@ -211,29 +211,32 @@ class FindingsBox:
         return text
 
 
-SECTION = re.compile(r"^<!-- reading: ([\w-]+) -->[ \t]*\n", re.M)
-
-
 class Readings:
     """The sentences of notebook `number`'s reading cells: the sections of `templates/readings-NN.md`, each opened
-    by a line `<!-- reading: name -->` and rendered by `readings(name, **facts)`.
+    by a line `<!-- reading: name -->` and rendered by `readings(name, **facts)`; with `kind="claims"`, the
+    sentences of its claims ledger (`lib.<package>.claims`): `templates/claims-NN.md`, sections opened by
+    `<!-- claim: name -->`.
 
     A section sees the facts it is given, the template helpers (`HELPERS`: `pct`, `num`, `span`, ...), the
     UPPER_CASE names of the Python module `module` (its thresholds: a sentence states `{{ LINEAR_MIN_R2 }}`, never
     the number), the paper's numbers as `paper` (`paper_module`), and `part(name, **more)`, which renders another
-    section with the same names and `more` (a phrase repeated for each item of a list). The file is read on every
-    call, so that an edited sentence shows at the next run of its cell."""
+    section of the same file with the same names and `more` (a phrase repeated for each item of a list). The file is
+    read on every call, so that an edited sentence shows at the next run of its cell."""
 
-    def __init__(self, number: str, module: str, templates: Path = TEMPLATES):
-        self.number, self.module = number, module
-        self.path = Path(templates) / f"readings-{number}.md"
+    KINDS = {"readings": "reading", "claims": "claim"}  # the file's name -> the word of its section lines
+
+    def __init__(self, number: str, module: str, templates: Path = TEMPLATES, kind: str = "readings"):
+        if kind not in self.KINDS:
+            raise ValueError(f"kind {kind!r}: one of {sorted(self.KINDS)}")
+        self.number, self.module, self.word = number, module, self.KINDS[kind]
+        self.path = Path(templates) / f"{kind}-{number}.md"
 
     def sections(self) -> dict[str, str]:
         """{name: its template}, in the file's order; an error names text outside a section or a name twice."""
         body = split_template(self.path.read_text(encoding="utf-8"))[1]
-        parts = SECTION.split(body)
+        parts = re.compile(rf"^<!-- {self.word}: ([\w.-]+) -->[ \t]*\n", re.M).split(body)
         if parts[0].strip():
-            raise TemplateError(f"{self.path}: text before the first '<!-- reading: name -->' line: "
+            raise TemplateError(f"{self.path}: text before the first '<!-- {self.word}: name -->' line: "
                                 f"{parts[0].strip()[:60]!r}")
         names = parts[1::2]
         if len(set(names)) < len(names):

@@ -16,7 +16,6 @@ from lib.templates import (
     FINDINGS_PENDING,
     NO_FINDINGS,
     PAPER_MODULES,
-    TEMPLATES,
     FindingsBox,
     Readings,
     TemplateError,
@@ -125,15 +124,28 @@ def test_an_unknown_section_is_named_with_the_file_s_sections(tmp_path):
         Readings("01", "lib.reading", templates=tmp_path)("a")
 
 
-SECTION_USE = re.compile(r"""(?:TEXT|part)\(\s*["']([\w-]+)["']""")
+SECTION_USE = re.compile(r"""(?:TEXT|part)\(\s*["']([\w.-]+)["']""")  # TEXT(...), CLAIM_TEXT(...), part(...)
 
 
 @pytest.mark.parametrize("number", sorted(PAPER_MODULES))
-def test_every_section_of_a_paper_s_readings_is_said_and_every_one_said_exists(number):
-    """The sections of readings-NN.md are exactly those its package's code (`TEXT("name", ...)`) and its own
-    sections (`part("name")`) name: no sentence is dead, none is missing."""
-    path = TEMPLATES / f"readings-{number}.md"
+def test_every_section_of_a_paper_s_sentences_is_said_and_every_one_said_exists(number):
+    """The sections of readings-NN.md and claims-NN.md (where the paper's ledger has one) are exactly those its
+    package's code (`TEXT("name", ...)`, `CLAIM_TEXT(...)`) and the files' own sections (`part("name")`) name: no
+    sentence is dead, none is missing, and no name is used in both files."""
     package = PROJECT_ROOT / PAPER_MODULES[number].rsplit(".", 1)[0].replace(".", "/")
+    files = [Readings(number, "lib.reading", kind=kind) for kind in Readings.KINDS]
+    files = [f for f in files if f.path.is_file()]
+    sections = [name for f in files for name in f.sections()]
+    assert len(set(sections)) == len(sections), "a section name used in both files"
     code = "\n".join(p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py")))
-    named = set(SECTION_USE.findall(code)) | set(SECTION_USE.findall(path.read_text(encoding="utf-8")))
-    assert set(Readings(number, "lib.reading").sections()) == named
+    named = set(SECTION_USE.findall(code)).union(*(SECTION_USE.findall(f.path.read_text(encoding="utf-8"))
+                                                   for f in files))
+    assert set(sections) == named
+
+
+def test_a_claims_file_has_claim_sections(tmp_path):
+    (tmp_path / "claims-01.md").write_text("<!-- claim: band-why -->\nwidths {{ w :.2f }}\n")
+    assert Readings("01", "lib.reading", templates=tmp_path, kind="claims")("band-why", w=0.5) == "widths 0.50"
+    (tmp_path / "claims-01.md").write_text("<!-- reading: band-why -->\nx\n")
+    with pytest.raises(TemplateError, match="before the first '<!-- claim: name -->'"):
+        Readings("01", "lib.reading", templates=tmp_path, kind="claims").sections()
