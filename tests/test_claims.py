@@ -176,6 +176,8 @@ def test_notebook_01s_claims_are_decided_by_their_rules():
     assert v["01.data-size"].verdict == HOLDS
     assert v["01.model-uncertainty"].verdict == UNDECIDED and "C4" in v["01.model-uncertainty"].why
     assert v["01.feature-space"].verdict == FAILS and v["01.correction"].verdict == HOLDS
+    fields = [s for c in pr_claims.CLAIMS for s in (c.words, c.paper, c.measure, v[c.id].ours, v[c.id].why)]
+    assert all(s and "\n" not in s for s in fields)  # claims-01.md's sections: each one line of the ledger
     r = _results_01()
     r["width_diff"]["8-4"] = {"difference": -0.001, "lower": -0.0015, "upper": -0.0005}  # C = 8 narrower, decided
     r["sampling_share"] = {"C1/bootstrap": 0.64, "C1/resplit": 0.62, "C4/bootstrap": 0.78, "C4/resplit": 0.72}
