@@ -35,8 +35,10 @@ from lib.prcurves.paper import FAILED_AUC, MEMBERS
 from lib.prcurves.stages import FRONTIER
 from lib.run import Run, pinned_torch
 from lib.seeds import derive_seed
+from lib.templates import Readings
 
 NAMESPACE = "01/budget"
+TEXT = Readings("01", __name__)  # the frontier study's sentence: docs/results/templates/readings-01.md
 STUDY_CSV = PROJECT_ROOT / "results" / "01" / "budget_study.csv"  # the committed study notebook 01 plots
 EMA_DECAY = 0.999  # the EMA of the weights every run of the study tracks, and the `cpu` preset samples with
 
@@ -328,19 +330,9 @@ def frontier_rows(trajectories: dict[int, dict], paper_below: dict[int, int],
 
 def frontier_reading(summaries: dict[int, dict], paper_below: dict[int, int], paper_members: int = MEMBERS) -> str:
     """One Markdown sentence per complexity stating what the stored frontier study measured (its numbers come
-    from the study's rows, so the text follows a rerun)."""
-    lines = []
-    for C, s in summaries.items():
-        counts = " / ".join(str(b) for b in s["below"])
-        budgets = " / ".join(f"{x:,}" for x in s["steps"])
-        paper = (f" (the authors' released curves: {paper_below[C]} of {paper_members}, "
-                 f"{paper_below[C] / paper_members:.0%}, after 200k-400k steps)" if C in paper_below else "")
-        lines.append(f"- **C = {C}**, {s['members']} members: below AUC {FAILED_AUC} after {budgets} steps: "
-                     f"{counts}. At {s['steps'][-1]:,} steps, **{s['final_below']} of {s['members']} "
-                     f"({s['final_below'] / s['members']:.0%})**{paper}; {s['never_converged']} never passed "
-                     f"{FAILED_AUC}, {s['collapsed']} passed it and fell back below it; members crossed "
-                     f"{FAILED_AUC} {s['crossings']} times between consecutive budgets.")
-    return "\n".join(lines)
+    from the study's rows, so the text follows a rerun): section `frontier-ensemble` of readings-01.md."""
+    return "\n".join(TEXT("frontier-ensemble", C=C, s=s, paper_below=paper_below, paper_members=paper_members)
+                     for C, s in summaries.items())
 
 
 def _csv_origin(path: Path) -> dict:
