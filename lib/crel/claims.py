@@ -15,6 +15,9 @@ from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, NotMeasured, Verdict, int
 from lib.crel import paper
 from lib.crel.experiment import RUNTIME_REPEATS
 from lib.linalg import slope_interval
+from lib.templates import Readings
+
+CLAIM_TEXT = Readings("02", __name__, kind="claims")  # the sentences: docs/results/templates/claims-02.md
 
 COVERAGE_TOLERANCE = 0.02  # as notebook 04's ledger: a coverage "as stated" reaches above 1 - alpha - this
 ALPHA = paper.ALPHAS[0]  # the α of the paper's headline rows
@@ -252,54 +255,37 @@ def _reversal(r: Mapping[str, Any]) -> Verdict:
     return Verdict({"holds": HOLDS, "fails": FAILS}.get(seeds["verdict"], UNDECIDED), ours, why)
 
 
-def _offline(what: str) -> str:
-    return f"needs {what}, which this machine does not have (no network)"
-
-
 CLAIMS = (
-    Claim("02.guarantee", "§1 coverage", "Latent coverage is at least 1 − α (exchangeability) and at most "
-          "1 − α + 1/(1 + n_cal)", "a guarantee", "latent coverage over re-splits of one calibration pool",
-          decide=_guarantee),
-    Claim("02.coverage-flow", "§1 coverage", "The coverage carries over to output space when the LGM is exact "
-          "(a flow)", f"Coverage-Y {paper.TABLE[('CReL', ALPHA)][1]} at α = {ALPHA}", "Coverage-Y of CReL with the "
-          "flow, per α", decide=_coverage_y("flow")),
-    Claim("02.coverage-cvae", "§1 coverage", "The decoder does not decrease coverage (a CVAE)", "stated",
-          "Coverage-Y of CReL with the CVAE, per α", decide=_coverage_y("cvae")),
-    Claim("02.area-dqr", "§1 table", "CReL's area is much smaller than DQR's",
-          f"{paper.TABLE[('CReL', ALPHA)][2]} against {paper.TABLE[('DQR', ALPHA)][2]}", "DQR − CReL area per seed",
-          decide=_area_against("DQR (Y-space)", paper_larger=True)),
-    Claim("02.area-pcp", "§1 table", "PCP's area is far larger than CReL's",
-          f"{paper.TABLE[('PCP', ALPHA)][2]} against {paper.TABLE[('CReL', ALPHA)][2]}", "PCP − CReL area per seed",
-          decide=_area_against("PCP", paper_larger=True)),
-    Claim("02.dqr-row", "§1 table", "The DQR row: latent coverage near 1 − α, area growing as α falls",
-          f"Coverage-Z {paper.TABLE[('DQR', ALPHA)][0]} at α = {ALPHA}; area {paper.TABLE[('DQR', ALPHA)][2]} → "
-          f"{paper.TABLE[('DQR', paper.ALPHAS[1])][2]}", "the uncalibrated latent DQR's coverage per seed; "
-          "the Y-space DQR's areas",
-          decide=_dqr_row),
-    Claim("02.conservative", "§1 coverage", "Latent calibration is slightly more conservative than Feldman's "
-          "output-space calibration", f"{paper.TABLE[('CReL', ALPHA)][1]} against {paper.TABLE[('Feldman', ALPHA)][1]} "
-          "(Coverage-Y)", "CReL − Feldman Coverage-Y per seed", decide=_conservative),
-    Claim("02.pgd-spread", "§1 further claims", "PGD's worst case varies little across its random starts",
-          f"std {paper.SPREAD}", "std of the worst case across starts", decide=_spread),
-    Claim("02.reversal", "§1", "CReL can rank generators differently from their mean quality", "a reversal "
-          "(BLIP-base; SD3-M)", "pairs of trained label-to-image generators ranked in opposite orders; the guidance "
-          "pair over training seeds",
-          decide=_reversal),
-    Claim("02.area-feldman", "§1 table", "CReL's area is on par with Feldman's",
-          f"{paper.TABLE[('CReL', ALPHA)][2]} against {paper.TABLE[('Feldman', ALPHA)][2]}",
-          "CReL − Feldman area per seed, as a share of Feldman's", decide=_area_par),
-    Claim("02.runtime", "§1 further claims", "CReL's runtime grows linearly in the dimension, Feldman's grid "
-          "exponentially", "stated", "seconds per calibration point at d = 2 to 7", decide=_runtime),
-    Claim("02.marginal", "§1 limitations", "Coverage is marginal only: it can fail for some conditions", "stated",
-          "coverage per bin of x on the test folds", decide=_marginal),
-    Claim("02.reconstruction", "§1 limitations", "Coverage relies on the LGM's reconstruction quality", "stated",
-          "similarity lost by the LGM's space on the trained generators", decide=_reconstruction),
-    Claim("02.concentration", "§1 further claims", "The CReL winner's scores are the more concentrated, hence its "
-          "rank reversal", "BLIP-base", "sd of ρ of the guidance pair over training seeds", decide=_concentration),
-    Claim("02.coco", "§1 image-to-text table", "On MS-COCO, BLIP-base is 4th by CLIP-SIM but 1st by CReL-CLIP",
-          "4th → 1st", "CLIP-SIM and CReL-CLIP of BLIP and GIT captioners",
-          missing=_offline("the BLIP and GIT weights and CLIP (the notebook's online run, params/, runs them)")),
-    Claim("02.t2i", "§1 further claims", "SD3-M is 3rd by CLIP-SIM but 1st by CReL-CLIP among text-to-image "
-          "models", "3rd → 1st", "CLIP-SIM and CReL-CLIP of SD3, FLUX and Kandinsky",
-          missing=_offline("SD3, FLUX and Kandinsky (a GPU and their weights)")),
+    Claim("02.guarantee", "§1 coverage", CLAIM_TEXT("guarantee-words"), CLAIM_TEXT("guarantee-paper"),
+          CLAIM_TEXT("guarantee-measure"), decide=_guarantee),
+    Claim("02.coverage-flow", "§1 coverage", CLAIM_TEXT("coverage-flow-words"), CLAIM_TEXT("coverage-flow-paper"),
+          CLAIM_TEXT("coverage-flow-measure"), decide=_coverage_y("flow")),
+    Claim("02.coverage-cvae", "§1 coverage", CLAIM_TEXT("coverage-cvae-words"), CLAIM_TEXT("coverage-cvae-paper"),
+          CLAIM_TEXT("coverage-cvae-measure"), decide=_coverage_y("cvae")),
+    Claim("02.area-dqr", "§1 table", CLAIM_TEXT("area-dqr-words"), CLAIM_TEXT("area-dqr-paper"),
+          CLAIM_TEXT("area-dqr-measure"), decide=_area_against("DQR (Y-space)", paper_larger=True)),
+    Claim("02.area-pcp", "§1 table", CLAIM_TEXT("area-pcp-words"), CLAIM_TEXT("area-pcp-paper"),
+          CLAIM_TEXT("area-pcp-measure"), decide=_area_against("PCP", paper_larger=True)),
+    Claim("02.dqr-row", "§1 table", CLAIM_TEXT("dqr-row-words"), CLAIM_TEXT("dqr-row-paper"),
+          CLAIM_TEXT("dqr-row-measure"), decide=_dqr_row),
+    Claim("02.conservative", "§1 coverage", CLAIM_TEXT("conservative-words"), CLAIM_TEXT("conservative-paper"),
+          CLAIM_TEXT("conservative-measure"), decide=_conservative),
+    Claim("02.pgd-spread", "§1 further claims", CLAIM_TEXT("pgd-spread-words"), CLAIM_TEXT("pgd-spread-paper"),
+          CLAIM_TEXT("pgd-spread-measure"), decide=_spread),
+    Claim("02.reversal", "§1", CLAIM_TEXT("reversal-words"), CLAIM_TEXT("reversal-paper"),
+          CLAIM_TEXT("reversal-measure"), decide=_reversal),
+    Claim("02.area-feldman", "§1 table", CLAIM_TEXT("area-feldman-words"), CLAIM_TEXT("area-feldman-paper"),
+          CLAIM_TEXT("area-feldman-measure"), decide=_area_par),
+    Claim("02.runtime", "§1 further claims", CLAIM_TEXT("runtime-words"), CLAIM_TEXT("runtime-paper"),
+          CLAIM_TEXT("runtime-measure"), decide=_runtime),
+    Claim("02.marginal", "§1 limitations", CLAIM_TEXT("marginal-words"), CLAIM_TEXT("marginal-paper"),
+          CLAIM_TEXT("marginal-measure"), decide=_marginal),
+    Claim("02.reconstruction", "§1 limitations", CLAIM_TEXT("reconstruction-words"),
+          CLAIM_TEXT("reconstruction-paper"), CLAIM_TEXT("reconstruction-measure"), decide=_reconstruction),
+    Claim("02.concentration", "§1 further claims", CLAIM_TEXT("concentration-words"),
+          CLAIM_TEXT("concentration-paper"), CLAIM_TEXT("concentration-measure"), decide=_concentration),
+    Claim("02.coco", "§1 image-to-text table", CLAIM_TEXT("coco-words"), CLAIM_TEXT("coco-paper"),
+          CLAIM_TEXT("coco-measure"), missing=CLAIM_TEXT("coco-missing")),
+    Claim("02.t2i", "§1 further claims", CLAIM_TEXT("t2i-words"), CLAIM_TEXT("t2i-paper"),
+          CLAIM_TEXT("t2i-measure"), missing=CLAIM_TEXT("t2i-missing")),
 )
