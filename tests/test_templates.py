@@ -144,8 +144,8 @@ def test_every_section_of_a_paper_s_sentences_is_said_and_every_one_said_exists(
 
 
 def test_a_claims_file_has_claim_sections(tmp_path):
-    (tmp_path / "claims-01.md").write_text("<!-- claim: band-why -->\nwidths {{ w :.2f }}\n")
-    assert Readings("01", "lib.reading", templates=tmp_path, kind="claims")("band-why", w=0.5) == "widths 0.50"
+    (tmp_path / "claims-01.md").write_text("<!-- claim: band-why -->\nwidths {{ w\n:.2f }}\nwrapped\n")
+    assert Readings("01", "lib.reading", templates=tmp_path, kind="claims")("band-why", w=0.5) == "widths 0.50 wrapped"
     (tmp_path / "claims-01.md").write_text("<!-- reading: band-why -->\nx\n")
     with pytest.raises(TemplateError, match="before the first '<!-- claim: name -->'"):
         Readings("01", "lib.reading", templates=tmp_path, kind="claims").sections()
