@@ -5,6 +5,10 @@ Each `decide` reads the glued results of notebook 03 (`r`): the constrained prob
 the sandbox's selectors (`sandbox_jaccard`), the CIFAR-10H tables of the heads and of the whole networks, the
 rankings' paired bootstrap over the test images (`aurec_ranking`: share of draws in first place, differences to the
 best with intervals, Kendall τ against the paper's ranking) and the width study's trend of AuReC in accuracy.
+
+A claim's own words, the paper's number and what we measure are the sections of docs/results/templates/claims-03.md,
+rendered at import by `CLAIM_TEXT(section)` (`lib.templates.Readings`: this module's UPPER_CASE names and the paper's
+numbers, `{{ paper.NAME }}`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,18 @@ from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of
 from lib.regret import paper
+from lib.templates import Readings
+
+
+class LedgerText(Readings):
+    """The ledger's sentences (`Readings` with kind="claims"): a section may be wrapped over lines of the file, and
+    renders as one line, its line breaks spaces, as the ledger's list item (`lib.claims.ledger_list`) states it."""
+
+    def __call__(self, name: str, **facts: Any) -> str:
+        return super().__call__(name, **facts).replace("\n", " ")
+
+
+CLAIM_TEXT = LedgerText("03", __name__, kind="claims")  # the sentences: docs/results/templates/claims-03.md
 
 PAPER_CE_ORDER = sorted(("mc_dropout", "ensemble", "ddu", "evidential"),
                         key=lambda m: paper.TABLE[("CIFAR-10H", "ce", m)][0])  # the paper's CE ranking, best first
@@ -378,62 +394,41 @@ def _dinkelbach(r: Mapping[str, Any]) -> Verdict:
                    "holds when every optimum has the threshold form with λ in [½, 1]")
 
 
-_ORDER = ", ".join(paper.METHOD_NAMES[m] for m in PAPER_CE_ORDER)
-_TRUTH = " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')}" for m in ("mc_dropout", "ensemble", "ddu")) + " (CE)"
-_APPA = f"AuReC {paper.TABLE[('APPA-REAL', 'squared', 'ensemble')][0]} (Deep Ensemble, squared loss)"
-
 CLAIMS = (
-    Claim("03.theorem", "§1.1 theorem", "The optimal selector thresholds (1 − λ) A* + λ E* with λ in [½, 1]",
-          "a theorem (KKT)", "the constrained problems solved as LPs on CIFAR-10H", decide=_theorem),
-    Claim("03.proxies", "§1.1 proxies", "OOD detection and active learning select differently from the local "
-          "regret", "stated", "overlap of each proxy's selection with the regret-optimal one (sandbox)",
-          decide=_sandbox),
-    Claim("03.best-heads", "§1.2 table", "Evidential has the lowest AuReC under cross-entropy (heads on frozen "
-          "features)", f"{_paper('ce', 'evidential', 'AuReC')} (Evidential, lowest)",
-          "CE AuReC of the four methods, paired over the test images", decide=_best("heads")),
-    Claim("03.best-whole", "§1.2 table", "Evidential has the lowest AuReC under cross-entropy (whole networks "
-          "trained from scratch)", f"{_paper('ce', 'evidential', 'AuReC')} (Evidential, lowest)",
-          "CE AuReC of the four methods' whole networks, paired over the test images", decide=_best("whole")),
-    Claim("03.ranking-heads", "§1.2 table", "The CE ranking of the four methods agrees with the paper's (heads)",
-          _ORDER, "Kendall τ of our CE AuReC ranking against the paper's", decide=_ranking("heads")),
-    Claim("03.ranking-whole", "§1.2 table",
-          "The CE ranking of the four methods agrees with the paper's (whole networks)", _ORDER,
-          "Kendall τ of the whole networks' CE ranking against the paper's", decide=_ranking("whole")),
-    Claim("03.scale", "§1.2 table", "The AuReC values of the table", f"{_paper('ce', 'ensemble', 'AuReC')} "
-          "(Deep Ensemble, CE)", "CE AuReC, and its trend in accuracy over the whole networks' widths",
-          decide=_scale),
-    Claim("03.scale-zero-one", "§1.2 table", "The 0/1 AuReC values of the table",
-          f"{_paper('zero_one', 'evidential', 'AuReC')}–{_paper('zero_one', 'mc_dropout', 'AuReC')}",
-          "0/1 AuReC of each method beside the oracle's", decide=_scale_zero_one),
-    Claim("03.truth-correlation", "§1.1", "The true r_s(A*, E*) on CIFAR-10H is high", _TRUTH,
-          "r_s(A*, E*) of each method's own decomposition under CE", decide=_truth_correlation),
-    Claim("03.dcic", "§1.1 other experiments", "The findings hold on 8 DCIC datasets", "no numbers in the digest",
-          "AuReC on the DCIC datasets", missing="needs the DCIC datasets, which this machine does not have"),
-    Claim("03.appa", "§1.2 table", "The APPA-REAL regression rows", _APPA,
-          "AuReC on APPA-REAL", missing="needs APPA-REAL's face images (the notebook's synthetic-age stand-in "
-                                        "replaces them)"),
-    Claim("03.f1-ddu", "§1.4 F1, §1.3 table", "DDU has the best far-OOD AuROC but poor regret",
-          f"far-OOD AuROC {paper.PROXY['ddu'][1]} (best), CE AuReC {paper.PROXY_TABLE['ddu'][3]} (third of four)",
-          "far-OOD AuROC of the four methods on offline stand-ins, and DDU's CE AuReC behind the best",
-          decide=_f1_ddu),
-    Claim("03.f1-evidential", "§1.4 F1, §1.3 table",
-          "Evidential is the worst at OOD detection and active learning but the best at CE regret",
-          f"near/far AuROC {paper.PROXY['evidential'][0]} / {paper.PROXY['evidential'][1]}, AL NAUC "
-          f"{paper.PROXY['evidential'][2]} (all worst); CE AuReC {paper.PROXY_TABLE['evidential'][3]} (best)",
-          "near- and far-OOD AuROC and AL NAUC on offline stand-ins, and the CE AuReC ranking", decide=_f1_evidential),
-    Claim("03.f2-pgap", "§1.4 F2", "Evidential has r_s(Â, Ê) = 0.999 yet the lowest CE Pareto-gap",
-          f"r_s(Â,Ê) {_paper('ce', 'evidential', 'r_s(Â,Ê)')}, P-gap {_paper('ce', 'evidential', 'P-gap')} (lowest)",
-          "CE P-gap of the four methods and their r_s(Â, Ê)", decide=_f2_pgap),
-    Claim("03.f3-loss", "§1.4 F3", "The true r_s(A*, E*) falls when the loss changes from CE to 0/1 (the paper: "
-          "from ≈ 0.88 to ≈ 0.21; the CE level is 03.truth-correlation's)",
-          " / ".join(f"{_paper('ce', m, 'r_s(A*,E*)')} → {_paper('zero_one', m, 'r_s(A*,E*)')}" for m in F3_METHODS),
-          "r_s(A*, E*) of each method's decomposition under CE and under 0/1 loss", decide=_f3_loss),
-    Claim("03.dinkelbach", "§1.1 theorem", "By Dinkelbach's theorem the optimal selector keeps its form for the "
-          "selective ratios Ri/ρ and Re/ρ; only τ shifts", "a theorem (Dinkelbach)",
-          "the ratio problems solved as LPs on CIFAR-10H, each on its own", decide=_dinkelbach),
-    Claim("03.label-density", "§1.4 stated limitations", "The benchmark needs dense human soft labels", "stated",
-          "the CE and 0/1 AuReC rankings with p* from k annotations per image, over draws", decide=_density),
-    Claim("03.approximation", "§1.4 stated limitations", "Regret measured against an empirical p* mixes "
-          "approximation error with estimation error", "stated",
-          "the whole networks' CE AuReC as their width (capacity) grows at fixed data", decide=_approximation),
+    Claim("03.theorem", "§1.1 theorem", CLAIM_TEXT("theorem-words"), CLAIM_TEXT("theorem-paper"),
+          CLAIM_TEXT("theorem-measure"), decide=_theorem),
+    Claim("03.proxies", "§1.1 proxies", CLAIM_TEXT("proxies-words"), CLAIM_TEXT("proxies-paper"),
+          CLAIM_TEXT("proxies-measure"), decide=_sandbox),
+    Claim("03.best-heads", "§1.2 table", CLAIM_TEXT("best-heads-words"), CLAIM_TEXT("best-paper"),
+          CLAIM_TEXT("best-heads-measure"), decide=_best("heads")),
+    Claim("03.best-whole", "§1.2 table", CLAIM_TEXT("best-whole-words"), CLAIM_TEXT("best-paper"),
+          CLAIM_TEXT("best-whole-measure"), decide=_best("whole")),
+    Claim("03.ranking-heads", "§1.2 table", CLAIM_TEXT("ranking-heads-words"), CLAIM_TEXT("ranking-paper"),
+          CLAIM_TEXT("ranking-heads-measure"), decide=_ranking("heads")),
+    Claim("03.ranking-whole", "§1.2 table", CLAIM_TEXT("ranking-whole-words"), CLAIM_TEXT("ranking-paper"),
+          CLAIM_TEXT("ranking-whole-measure"), decide=_ranking("whole")),
+    Claim("03.scale", "§1.2 table", CLAIM_TEXT("scale-words"), CLAIM_TEXT("scale-paper"),
+          CLAIM_TEXT("scale-measure"), decide=_scale),
+    Claim("03.scale-zero-one", "§1.2 table", CLAIM_TEXT("scale-zero-one-words"), CLAIM_TEXT("scale-zero-one-paper"),
+          CLAIM_TEXT("scale-zero-one-measure"), decide=_scale_zero_one),
+    Claim("03.truth-correlation", "§1.1", CLAIM_TEXT("truth-correlation-words"),
+          CLAIM_TEXT("truth-correlation-paper"), CLAIM_TEXT("truth-correlation-measure"), decide=_truth_correlation),
+    Claim("03.dcic", "§1.1 other experiments", CLAIM_TEXT("dcic-words"), CLAIM_TEXT("dcic-paper"),
+          CLAIM_TEXT("dcic-measure"), missing=CLAIM_TEXT("dcic-missing")),
+    Claim("03.appa", "§1.2 table", CLAIM_TEXT("appa-words"), CLAIM_TEXT("appa-paper"), CLAIM_TEXT("appa-measure"),
+          missing=CLAIM_TEXT("appa-missing")),
+    Claim("03.f1-ddu", "§1.4 F1, §1.3 table", CLAIM_TEXT("f1-ddu-words"), CLAIM_TEXT("f1-ddu-paper"),
+          CLAIM_TEXT("f1-ddu-measure"), decide=_f1_ddu),
+    Claim("03.f1-evidential", "§1.4 F1, §1.3 table", CLAIM_TEXT("f1-evidential-words"),
+          CLAIM_TEXT("f1-evidential-paper"), CLAIM_TEXT("f1-evidential-measure"), decide=_f1_evidential),
+    Claim("03.f2-pgap", "§1.4 F2", CLAIM_TEXT("f2-pgap-words"), CLAIM_TEXT("f2-pgap-paper"),
+          CLAIM_TEXT("f2-pgap-measure"), decide=_f2_pgap),
+    Claim("03.f3-loss", "§1.4 F3", CLAIM_TEXT("f3-loss-words"), CLAIM_TEXT("f3-loss-paper"),
+          CLAIM_TEXT("f3-loss-measure"), decide=_f3_loss),
+    Claim("03.dinkelbach", "§1.1 theorem", CLAIM_TEXT("dinkelbach-words"), CLAIM_TEXT("dinkelbach-paper"),
+          CLAIM_TEXT("dinkelbach-measure"), decide=_dinkelbach),
+    Claim("03.label-density", "§1.4 stated limitations", CLAIM_TEXT("label-density-words"),
+          CLAIM_TEXT("label-density-paper"), CLAIM_TEXT("label-density-measure"), decide=_density),
+    Claim("03.approximation", "§1.4 stated limitations", CLAIM_TEXT("approximation-words"),
+          CLAIM_TEXT("approximation-paper"), CLAIM_TEXT("approximation-measure"), decide=_approximation),
 )
