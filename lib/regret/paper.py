@@ -40,6 +40,8 @@ PROXY = {
     "evidential": (0.711, 0.726, 0.177),
 }
 PROXY_TABLE = {m: (*v, TABLE[("CIFAR-10H", "ce", m)][0]) for m, v in PROXY.items()}  # spec §1.3's four columns
+# spec §1.4 F3: the true r_s(A*, E*) "falls from ≈ 0.88 under CE to ≈ 0.21 under 0/1 loss" (the digest's rounding)
+F3_R_S = {"ce": 0.88, "zero_one": 0.21}
 # spec §5.2's golden values: cleanlab's cross-validated q on all 10,000 CIFAR-10H rows, mean T*, A*, E* and
 # r_s(A*, E*) per loss
 GOLDEN = {"ce": (0.5135, 0.1545, 0.3591, 0.825), "zero_one": (0.1033, 0.0456, 0.0578, 0.209)}
