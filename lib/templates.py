@@ -215,7 +215,8 @@ class Readings:
     """The sentences of notebook `number`'s reading cells: the sections of `templates/readings-NN.md`, each opened
     by a line `<!-- reading: name -->` and rendered by `readings(name, **facts)`; with `kind="claims"`, the
     sentences of its claims ledger (`lib.<package>.claims`): `templates/claims-NN.md`, sections opened by
-    `<!-- claim: name -->`, each rendered as one line (a field of the ledger: the file's line breaks are spaces).
+    `<!-- claim: name -->`, each rendered as one line (a field of the ledger: line breaks, the file's or a value's,
+    become spaces).
 
     A section sees the facts it is given, the template helpers (`HELPERS`: `pct`, `num`, `span`, ...), the
     UPPER_CASE names of the Python module `module` (its thresholds: a sentence states `{{ LINEAR_MIN_R2 }}`, never
@@ -242,10 +243,7 @@ class Readings:
         if len(set(names)) < len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
             raise TemplateError(f"{self.path}: sections named twice: {twice}")
-        texts = (text.strip("\n") for text in parts[2::2])
-        if self.word == "claim":  # a claim's field is one line of the ledger: the file may wrap it
-            texts = (" ".join(text.split("\n")) for text in texts)
-        return dict(zip(names, texts))
+        return {name: text.strip("\n") for name, text in zip(names, parts[2::2])}
 
     def constants(self) -> dict[str, Any]:
         """The UPPER_CASE names of the module the sentences belong to."""
@@ -261,4 +259,5 @@ class Readings:
             return render(sections[name], {**names, "part": lambda other, **more: section(other, {**names, **more})},
                           source=f"{self.path.name}#{name}")
 
-        return section(name, namespace)
+        text = section(name, namespace)
+        return " ".join(text.split("\n")) if self.word == "claim" else text

@@ -22,16 +22,7 @@ from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, 
 from lib.regret import paper
 from lib.templates import Readings
 
-
-class LedgerText(Readings):
-    """The ledger's sentences (`Readings` with kind="claims"): a section may be wrapped over lines of the file, and
-    renders as one line, its line breaks spaces, as the ledger's list item (`lib.claims.ledger_list`) states it."""
-
-    def __call__(self, name: str, **facts: Any) -> str:
-        return super().__call__(name, **facts).replace("\n", " ")
-
-
-CLAIM_TEXT = LedgerText("03", __name__, kind="claims")  # the sentences: docs/results/templates/claims-03.md
+CLAIM_TEXT = Readings("03", __name__, kind="claims")  # the sentences: docs/results/templates/claims-03.md
 
 PAPER_CE_ORDER = sorted(("mc_dropout", "ensemble", "ddu", "evidential"),
                         key=lambda m: paper.TABLE[("CIFAR-10H", "ce", m)][0])  # the paper's CE ranking, best first
