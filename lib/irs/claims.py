@@ -10,6 +10,10 @@ generators' precision, recall and coverage (§4) and the extractor vote.
 Some findings need an interval the notebook does not record yet (the toy metrics' sample size, IRS_∞,a's interval,
 the class-fraction slopes' interval): their claims show our point values, stay undecided, and name the record that
 would decide them.
+
+The decide functions keep the rules and compute the facts; every sentence the ledger states (a claim's words, the
+paper's number, what is measured, what an offline claim needs, and each verdict's ours and why) is a section of
+docs/results/templates/claims-04.md, rendered by `CLAIM_TEXT` (`lib.templates.Readings`).
 """
 
 from __future__ import annotations
