@@ -12,6 +12,11 @@ XL = 0.77  # EDM-2-XL, class-conditional: "the best model covers only 77 %" (spe
 XL_UNCONDITIONAL = 0.03  # EDM-2-XL, unconditional: "far worse: 0.77 vs 0.03" (spec §1, further claims)
 XXL = 0.75  # EDM-2-XXL, class-conditional: "0.77 vs 0.75 ... within noise" (spec §1's caveat)
 XS = 0.46  # EDM-2-XS: "XS to XL raises IRS from 46 % to 77 %" (spec §1, further claims)
+XS_XL_FID = 0.9  # "... while FID changes by only 0.9" from EDM-2 XS to XL (spec §1, further claims)
+
+# The paper's further claims (spec §1): DeepFloyd's diversity, and the recall at which it saturates
+DEEPFLOYD = 0.5  # "DeepFloyd reaches about 50 % diversity when the prompt leaves gender unspecified"
+RECALL_SATURATION = 0.8  # "Recall saturates at 0.8 once all classes are present" (ImageNet)
 
 # The paper's DiADM ablation (spec §1, "DiADM versus EDM"; EDM -> DiADM at 1/10 of EDM's training budget; FID and
 # IRS_∞,a): the FID reference set and the guidance of these numbers are not in the authors' code (their pipeline
