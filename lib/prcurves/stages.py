@@ -10,10 +10,14 @@ import numpy as np
 from lib.stages import CACHED, STORED, declare
 
 
-class Ensemble(TypedDict):
+class _Ensemble(TypedDict):
     params: dict  # the members' weights, stacked along a first axis of M ({name: tensor})
     losses: np.ndarray  # (steps, M) training losses
-    snapshots: dict  # {step: params} kept along the way (empty unless asked)
+    snapshots: dict  # {step: {"params", "ema"?}} kept along the way (empty unless asked)
+
+
+class Ensemble(_Ensemble, total=False):
+    ema: dict  # the weights' moving average, when the training keeps one (ema_decay > 0)
 
 
 class Samples(TypedDict):

@@ -52,16 +52,16 @@ class WholeNetwork(TypedDict):
 
 
 class _WholePredictions(TypedDict):
-    ood_id: np.ndarray  # (n_ood,) the method's CE epistemic estimate Ê on in-distribution images, then each OOD set
-    ood_mnist: np.ndarray
-    ood_gaussian_noise: np.ndarray
-    ood_blur: np.ndarray
-    ood_uniform_noise: np.ndarray
+    ood_id: np.ndarray  # (n_ood,) the method's CE epistemic estimate Ê on in-distribution images
     meta: np.ndarray  # () JSON: what was predicted with what
 
 
-class WholePredictions(_WholePredictions, total=False):  # the test predictions, in the method's shape (Prediction)
-    test_probs: np.ndarray
+class WholePredictions(_WholePredictions, total=False):
+    ood_mnist: np.ndarray  # Ê on each OOD set the run asks for (`experiment.OOD_SETS`)
+    ood_gaussian_noise: np.ndarray
+    ood_blur: np.ndarray
+    ood_uniform_noise: np.ndarray
+    test_probs: np.ndarray  # the test predictions, in the method's shape (Prediction)
     test_log_density: np.ndarray
     test_samples: np.ndarray
     test_alpha: np.ndarray
