@@ -3,18 +3,22 @@
 A notebook explains its figures and tables in Markdown. Where a sentence states a number of the run (a mean
 AUC, a coverage, a share of the grid), the sentence is written by a *reading cell* instead: a code cell tagged
 `reading` and `remove-input`, whose input is collapsed in JupyterLab (cell metadata
-`"jupyter": {"source_hidden": true}`), that renders Markdown from the run's variables::
+`"jupyter": {"source_hidden": true}`), that says Markdown rendered from the run's variables::
 
-    say(f\"\"\"With {config.num_members} members the C = 1 band is {table.loc[1, "width"]:.2f} wide
-    ({compare(table.loc[1, "width"], 0.42)} the paper's 0.42).\"\"\")
+    say(readings.gap_reading(gap, config, n_train))
+
+The sentence itself is a section of the paper's `docs/results/templates/readings-NN.md` (`lib.templates.Readings`),
+filled from the facts the package's readings module computes; the helpers below (`num`, `pct`, `span`, `compare`,
+...) are what those templates format with.
 
 Why reading cells, not MyST-NB's `glue` roles: a reading cell's output is an ordinary `text/markdown` display,
 which JupyterLab, the HTML report (`lib.make.report`, which hides the inputs of cells tagged `remove-input`),
 papermill's executed copy and a MyST-NB book all render the same way, with no role resolver that only the
 book has (in JupyterLab a `{glue}` role is shown as its raw text). And the text is recomputed on every run,
 so it stays true after a rerun with another preset or other parameters; a number typed into Markdown would
-not. What stays literal in the Markdown is what the run does not produce (the paper's numbers, the spec's
-constants, dated records of other runs); each such number is declared with its source in the notebook's
+not. What stays literal in the Markdown is what the run does not produce and no code names (the spec's
+constants, dated records of other runs; a number the code names, the paper's above all, is said by a reading cell
+from that name: `typed_twice`); each such number is declared with its source in the notebook's
 metadata, `metadata["workbook"]["literals"]`, and `tests/test_reading.py` fails on any decimal number or
 percentage in a Markdown cell (or in the fixed text of a reading cell) that is not declared there.
 
