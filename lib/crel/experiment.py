@@ -321,7 +321,7 @@ def healthy_lgm(config: CReLConfig, seed: int, folds: dict, settings: CVAESettin
     return {**chosen, "collapsed_attempts": [t["attempt"] for t in tried if t["dead"]]}
 
 
-GUARD_VERSION = 1  # bump when `healthy_lgm`'s choice changes
+GUARD_VERSION = 1  # key salt, frozen (lib.lineage detects changes of `healthy_lgm`'s code)
 
 
 def lgm_choice(config: CReLConfig, seed: int, lgm_name: str, *, d: int = 2, latent_dim: int | None = None,
@@ -431,7 +431,7 @@ _NOT_IN_TABLE_KEY = ("preset", "alphas", "num_seeds", "seed", "lgm", "table_lgms
                      "captions", "images", "collapse_threshold", "sensitivity_threshold",  # the guard: at loading
                      "cvae_restarts",  # the training used is in the key instead (`lgm_attempt`)
                      "cond_bins", "cond_n_feldman", "spread_n_x", "spread_starts", "spread_steps")  # read the runs
-TABLE_VERSION = 1  # bump when the measurement code of `synthetic_table_rows` changes
+TABLE_VERSION = 1  # key salt, frozen (lib.lineage detects changes of `synthetic_table_rows`' code)
 # Columns of the retired decoded-cloud check (distance to the decoded latent-grid points <= their own 0.9-quantile
 # nearest-neighbour gap, biased by the grid's spacing), dropped when read; `max_cloud_points` stays in the key
 # (key policy in lib.store: a retired output).

@@ -407,7 +407,7 @@ def generated_sets(config: IRSConfig, sets: dict) -> dict[str, dict]:
 # ----------------------------------------------------------------------------------------------------
 # 4. Generated sets: the memoriser (E3) and the toy generators, per extractor (cached and stored)
 # ----------------------------------------------------------------------------------------------------
-GENERATED_VERSION = 1  # bump when `generated_retrievals`, `e3_rows` or `toy_rows` measure differently
+GENERATED_VERSION = 1  # salt of the keys below (lib.lineage detects their code's changes: never bumped)
 
 
 def generated_retrievals(config: IRSConfig, extracted: ExtractorRun, sets: dict, generated: dict[str, dict], *,

@@ -50,7 +50,7 @@ from lib.reading import sig
 from lib.run import Run
 from lib.seeds import derive_seed
 
-MEASURE_VERSION = 2  # bump when `measure_set` measures or keeps differently (v2: first extractor's retrievals only)
+MEASURE_VERSION = 2  # key salt, frozen (lib.lineage sees code changes; v2: first extractor's retrievals only)
 BOOT_STREAM = 19  # FID's bootstrap (against the test reference)
 FID_TRAIN_STREAM = 1  # FID against the database: its rows and bootstrap draw from the test bootstrap's seed + this
 MEMORISER_STREAM = 3  # `memorised_copies`: the memorised images, their draws and noise (notebook 04's streams)

@@ -725,7 +725,7 @@ def proxy_summary(ood: dict, nauc: dict, aurec_ce: dict) -> dict:
 # smoothing 0.2 and every logit scaled by 1/9 (each method's network version 1), which notebook 03 compares with
 WHOLE_VARIANTS = ("ours", "recipe")
 RECIPE_LABEL_SMOOTHING = 0.2
-WHOLE_PREDICTION_VERSION = 1  # bumped when what whole_predictions predicts, or its arrays, change
+WHOLE_PREDICTION_VERSION = 1  # key salt, frozen (lib.lineage detects changes of whole_predictions' code)
 
 
 def whole_variant(config: RegretConfig, variant: str = "ours") -> tuple[wh.WholeSettings, dict[str, int]]:
