@@ -16,6 +16,7 @@ from notebook_runner import (
 )
 
 from lib.prcurves import experiment as ex
+from lib.prcurves import paper
 
 run = notebook_runner("01_ensemble_pr_curves.ipynb")
 VOLATILE = {"runtime_s", "device"}
@@ -55,7 +56,13 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-table", "reading-table-claims", "reading-budget-study", "reading-figure-3",
                          "reading-figure-4", "reading-decomposition", "reading-spaces", "reading-members",
-                         "reading-families"}
+                         "reading-families", "reading-former-presets", "reading-budget-intro", "reading-cpu-preset",
+                         "reading-frontier-intro", "frontier-reading"}
+    # the paper's and the recipe's numbers, said from their names (not typed in the Markdown)
+    words = {name: " ".join(said.split()) for name, said in text.items()}
+    assert f"EMA {budget.EMA_DECAY}, batch 128" in words["reading-cpu-preset"]
+    assert (f"{paper.TABLE[1]['below_0.9']} of {paper.MEMBERS} C = 1 members and {paper.TABLE[8]['below_0.9']} of "
+            f"{paper.MEMBERS} C = 8 members below AUC {paper.FAILED_AUC}") in words["reading-frontier-intro"]
     study = r["members_study"]  # the smoke preset's M = 4: one row of ours, the paper's 30 beside it
     assert set(study) == {"4 (ours)", "30 (paper)"}
     assert study["4 (ours)"]["paired_t"] == r["fraction_significant"]["paired_t/none"]  # Figure 3's, recomputed

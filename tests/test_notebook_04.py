@@ -17,6 +17,7 @@ from notebook_runner import (
 
 from lib.glue import without_clocks
 from lib.irs import experiment as ie
+from lib.irs import paper
 from lib.make.report import temporary_environ
 from lib.tables import reader_name
 
@@ -41,7 +42,11 @@ def test_reading_cells_state_the_recorded_results(smoke):
     text, r = reading_outputs(smoke["notebook"]), smoke["results"]
     assert set(text) == {"reading-simulation", "reading-gap", "reading-class-fraction", "reading-memoriser",
                          "reading-toy", "reading-diadm", "reading-ranking", "reading-copying", "reading-closing",
-                         "reading-vote"}
+                         "reading-vote", "reading-ranking-intro", "reading-paper-scale-targets"}
+    # the paper's numbers, said from lib.irs.paper (not typed in the Markdown)
+    assert f"of {paper.XL}\nagainst {paper.XL_UNCONDITIONAL} unconditioned".replace("\n", " ") in " ".join(
+        text["reading-ranking-intro"].split())
+    assert f"±{100 * paper.IMAGENET_HALF_WIDTH:.1f}-point" in text["reading-paper-scale-targets"]
     coverage = r["sim_coverage"].values()
     assert f"between {min(coverage):.3f} and {max(coverage):.3f}" in text["reading-simulation"]
     for name, (lower, estimate, upper) in r["gap_irs_inf_real"].items():
