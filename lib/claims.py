@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lib.paths import PACKAGES
+
 HOLDS, FAILS, UNDECIDED, OFFLINE = "holds", "fails", "undecided", "not testable offline"
 VERDICTS = (HOLDS, FAILS, UNDECIDED, OFFLINE)
 
@@ -64,7 +66,7 @@ class Claim:
 
 
 # Each paper's ledger, by notebook (a registry by name: the core imports no paper package, `lib.store` does the same)
-MODULES = {"01": "lib.prcurves.claims", "02": "lib.crel.claims", "03": "lib.regret.claims", "04": "lib.irs.claims"}
+MODULES = {number: f"{package}.claims" for number, package in PACKAGES.items()}
 
 
 def claims_of(number: str) -> tuple[Claim, ...]:

@@ -3,7 +3,9 @@
 The checkout (`PROJECT_ROOT`), the cache root (`cache_dir`: `lib.cache`) and the stored results' root
 (`results_root`: `lib.store`), each movable by an environment variable; `regular_file` refuses a directory or a
 FIFO where a file should be (opening a FIFO blocks), and `sha256_file` / `sha256_from` are the one SHA-256 of a
-file that the cache's header, the stored layers' manifests and the data files are checked with.
+file that the cache's header, the stored layers' manifests and the data files are checked with. `PACKAGES` names
+each notebook's package once; the registries by notebook (`lib.store`, `lib.stages`, `lib.claims`, `lib.templates`)
+name a module of it.
 
 A leaf: it imports nothing from `lib`, so any module may import it without a cycle (tests/test_layout.py).
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"01": "lib.prcurves", "02": "lib.crel", "03": "lib.regret", "04": "lib.irs"}  # each notebook's package
 BLOCK = 1 << 22  # bytes read at a time when a file is hashed
 
 

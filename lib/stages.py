@@ -36,12 +36,13 @@ from typing import Any
 import numpy as np
 
 from lib.cache import Entry, cache_entry
+from lib.paths import PACKAGES
 
 STORED, CACHED, PINNED, ON_REQUEST = "stored", "cached", "pinned", "on request"
 POLICIES = (STORED, CACHED, PINNED, ON_REQUEST)
 FORMS = {"npz": ".npz", "torch": ".pt"}
 # Each notebook's declarations (a registry by name: the core imports no paper package)
-MODULES = {"01": "lib.prcurves.stages", "02": "lib.crel.stages", "03": "lib.regret.stages", "04": "lib.irs.stages"}
+MODULES = {number: f"{package}.stages" for number, package in PACKAGES.items()}
 _REGISTRY: dict[str, dict[str, Stage]] = {}
 
 
@@ -82,7 +83,6 @@ class Stage:
                     None if isinstance(value, kind) else f"a {type(value).__name__}, not a {kind}" for kind in kinds]
         return None if None in problems else " / ".join(problems)
 
-
     def matches(self, label: str) -> bool:
         return fnmatchcase(label, self.pattern)
 
@@ -113,6 +113,7 @@ def _record_problem(value: Any, record: type) -> str | None:
     said = [f"missing {missing}" if missing else "", f"fields it does not declare {extra}" if extra else "",
             "; ".join(wrong)]
     return f"not its record {record.__name__}: " + "; ".join(s for s in said if s) if any(said) else None
+
 
 def _is(value: Any, hint: Any) -> bool:
     """Whether `value` is of the type `hint` as far as a record's check goes: a class, `X | None`, a generic

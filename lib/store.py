@@ -79,15 +79,14 @@ from typing import Any, NamedTuple
 from lib import lineage
 from lib.cache import DamagedCacheEntry, atomic_write, config_hash, file_key, key_digest, keyed_copy
 from lib.params import check_name, path_inside
-from lib.paths import PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
+from lib.paths import PACKAGES, PROJECT_ROOT, NotARegularFile, cache_dir, regular_file, results_root, sha256_file
 
 SOURCES = ("stored", "compute")
 MANIFEST = "manifest.json"
 RECORD_ENV = "WORKBOOK_STORE_RECORD"  # set by lib.make.store_writer: the file the kernel lists its stored entries in
 NAME = re.compile(r"^(?P<label>.+)-(?P<key>[0-9a-f]{10})(?P<suffix>\.[a-z]+)$")
 # the module whose PRESETS the notebook of each namespace resolves its PRESET from (the writer checks --preset there)
-PRESET_MODULES = {"01": "lib.prcurves.experiment", "02": "lib.crel.experiment", "03": "lib.regret.experiment",
-                  "04": "lib.irs.experiment"}
+PRESET_MODULES = {number: f"{package}.experiment" for number, package in PACKAGES.items()}
 
 
 def layer_dir(namespace: str, preset: str) -> Path:

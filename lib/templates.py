@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lib.paths import PROJECT_ROOT
+from lib.paths import PACKAGES, PROJECT_ROOT
 from lib.provenance import minutes
 from lib.reading import compare, md_table, num, pct, seq, sig, skipped, span
 from lib.tables import in_readers_words
@@ -44,7 +44,7 @@ class TemplateError(KeyError):
 
 
 FINDINGS_CLASS = "workbook-findings"
-PAPER_MODULES = {"01": "lib.prcurves.paper", "02": "lib.crel.paper", "03": "lib.regret.paper", "04": "lib.irs.paper"}
+PAPER_MODULES = {number: f"{package}.paper" for number, package in PACKAGES.items()}
 
 
 def paper_module(number: str) -> Any:
@@ -53,6 +53,11 @@ def paper_module(number: str) -> Any:
     if number not in PAPER_MODULES:
         raise KeyError(f"notebook {number!r} has no paper module (notebooks: {', '.join(PAPER_MODULES)})")
     return importlib.import_module(PAPER_MODULES[number])
+
+
+def paper_names(number: str, name: str = "paper") -> dict[str, Any]:
+    """{name: notebook `number`'s paper module} for a template's namespace; {} for a notebook without one."""
+    return {name: paper_module(number)} if number in PAPER_MODULES else {}
 
 
 def wall_time(run: Mapping[str, Any]) -> str:
@@ -163,7 +168,7 @@ def findings_text(number: str, results: Mapping[str, Any], templates: Path = TEM
     template = findings_template(number, templates)
     if template is None:
         return ""
-    namespace = {"r": results, **({"paper": paper_module(number)} if number in PAPER_MODULES else {})}
+    namespace = {"r": results, **paper_names(number)}
     sentences = []
     for line in split_template(template.read_text(encoding="utf-8"))[1].strip().splitlines():
         try:
@@ -220,16 +225,18 @@ class Readings:
 
     A section sees the facts it is given, the template helpers (`HELPERS`: `pct`, `num`, `span`, ...), the
     UPPER_CASE names of the Python module `module` (its thresholds: a sentence states `{{ LINEAR_MIN_R2 }}`, never
-    the number), the paper's numbers as `paper` (`paper_module`), and `part(name, **more)`, which renders another
-    section of the same file with the same names and `more` (a phrase repeated for each item of a list). The file is
-    read on every call, so that an edited sentence shows at the next run of its cell."""
+    the number) and `also` (other modules' constants its sentences state), the paper's numbers as `paper`
+    (`paper_module`), and `part(name, **more)`, which renders another section of the same file with the same names
+    and `more` (a phrase repeated for each item of a list). The file is read on every call, so that an edited
+    sentence shows at the next run of its cell."""
 
     KINDS = {"readings": "reading", "claims": "claim"}  # the file's name -> the word of its section lines
 
-    def __init__(self, number: str, module: str, templates: Path = TEMPLATES, kind: str = "readings"):
+    def __init__(self, number: str, module: str, templates: Path = TEMPLATES, kind: str = "readings",
+                 also: Mapping[str, Any] | None = None):
         if kind not in self.KINDS:
             raise ValueError(f"kind {kind!r}: one of {sorted(self.KINDS)}")
-        self.number, self.module, self.word = number, module, self.KINDS[kind]
+        self.number, self.module, self.word, self.also = number, module, self.KINDS[kind], dict(also or {})
         self.path = Path(templates) / f"{kind}-{number}.md"
 
     def sections(self) -> dict[str, str]:
@@ -246,8 +253,8 @@ class Readings:
         return {name: text.strip("\n") for name, text in zip(names, parts[2::2])}
 
     def constants(self) -> dict[str, Any]:
-        """The UPPER_CASE names of the module the sentences belong to."""
-        return {k: v for k, v in vars(importlib.import_module(self.module)).items() if k.isupper()}
+        """The UPPER_CASE names of the module the sentences belong to, and `also`."""
+        return {**{k: v for k, v in vars(importlib.import_module(self.module)).items() if k.isupper()}, **self.also}
 
     def __call__(self, name: str, **facts: Any) -> str:
         sections = self.sections()

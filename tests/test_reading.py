@@ -154,9 +154,9 @@ def test_no_number_is_typed_both_in_prose_and_in_code(number):
     readings declare the two as different facts that share their digits (OTHER_FACTS, with the reason)."""
     import importlib
 
-    from lib.templates import PAPER_MODULES
+    from lib.paths import PACKAGES
 
-    package = PAPER_MODULES[number].rsplit(".", 1)[0]
+    package = PACKAGES[number]
     other = getattr(importlib.import_module(f"{package}.readings"), "OTHER_FACTS", {})
     assert all(isinstance(why, str) and len(why) > 10 for why in other.values())
     folder = Path(__file__).resolve().parents[1] / package.replace(".", "/")

@@ -9,13 +9,12 @@ import types
 
 import pytest
 
-from lib.paths import PROJECT_ROOT
+from lib.paths import PACKAGES, PROJECT_ROOT
 from lib.templates import (
     FINDINGS_CLASS,
     FINDINGS_MARK,
     FINDINGS_PENDING,
     NO_FINDINGS,
-    PAPER_MODULES,
     FindingsBox,
     Readings,
     TemplateError,
@@ -127,12 +126,12 @@ def test_an_unknown_section_is_named_with_the_file_s_sections(tmp_path):
 SECTION_USE = re.compile(r"""(?:TEXT|part)\(\s*["']([\w.-]+)["']""")  # TEXT(...), CLAIM_TEXT(...), part(...)
 
 
-@pytest.mark.parametrize("number", sorted(PAPER_MODULES))
+@pytest.mark.parametrize("number", sorted(PACKAGES))
 def test_every_section_of_a_paper_s_sentences_is_said_and_every_one_said_exists(number):
     """The sections of readings-NN.md and claims-NN.md (where the paper's ledger has one) are exactly those its
     package's code (`TEXT("name", ...)`, `CLAIM_TEXT(...)`) and the files' own sections (`part("name")`) name: no
     sentence is dead, none is missing, and no name is used in both files."""
-    package = PROJECT_ROOT / PAPER_MODULES[number].rsplit(".", 1)[0].replace(".", "/")
+    package = PROJECT_ROOT / PACKAGES[number].replace(".", "/")
     files = [Readings(number, "lib.reading", kind=kind) for kind in Readings.KINDS]
     files = [f for f in files if f.path.is_file()]
     sections = [name for f in files for name in f.sections()]
@@ -149,3 +148,8 @@ def test_a_claims_file_has_claim_sections(tmp_path):
     (tmp_path / "claims-01.md").write_text("<!-- reading: band-why -->\nx\n")
     with pytest.raises(TemplateError, match="before the first '<!-- claim: name -->'"):
         Readings("01", "lib.reading", templates=tmp_path, kind="claims").sections()
+
+
+def test_a_reading_states_another_module_s_constant_given_as_also(tmp_path):
+    (tmp_path / "readings-01.md").write_text("<!-- reading: a -->\nR² ≥ {{ OTHER_MIN }}\n")
+    assert Readings("01", "lib.reading", templates=tmp_path, also={"OTHER_MIN": 0.9})("a") == "R² ≥ 0.9"

@@ -25,11 +25,12 @@ from typing import Any
 
 from lib.claims import FAILS, HOLDS, UNDECIDED, Claim, Verdict, interval, need, need_record, side_of, wilson
 from lib.irs import paper
-from lib.irs.method import ALPHA_E  # noqa: F401  (the sentences state the paper's 90 % from it)
-from lib.irs.readings import LARGE_N_RATIO, LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE  # noqa: F401  (LARGE_N_RATIO: stated)
+from lib.irs.method import ALPHA_E
+from lib.irs.readings import LARGE_N_RATIO, LINEAR_MIN_R2, LINEAR_SLOPE_TOLERANCE
 from lib.templates import Readings
 
-CLAIM_TEXT = Readings("04", __name__, kind="claims")  # the ledger's sentences: docs/results/templates/claims-04.md
+# the ledger's sentences: docs/results/templates/claims-04.md (the interval's level from ALPHA_E, the bias's n / N)
+CLAIM_TEXT = Readings("04", __name__, kind="claims", also={"ALPHA_E": ALPHA_E, "LARGE_N_RATIO": LARGE_N_RATIO})
 HALF_WIDTH_TOLERANCE = 0.005  # "about ±3.5 points": ours within half a point of it
 COVERAGE_TOLERANCE = 0.02  # an interval covers "as stated" when the pooled coverage's lower bound is this close
 SMALL_N = 0.05  # n / N of the simulation's smallest samples, where IRS fluctuates (`sim_bias`'s keys "s<s>/n<n / N>")

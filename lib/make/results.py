@@ -8,7 +8,7 @@ from `docs/results/templates/headlines.md`.
 A template is Markdown with `{{ expression }}` or `{{ expression :format }}` placeholders, evaluated against
 the run's results `r` (a dict of glued values; `r01` ... `r04` in the headline template), `run` (preset,
 commit, date, duration) and the paper's numbers `paper` (`paper01` ... in the headline template;
-`lib.templates.paper_module`). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
+`lib.templates.paper_names`). `{{ all_results() }}` renders every glued value as tables. A placeholder whose
 value the run did not record is an error that names it: a template never renders a stale number.
 `{{ csv_rows("results/01/budget_study.csv") }}` reads a committed study that a notebook reads too.
 
@@ -43,12 +43,11 @@ from lib.provenance import git_commit, run_info, run_line  # noqa: F401 (run_inf
 from lib.reading import stated_numbers
 from lib.tables import in_readers_words, reader_name
 from lib.templates import (
-    PAPER_MODULES,
     PLACEHOLDER,
     TemplateError,
     findings_template,
     findings_text,
-    paper_module,
+    paper_names,
     render,
     split_template,
 )
@@ -175,7 +174,7 @@ def render_page(results: Mapping[str, Any], info: Mapping[str, Any], template: P
               f"docs/results/templates/{template.name} instead -->\n")
     body = render(split_template(template.read_text(encoding="utf-8"))[1],
                   {"r": results, "run": info, "all_results": lambda: value_tables(stable),
-                   **({"paper": paper_module(template.name[:2])} if template.name[:2] in PAPER_MODULES else {})},
+                   **paper_names(template.name[:2])},
                   source=template)
     body = in_readers_words(body)
     if provenance:
@@ -312,8 +311,7 @@ def generate(runs: Path, out: Path, readme: Path | None) -> list[Path]:
         page = out / template.name
         atomic_write(page, lambda tmp, t=template, r=run: tmp.write_text(results_page(r, t), encoding="utf-8"))
         namespace[f"r{number}"], namespace[f"run{number}"] = read_complete_results(run), run_info(run)
-        if number in PAPER_MODULES:
-            namespace[f"paper{number}"] = paper_module(number)
+        namespace.update(paper_names(number, f"paper{number}"))
         written.append(page)
     ledgers = {n: found[t] for t in found if (n := t.name[:2]) in CLAIMS_MODULES and found[t] is not None}
     if ledgers and len(ledgers) == len(CLAIMS_MODULES):
